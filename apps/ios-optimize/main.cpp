@@ -1,0 +1,106 @@
+// ios-optimize: ONNX model in, schedule file out. Parses options and calls
+// the library (lib/optimize/optimizer.h does the work).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "optimize/optimizer.h"
+
+namespace {
+
+constexpr const char* kDescription = R"(ios-optimize - find a fast inter-operator schedule for a CNN
+
+Reads an ONNX model, forms schedule units and blocks, obtains stage latencies
+(measured on the GPU, or predicted by the analytical model without one), runs
+a scheduler and writes the schedule as a versioned JSON file that ios-run
+executes. Schedulers: sequential, greedy, ios (the IOS dynamic program of
+Ding et al., MLSys 2021; the default), dos, lios and nimble.
+
+Exit codes: 0 ok, 1 internal error, 2 usage or input error, 3 no usable GPU
+(--cost measured without one).
+
+Examples:
+  ios-optimize model.onnx                          # IOS, writes model.ios.schedule.json
+  ios-optimize model.onnx -o s.json --scheduler greedy
+  ios-optimize model.onnx --scheduler ios --params r=2,s=8,strategy=parallel
+  ios-optimize model.onnx --batch 8 --cost simulated --device-profile h200
+  ios-optimize model.onnx --analyze                # per-block statistics only
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ios::optimize::OptimizeOptions options;
+  CLI::App app{kDescription, "ios-optimize"};
+  app.get_formatter()->column_width(34);
+  bool verbose = false, quiet = false, list = false;
+
+  app.add_option("model", options.model_path, "ONNX model file");
+  app.add_option("-o,--output", options.output_path,
+                 "schedule file to write (default: MODEL without .onnx + .SCHEDULER.schedule.json)");
+  app.add_option("-s,--scheduler", options.scheduler,
+                 "scheduler: sequential, greedy, ios, dos, lios, nimble (see --list-schedulers)")
+      ->capture_default_str();
+  app.add_option("-p,--params", options.scheduler_params,
+                 "scheduler parameters as key=value[,key=value...], e.g. r=3,s=8");
+  app.add_option("-b,--batch", options.batch,
+                 "batch size; needed when the model's batch dimension is symbolic")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--input-shape", options.input_shapes,
+                 "static shape of an input, NAME:1x3x224x224 (repeatable)");
+  app.add_option("--cost", options.cost,
+                 "latency source: auto (GPU if present, else predicted), simulated, measured")
+      ->check(CLI::IsMember({"auto", "simulated", "measured"}))
+      ->capture_default_str();
+  app.add_option("--device-profile", options.device_profile,
+                 "simulated device: h100, h200, a100, v100 or a profile JSON file")
+      ->capture_default_str();
+  app.add_option("--profile-db", options.profile_db,
+                 "measured latencies cache (default: ~/.cache/ios/profile.sqlite)");
+  app.add_option("--precision", options.precision, "convolution math: tf32 or fp32")
+      ->check(CLI::IsMember({"tf32", "fp32"}))
+      ->capture_default_str();
+  app.add_option("--max-block-units", options.max_block_units,
+                 "split regions larger than this into parts (1-64)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_flag("--analyze", options.analyze,
+               "print per-block structure and search statistics; write no schedule");
+  app.add_flag("--list-schedulers", list, "list the schedulers and their parameters, then exit");
+  app.add_flag("-v,--verbose", verbose, "print the effective options and per-block progress");
+  app.add_flag("-q,--quiet", quiet, "print errors only");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ios-optimize: " << e.what() << " (see --help)\n";
+    return static_cast<int>(ios::ExitCode::kInput);
+  }
+
+  try {
+    ios::set_verbosity(quiet     ? ios::Verbosity::kQuiet
+                       : verbose ? ios::Verbosity::kVerbose
+                                 : ios::Verbosity::kNormal);
+    if (list) {
+      std::cout << ios::optimize::describe_schedulers();
+      return 0;
+    }
+    if (options.model_path.empty()) {
+      std::cerr << "ios-optimize: no model given; usage: ios-optimize MODEL.onnx [options] (see --help)\n";
+      return static_cast<int>(ios::ExitCode::kInput);
+    }
+    options.verbose = verbose;
+    options.quiet = quiet;
+    return ios::optimize::run_optimize(options, std::cout);
+  } catch (const ios::Error& e) {
+    std::cerr << "ios-optimize: error: " << e.what() << "\n";
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::cerr << "ios-optimize: internal error: " << e.what() << "\n";
+    return static_cast<int>(ios::ExitCode::kInternal);
+  }
+}

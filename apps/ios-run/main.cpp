@@ -1,0 +1,86 @@
+// ios-run: execute saved schedules, time them like trtexec, compare them and
+// check their outputs. Parses options and calls lib/runner.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "runner/runner.h"
+
+namespace {
+
+constexpr const char* kDescription = R"(ios-run - execute and compare inter-operator schedules
+
+Loads an ONNX model and one or more schedule files written by ios-optimize,
+validates each against the model, lowers it to a per-stream plan and runs it:
+on the GPU with CUDA streams, events, cuDNN and CUDA graphs (--backend cuda,
+the default) or on the CPU reference executor (--backend cpu). Several
+schedules are timed interleaved and compared in one table, speed-ups against
+the first. Without a schedule file the sequential schedule is run.
+
+Exit codes: 0 ok, 1 internal error, 2 usage or input error (bad model,
+schedule or option), 3 no usable GPU (use --dry-run or --backend cpu),
+4 --check found outputs that differ beyond tolerance.
+
+Examples:
+  ios-run model.onnx model.ios.schedule.json --dry-run
+  ios-run model.onnx seq.json ios.json --iterations 500 --export-times t.json
+  ios-run model.onnx ios.json --backend cpu --check --input input=x.npy --output-dir out/
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ios::runner::RunOptions o;
+  CLI::App app{kDescription, "ios-run"};
+  app.get_formatter()->column_width(34);
+  app.add_option("model", o.model_path, "ONNX model file")->required();
+  app.add_option("schedules", o.schedule_paths, "schedule files (default: sequential)");
+  app.add_flag("--dry-run", o.dry_run, "validate, lower and print the plans; run nothing");
+  app.add_option("--backend", o.backend, "cuda or cpu")
+      ->check(CLI::IsMember({"cuda", "cpu"}))->capture_default_str();
+  app.add_option("-b,--batch", o.batch, "batch size (default: the schedule's)")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--input-shape", o.input_shapes, "static shape of an input, NAME:1x3x224x224");
+  app.add_flag("--force", o.force, "accept schedules made for another model file (hash mismatch)");
+  app.add_option("--warmup", o.warmup, "untimed iterations (default: cuda 20, cpu 1)")->check(CLI::Range(0, 1000000));
+  app.add_option("--iterations", o.iterations, "timed iterations (default: cuda 200, cpu 5)")->check(CLI::Range(1, 10000000));
+  app.add_option("--duration", o.duration_s, "keep timing at least this many seconds")->check(CLI::Range(0.0, 86400.0));
+  app.add_flag("--check", o.check, "compare outputs with the sequential schedule's (and --reference)");
+  app.add_option("--reference", o.references, "reference output NAME=file.npy or file.npy");
+  app.add_option("--rtol", o.rtol, "relative tolerance of --check")->capture_default_str();
+  app.add_option("--atol", o.atol, "absolute tolerance of --check")->capture_default_str();
+  app.add_option("--input", o.inputs, "input NAME=file.npy or file.npy (default: seeded random)");
+  app.add_option("--seed", o.seed, "seed of the random inputs")->capture_default_str();
+  app.add_option("--output-dir", o.output_dir, "write each output as NAME.npy here");
+  app.add_option("--export-times", o.export_times, "write per-iteration timings as JSON");
+  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of one iteration (cuda)");
+  bool no_graph = false;
+  app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph");
+  app.add_option("--precision", o.precision, "convolution math: tf32 or fp32")
+      ->check(CLI::IsMember({"tf32", "fp32"}))->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
+  app.add_flag("-v,--verbose", o.verbose, "print the effective options and plan details");
+  app.add_flag("-q,--quiet", o.quiet, "print errors and the final verdict only");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ios-run: " << e.what() << " (see --help)\n";
+    return static_cast<int>(ios::ExitCode::kInput);
+  }
+  o.cuda_graph = !no_graph;
+  try {
+    ios::set_verbosity(o.quiet ? ios::Verbosity::kQuiet
+                       : o.verbose ? ios::Verbosity::kVerbose
+                                   : ios::Verbosity::kNormal);
+    return ios::runner::run(o, std::cout);
+  } catch (const ios::Error& e) {
+    std::cerr << "ios-run: error: " << e.what() << "\n";
+    return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::cerr << "ios-run: internal error: " << e.what() << "\n";
+    return static_cast<int>(ios::ExitCode::kInternal);
+  }
+}

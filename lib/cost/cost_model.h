@@ -1,0 +1,33 @@
+// The cost-model interface. Schedulers ask it for stage latencies and never
+// know whether the answer was measured on a GPU or predicted (Halide's
+// autoscheduler keeps its CostModel apart from the search the same way).
+#pragma once
+
+#include <string>
+
+#include "sched/schedule.h"
+#include "sched/unit_graph.h"
+
+namespace ios::cost {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  virtual std::string name() const = 0;
+
+  // Latency in milliseconds of one stage run in isolation: all groups start
+  // together (one stream each), each group runs its units in order, and the
+  // stage ends when the last group ends. For Strategy::kMerge the single
+  // group's convolutions run as one merged convolution; callers check
+  // legality first (sched/merge.h).
+  virtual double stage_latency(const sched::Stage& stage) = 0;
+
+  // Latency of one unit alone (a one-unit stage). LIOS uses it as priority.
+  double unit_latency(sched::UnitId unit) {
+    sched::Stage stage;
+    stage.groups = {{unit}};
+    return stage_latency(stage);
+  }
+};
+
+}  // namespace ios::cost

@@ -1,0 +1,48 @@
+// A device profile: the few numbers the simulated cost model knows about a
+// GPU. Spec-sheet peaks plus efficiency knobs, read from a small JSON file.
+// The profiles in device_profiles/*.json are compiled into the library, so
+// `--device h100` works without the source tree; a path to a JSON file with
+// the same fields works too. Every field is documented in docs/cost-model.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ios::cost {
+
+struct DeviceProfile {
+  std::string name;         // "h100"; used as the device name of schedules
+  std::string description;  // optional free text
+  int64_t sm_count = 0;
+  double peak_fp32_tflops = 0.0;
+  double peak_tf32_tflops = 0.0;  // 0: the device has no TF32 tensor cores
+  double mem_bandwidth_gbs = 0.0;
+  double launch_overhead_us = 0.0;      // fixed cost of each kernel on its stream
+  double event_sync_overhead_us = 0.0;  // fork/join of a stage that uses > 1 stream
+  int64_t max_concurrent_kernels = 0;   // kernels resident at once across streams
+  // Efficiency knobs (docs/cost-model.md, "Knobs").
+  double compute_efficiency = 0.0;      // of peak FP32, reached by a kernel filling the device
+  double tensor_core_efficiency = 0.0;  // of peak TF32, same
+  double memory_efficiency = 0.0;       // of peak bandwidth, same
+  int64_t blocks_per_sm = 0;            // resident thread blocks per SM to fill it
+  int64_t outputs_per_block = 0;        // output elements one thread block computes
+  int64_t split_k_length = 0;           // reduction chunk when libraries split K
+  double concurrency_interference = 0.0;  // slowdown while kernels share the device
+};
+
+// Names of the profiles compiled into the library, sorted ("a100", "h100", ...).
+std::vector<std::string> shipped_device_profiles();
+
+// Parses and validates a profile. `source` names the file in error messages.
+// Missing, mistyped, negative or out-of-range fields and unknown fields are
+// UserErrors naming `source` and the field.
+DeviceProfile parse_device_profile(std::string_view json_text, const std::string& source);
+
+// A shipped name ("h100", case-insensitive) or a path to a JSON file (anything
+// containing '/' or ending in ".json", or an existing file). An unknown name
+// is a UserError listing the shipped names.
+DeviceProfile load_device_profile(const std::string& name_or_path);
+
+}  // namespace ios::cost

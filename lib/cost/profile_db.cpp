@@ -1,0 +1,376 @@
+#include "cost/profile_db.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <utility>
+#include <variant>
+
+#include "core/error.h"
+
+namespace ios::cost {
+namespace {
+
+constexpr int kBusyTimeoutMs = 30000;  // another process may hold the write lock while it stores
+
+// A prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool ok() const { return stmt_ != nullptr; }
+  sqlite3_stmt* get() const { return stmt_; }
+  void bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
+  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+  void bind_key(const ProfileKey& key) {
+    bind(1, key.device);
+    bind(2, key.driver);
+    bind(3, key.cudnn);
+    bind(4, key.precision);
+    bind(5, key.batch);
+    bind(6, key.signature);
+  }
+  int step() { return sqlite3_step(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+constexpr const char* kKeyWhere =
+    "device = ?1 AND driver = ?2 AND cudnn = ?3 AND precision = ?4 AND batch = ?5 AND "
+    "signature = ?6";
+
+}  // namespace
+
+std::filesystem::path ProfileDb::default_path() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  // The XDG spec says relative values are invalid and must be ignored.
+  if (xdg != nullptr && *xdg == '/') return std::filesystem::path(xdg) / "ios" / "profile.sqlite";
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') {
+    return std::filesystem::path(home) / ".cache" / "ios" / "profile.sqlite";
+  }
+  user_error("cannot place the profile database: neither XDG_CACHE_HOME nor HOME is set; "
+             "give its path explicitly (--profile-db FILE)");
+}
+
+ProfileDb::ProfileDb(const std::filesystem::path& path) : path_(path) {
+  std::error_code ec;
+  if (path.has_parent_path()) {
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) {
+      user_error("profile database {}: cannot create directory {}: {}", path.string(),
+                 path.parent_path().string(), ec.message());
+    }
+  }
+  if (sqlite3_open_v2(path.string().c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      nullptr) != SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    user_error("profile database {}: cannot open ({}); check the path and its permissions",
+               path.string(), message);
+  }
+  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+  try {
+    // The first statement reads the header: a file that is not SQLite fails here.
+    exec("PRAGMA journal_mode = WAL");
+    exec("BEGIN IMMEDIATE");
+    {
+      Statement foreign(db_,
+                        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+                        "('schema_version', 'stage_latency')");
+      if (!foreign.ok() || foreign.step() != SQLITE_ROW) fail("reading the schema");
+      if (sqlite3_column_int64(foreign.get(), 0) > 0) {
+        user_error("profile database {}: is an SQLite file but not an ios profile database; "
+                   "delete it or choose another path (--profile-db)", path_.string());
+      }
+    }
+    exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+    exec(
+        "CREATE TABLE IF NOT EXISTS stage_latency ("
+        " device TEXT NOT NULL, driver TEXT NOT NULL, cudnn TEXT NOT NULL,"
+        " precision TEXT NOT NULL, batch INTEGER NOT NULL, signature TEXT NOT NULL,"
+        " latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
+        " PRIMARY KEY (device, driver, cudnn, precision, batch, signature)) WITHOUT ROWID");
+    Statement version(db_, "SELECT version FROM schema_version");
+    if (!version.ok()) fail("reading the schema version");
+    const int rc = version.step();
+    if (rc == SQLITE_ROW) {
+      const int64_t found = sqlite3_column_int64(version.get(), 0);
+      if (found != kSchemaVersion) {
+        user_error("profile database {}: schema version {} (this ios uses {}); delete the file "
+                   "to start a new database", path_.string(), found, kSchemaVersion);
+      }
+    } else if (rc == SQLITE_DONE) {
+      exec(fmt::format("INSERT INTO schema_version (version) VALUES ({})", kSchemaVersion).c_str());
+    } else {
+      fail("reading the schema version");
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_close(db_);  // also rolls back an open transaction
+    db_ = nullptr;
+    throw;
+  }
+}
+
+ProfileDb::~ProfileDb() { sqlite3_close(db_); }
+
+ProfileDb::ProfileDb(ProfileDb&& other) noexcept
+    : path_(std::move(other.path_)), db_(std::exchange(other.db_, nullptr)) {}
+
+ProfileDb& ProfileDb::operator=(ProfileDb&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close(db_);
+    path_ = std::move(other.path_);
+    db_ = std::exchange(other.db_, nullptr);
+  }
+  return *this;
+}
+
+void ProfileDb::fail(const char* what) const {
+  const int code = sqlite3_extended_errcode(db_) & 0xff;
+  const std::string message = sqlite3_errmsg(db_);
+  if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
+    user_error("profile database {}: not a valid profile database ({} while {}); delete the "
+               "file to start a new one", path_.string(), message, what);
+  }
+  user_error("profile database {}: {} failed: {}", path_.string(), what, message);
+}
+
+void ProfileDb::exec(const char* sql) const {
+  IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(sql);
+}
+
+std::optional<ProfileEntry> ProfileDb::find(const ProfileKey& key) const {
+  IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
+  Statement q(db_, fmt::format("SELECT latency_ms, repetitions, measured_at FROM stage_latency "
+                               "WHERE {}", kKeyWhere).c_str());
+  if (!q.ok()) fail("preparing a lookup");
+  q.bind_key(key);
+  const int rc = q.step();
+  if (rc == SQLITE_DONE) return std::nullopt;
+  if (rc != SQLITE_ROW) fail("looking up a stage");
+  ProfileEntry entry;
+  entry.latency_ms = sqlite3_column_double(q.get(), 0);
+  entry.repetitions = sqlite3_column_int64(q.get(), 1);
+  entry.measured_at = sqlite3_column_int64(q.get(), 2);
+  return entry;
+}
+
+std::optional<double> ProfileDb::lookup(const ProfileKey& key) const {
+  if (auto entry = find(key)) return entry->latency_ms;
+  return std::nullopt;
+}
+
+void ProfileDb::store(const ProfileKey& key, const ProfileEntry& entry) {
+  store_all({{key, entry}});
+}
+
+void ProfileDb::store(const ProfileKey& key, double latency_ms, int64_t repetitions) {
+  store(key, ProfileEntry{latency_ms, repetitions, 0});
+}
+
+void ProfileDb::store_all(const std::vector<std::pair<ProfileKey, ProfileEntry>>& entries) {
+  IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  exec("BEGIN IMMEDIATE");
+  try {
+    Statement insert(db_,
+                     "INSERT OR REPLACE INTO stage_latency (device, driver, cudnn, precision, "
+                     "batch, signature, latency_ms, repetitions, measured_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+    if (!insert.ok()) fail("preparing a store");
+    for (const auto& [key, entry] : entries) {
+      IOS_ASSERT(entry.latency_ms >= 0.0 && entry.repetitions >= 0,
+                 "bad profile entry: {} ms over {} repetitions", entry.latency_ms,
+                 entry.repetitions);
+      insert.bind_key(key);
+      insert.bind(7, entry.latency_ms);
+      insert.bind(8, entry.repetitions);
+      insert.bind(9, entry.measured_at != 0 ? entry.measured_at : now);
+      if (insert.step() != SQLITE_DONE) fail("storing a stage");
+      insert.reset();
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+int64_t ProfileDb::count() const {
+  IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
+  Statement q(db_, "SELECT count(*) FROM stage_latency");
+  if (!q.ok() || q.step() != SQLITE_ROW) fail("counting entries");
+  return sqlite3_column_int64(q.get(), 0);
+}
+
+void ProfileDb::clear() { exec("DELETE FROM stage_latency"); }
+
+// --- Stage signatures --------------------------------------------------------
+
+namespace {
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+std::string attrs_text(const ir::Attrs& attrs) {
+  return std::visit(
+      Overloaded{
+          [](const std::monostate&) { return std::string(); },
+          [](const ir::ConvAttrs& a) {
+            return fmt::format("k={},s={},d={},p={},g={}", fmt::join(a.kernel, "x"),
+                               fmt::join(a.stride, "x"), fmt::join(a.dilation, "x"),
+                               fmt::join(a.pads, ","), a.group);
+          },
+          [](const ir::PoolAttrs& a) {
+            return fmt::format("k={},s={},p={},cip={},ceil={}", fmt::join(a.kernel, "x"),
+                               fmt::join(a.stride, "x"), fmt::join(a.pads, ","),
+                               a.count_include_pad, a.ceil_mode);
+          },
+          [](const ir::ClipAttrs& a) { return fmt::format("min={},max={}", a.min, a.max); },
+          [](const ir::HardSigmoidAttrs& a) {
+            return fmt::format("alpha={},beta={}", a.alpha, a.beta);
+          },
+          [](const ir::AxisAttrs& a) { return fmt::format("axis={}", a.axis); },
+          [](const ir::SplitAttrs& a) {
+            return fmt::format("axis={},sizes={}", a.axis, fmt::join(a.sizes, ","));
+          },
+          [](const ir::SliceAttrs& a) {
+            return fmt::format("axes={},starts={},ends={},steps={}", fmt::join(a.axes, ","),
+                               fmt::join(a.starts, ","), fmt::join(a.ends, ","),
+                               fmt::join(a.steps, ","));
+          },
+          [](const ir::ReduceAttrs& a) {
+            return fmt::format("axes={},keepdims={}", fmt::join(a.axes, ","), a.keepdims);
+          },
+          [](const ir::ReshapeAttrs& a) { return fmt::format("shape={}", ir::to_string(a.shape)); },
+          [](const ir::TransposeAttrs& a) { return fmt::format("perm={}", fmt::join(a.perm, ",")); },
+          [](const ir::GemmAttrs& a) {
+            return fmt::format("alpha={},beta={},ta={},tb={}", a.alpha, a.beta, a.trans_a,
+                               a.trans_b);
+          },
+          [](const ir::PadAttrs& a) {
+            return fmt::format("mode={},pads={},value={}", static_cast<int>(a.mode),
+                               fmt::join(a.pads, ","), a.value);
+          },
+          [](const ir::BatchNormAttrs& a) { return fmt::format("eps={}", a.epsilon); },
+      },
+      attrs);
+}
+
+// A group rendered as text pieces and references to tensors from outside the
+// group. External tensors are numbered only after the groups are sorted, so
+// the sort key must not depend on their identity.
+struct GroupText {
+  std::vector<std::string> pieces;        // pieces.size() == externals.size() + 1
+  std::vector<ir::TensorId> externals;
+  std::string key;                        // pieces joined with "x" for each external
+
+  void text(const std::string& s) { pieces.back() += s; }
+  void external(ir::TensorId t) {
+    externals.push_back(t);
+    pieces.emplace_back();
+  }
+};
+
+GroupText render_group(const sched::UnitGraph& graph, const std::vector<sched::UnitId>& group) {
+  const ir::Graph& g = *graph.ir();
+  GroupText out;
+  out.pieces.emplace_back();
+  // Where each tensor made inside the group comes from: "u<unit>.n<node>.<output>".
+  std::vector<std::pair<ir::TensorId, std::string>> local;
+  auto local_name = [&](ir::TensorId t) -> const std::string* {
+    for (const auto& [tensor, name] : local) {
+      if (tensor == t) return &name;
+    }
+    return nullptr;
+  };
+  for (size_t ui = 0; ui < group.size(); ++ui) {
+    const sched::Unit& unit = graph.unit(group[ui]);
+    out.text(fmt::format("{}{}{{", ui ? ";" : "", sched::unit_kind_name(unit.kind)));
+    for (size_t ni = 0; ni < unit.nodes.size(); ++ni) {
+      const ir::Node& node = g.node(unit.nodes[ni]);
+      out.text(fmt::format("{}{}({})[", ni ? " " : "", ir::op_name(node.op), attrs_text(node.attrs)));
+      for (size_t ii = 0; ii < node.inputs.size(); ++ii) {
+        const ir::TensorId t = node.inputs[ii];
+        const ir::Tensor& tensor = g.tensor(t);
+        if (ii) out.text(",");
+        if (tensor.is_constant()) {
+          out.text("w:" + ir::to_string(tensor.shape));
+        } else if (const std::string* name = local_name(t)) {
+          out.text(*name);
+        } else {
+          out.external(t);
+          out.text(":" + ir::to_string(tensor.shape));
+        }
+      }
+      out.text("]->[");
+      for (size_t oi = 0; oi < node.outputs.size(); ++oi) {
+        const ir::TensorId t = node.outputs[oi];
+        const bool leaves = std::find(unit.outputs.begin(), unit.outputs.end(), t) !=
+                            unit.outputs.end();
+        out.text(fmt::format("{}{}{}", oi ? "," : "", ir::to_string(g.tensor(t).shape),
+                             leaves ? "*" : ""));
+        local.emplace_back(t, fmt::format("u{}.n{}.{}", ui, ni, oi));
+      }
+      out.text("]");
+    }
+    out.text("}");
+  }
+  for (size_t i = 0; i < out.pieces.size(); ++i) out.key += (i ? "x" : "") + out.pieces[i];
+  return out;
+}
+
+}  // namespace
+
+std::string stage_signature(const sched::UnitGraph& graph, const sched::Stage& stage) {
+  IOS_ASSERT(graph.ir() != nullptr, "stage_signature needs a unit graph formed from an IR graph");
+  std::vector<GroupText> groups;
+  groups.reserve(stage.groups.size());
+  for (const auto& group : stage.groups) groups.push_back(render_group(graph, group));
+  // Concurrent groups are unordered; a merge stage has one group whose order
+  // fixes the output channel order and is kept.
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const GroupText& a, const GroupText& b) { return a.key < b.key; });
+  std::string out(sched::strategy_name(stage.strategy));
+  std::vector<ir::TensorId> numbered;  // external tensors in order of first appearance
+  for (const GroupText& group : groups) {
+    out += "|";
+    for (size_t i = 0; i < group.pieces.size(); ++i) {
+      out += group.pieces[i];
+      if (i < group.externals.size()) {
+        const auto it = std::find(numbered.begin(), numbered.end(), group.externals[i]);
+        const auto index = static_cast<size_t>(it - numbered.begin());
+        if (it == numbered.end()) numbered.push_back(group.externals[i]);
+        out += fmt::format("x{}", index);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ios::cost

@@ -1,0 +1,87 @@
+// ProfileDb: the persistent cache of measured stage latencies (SQLite), so a
+// stage is measured once per device/software/precision/batch and reused by
+// later runs and by identical stages elsewhere in the model.
+//
+// Key: device name, driver version, cuDNN version, precision, batch and the
+// canonical stage signature (stage_signature below). Value: the median
+// latency in ms, the number of repetitions it is the median of, and when it
+// was measured. Several processes may share one file (WAL journal, busy
+// timeout); one ProfileDb object must not be used by two threads at once.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sched/schedule.h"
+#include "sched/unit_graph.h"
+
+struct sqlite3;
+
+namespace ios::cost {
+
+struct ProfileKey {
+  std::string device;     // e.g. "NVIDIA H100 80GB HBM3"
+  std::string driver;     // e.g. "570.86.15"
+  std::string cudnn;      // e.g. "9.19.0"
+  std::string precision;  // "fp32" / "tf32"
+  int64_t batch = 1;
+  std::string signature;  // stage_signature()
+
+  bool operator==(const ProfileKey&) const = default;
+};
+
+struct ProfileEntry {
+  double latency_ms = 0.0;  // median over the repetitions
+  int64_t repetitions = 0;
+  int64_t measured_at = 0;  // Unix time, seconds; 0 in store() means "now"
+};
+
+class ProfileDb {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // $XDG_CACHE_HOME/ios/profile.sqlite, else ~/.cache/ios/profile.sqlite.
+  // Throws UserError when neither XDG_CACHE_HOME nor HOME is set.
+  static std::filesystem::path default_path();
+
+  // Opens (creating the file, its directories and the schema when absent).
+  // A file that is not an ios profile database is a UserError naming the path
+  // and suggesting to delete it.
+  explicit ProfileDb(const std::filesystem::path& path);
+  ~ProfileDb();
+  ProfileDb(const ProfileDb&) = delete;
+  ProfileDb& operator=(const ProfileDb&) = delete;
+  ProfileDb(ProfileDb&& other) noexcept;
+  ProfileDb& operator=(ProfileDb&& other) noexcept;
+
+  const std::filesystem::path& path() const { return path_; }
+
+  std::optional<double> lookup(const ProfileKey& key) const;
+  std::optional<ProfileEntry> find(const ProfileKey& key) const;
+  // Inserts or replaces, in one transaction.
+  void store(const ProfileKey& key, const ProfileEntry& entry);
+  void store(const ProfileKey& key, double latency_ms, int64_t repetitions);
+  // Many entries in one transaction (faster than one store() each).
+  void store_all(const std::vector<std::pair<ProfileKey, ProfileEntry>>& entries);
+  int64_t count() const;
+  void clear();
+
+ private:
+  void exec(const char* sql) const;
+  [[noreturn]] void fail(const char* what) const;
+
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+// Canonical text of a stage in terms of shapes and attributes, never names:
+// the strategy, then per group its units in order (unit kind, and per node
+// the op, attributes, input/output shapes, weight shapes, and where each
+// input comes from), groups sorted since concurrent groups are unordered.
+// Identical stages in different blocks of a model share a signature.
+std::string stage_signature(const sched::UnitGraph& graph, const sched::Stage& stage);
+
+}  // namespace ios::cost

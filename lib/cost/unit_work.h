@@ -1,0 +1,52 @@
+// The work of a schedule unit, independent of any device: the kernels it
+// launches and, per kernel, floating-point operations, bytes moved and the
+// parallelism it offers. The simulated cost model turns this into time; the
+// formulas are in docs/cost-model.md ("Work of a unit").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sched/merge.h"
+#include "sched/unit_graph.h"
+
+namespace ios::cost {
+
+inline constexpr double kBytesPerElement = 4.0;  // every tensor is float32
+
+// One kernel launch. Element-wise nodes fuse into the kernel of the compute
+// node before them (prologue ones into the first); views (Flatten, Reshape)
+// and the zero-copy Concat launch nothing.
+struct KernelWork {
+  std::string what;          // the node that starts the kernel, e.g. "Conv", for messages
+  double flops = 0.0;        // a multiply-add counts as 2
+  double bytes_read = 0.0;   // activations read from outside the kernel + weights
+  double bytes_written = 0.0;  // tensors that leave the kernel
+  double outputs = 0.0;      // output elements of the kernel's main node: the parallelism
+  double reduction = 1.0;    // reduction length per output (Cin/g*kh*kw for a conv, K for a GEMM)
+  bool matmul_like = false;  // Conv with group 1, Gemm, MatMul: may use tensor cores
+
+  double bytes() const { return bytes_read + bytes_written; }
+};
+
+struct UnitWork {
+  std::vector<KernelWork> kernels;  // in launch order; empty for zero-cost units
+
+  double flops() const;
+  double bytes() const;
+  // Work items the unit offers at once: the most outputs of any of its kernels.
+  double parallelism() const;
+};
+
+// Work of one unit of a graph formed from an IR (graph.ir() must be set).
+UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit);
+
+// Work of a merged convolution (one kernel): the merged kernel's FLOPs
+// (zero-padded taps included), the shared input read once, the merged weights
+// and bias, the members' fused epilogues and their outputs.
+UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec);
+
+// FLOPs of one IR node (counted as in KernelWork::flops).
+double node_flops(const ir::Graph& graph, ir::NodeId node);
+
+}  // namespace ios::cost

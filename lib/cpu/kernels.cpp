@@ -1,0 +1,842 @@
+#include "cpu/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "cpu/gemm.h"
+#include "cpu/parallel.h"
+
+namespace ios::cpu {
+namespace {
+
+// --- Helpers ----------------------------------------------------------------
+
+// A dense copy of x when x is a strided view (kernels that index the whole
+// tensor linearly take this path; the hot kernels handle strides directly).
+ConstView densify(const ConstView& x, std::vector<float>& storage) {
+  if (x.dense()) return x;
+  const int64_t item = x.item_size();
+  storage.resize(static_cast<size_t>(x.size()));
+  for (int64_t n = 0; n < x.batch(); ++n) std::memcpy(storage.data() + n * item, x.item(n), static_cast<size_t>(item) * sizeof(float));
+  return ConstView(storage.data(), x.shape);
+}
+
+// A dense destination for y: y itself, or a scratch buffer scattered into y
+// by finish().
+class DenseOutput {
+ public:
+  explicit DenseOutput(const View& y) : y_(y) {
+    if (y.dense()) {
+      dense_ = y;
+    } else {
+      scratch_.resize(static_cast<size_t>(y.size()));
+      dense_ = View(scratch_.data(), y.shape);
+    }
+  }
+  const View& view() const { return dense_; }
+  void finish() {
+    if (scratch_.empty()) return;
+    const int64_t item = y_.item_size();
+    for (int64_t n = 0; n < y_.batch(); ++n) {
+      std::memcpy(y_.item(n), scratch_.data() + n * item, static_cast<size_t>(item) * sizeof(float));
+    }
+  }
+
+ private:
+  View y_;
+  View dense_;
+  std::vector<float> scratch_;
+};
+
+// dst[o] = src[o] over `shape`, each side with its own element strides.
+void strided_copy(const ir::Shape& shape, const float* src, const std::vector<int64_t>& src_strides, float* dst,
+                  const std::vector<int64_t>& dst_strides) {
+  const size_t rank = shape.size();
+  if (rank == 0) {
+    *dst = *src;
+    return;
+  }
+  if (ir::num_elements(shape) == 0) return;
+  const int64_t inner = shape[rank - 1];
+  const int64_t s_in = src_strides[rank - 1], d_in = dst_strides[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t so = 0, d_off = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      so += index[d] * src_strides[d];
+      d_off += index[d] * dst_strides[d];
+    }
+    const float* s = src + so;
+    float* t = dst + d_off;
+    if (s_in == 1 && d_in == 1) {
+      std::memcpy(t, s, static_cast<size_t>(inner) * sizeof(float));
+    } else {
+      for (int64_t i = 0; i < inner; ++i) t[i * d_in] = s[i * s_in];
+    }
+    // Advance the odometer over all but the innermost dimension.
+    size_t d = rank - 1;
+    while (d > 0) {
+      --d;
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+      if (d == 0) return;
+    }
+    if (rank == 1) return;
+  }
+}
+
+void check_rank(const char* kernel, const ir::Shape& shape, size_t rank) {
+  IOS_ASSERT(shape.size() == rank, "{}: expected a rank-{} tensor, got {}", kernel, rank, ir::to_string(shape));
+}
+
+// --- Convolution ------------------------------------------------------------
+
+struct ConvGeometry {
+  int64_t n, c, h, w;      // input
+  int64_t m, oh, ow;       // output
+  int64_t group, cg, mg;   // per-group channels
+  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+};
+
+ConvGeometry conv_geometry(const ConstView& x, const ir::ConvAttrs& a, const View& y) {
+  check_rank("Conv", x.shape, 4);
+  check_rank("Conv", y.shape, 4);
+  ConvGeometry g{};
+  g.n = x.dim(0), g.c = x.dim(1), g.h = x.dim(2), g.w = x.dim(3);
+  g.m = y.dim(1), g.oh = y.dim(2), g.ow = y.dim(3);
+  g.group = a.group;
+  g.kh = a.kernel[0], g.kw = a.kernel[1];
+  g.sh = a.stride[0], g.sw = a.stride[1];
+  g.dh = a.dilation[0], g.dw = a.dilation[1];
+  g.pt = a.pads[0], g.pl = a.pads[1];
+  IOS_ASSERT(y.dim(0) == g.n, "Conv: batch {} in, {} out", g.n, y.dim(0));
+  IOS_ASSERT(g.group >= 1 && g.c % g.group == 0 && g.m % g.group == 0, "Conv: group {} for {} -> {} channels",
+             g.group, g.c, g.m);
+  g.cg = g.c / g.group;
+  g.mg = g.m / g.group;
+  // The IR's output size must be what the attributes give.
+  const int64_t eh = (g.h + a.pads[0] + a.pads[2] - g.dh * (g.kh - 1) - 1) / g.sh + 1;
+  const int64_t ew = (g.w + a.pads[1] + a.pads[3] - g.dw * (g.kw - 1) - 1) / g.sw + 1;
+  IOS_ASSERT(eh == g.oh && ew == g.ow, "Conv: output {}x{} but the attributes give {}x{}", g.oh, g.ow, eh, ew);
+  return g;
+}
+
+// The first and one-past-last output column whose input column
+// o*stride - pad + offset lies in [0, size).
+std::pair<int64_t, int64_t> valid_range(int64_t out, int64_t size, int64_t stride, int64_t pad, int64_t offset) {
+  // o*stride >= pad - offset  and  o*stride < size + pad - offset
+  auto ceil_div = [](int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); };
+  const int64_t lo = std::clamp<int64_t>(ceil_div(pad - offset, stride), 0, out);
+  const int64_t hi = std::clamp<int64_t>(ceil_div(size + pad - offset, stride), lo, out);
+  return {lo, hi};
+}
+
+// col[(c*kh + i)*kw + j][oh*OW + ow] = x[c][oh*sh - pt + i*dh][ow*sw - pl + j*dw], or 0 in the padding.
+void im2col(const ConvGeometry& g, const float* x, float* col, int threads) {
+  const int64_t rows = g.cg * g.kh * g.kw;
+  const int64_t p = g.oh * g.ow;
+  parallel_for(rows, threads_for(rows * p, threads), 1, [&](int64_t r0, int64_t r1) {
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t c = row / (g.kh * g.kw);
+      const int64_t i = (row / g.kw) % g.kh;
+      const int64_t j = row % g.kw;
+      float* dst = col + row * p;
+      const float* plane = x + c * g.h * g.w;
+      const auto [w_lo, w_hi] = valid_range(g.ow, g.w, g.sw, g.pl, j * g.dw);
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        float* out = dst + oh * g.ow;
+        const int64_t ih = oh * g.sh - g.pt + i * g.dh;
+        if (ih < 0 || ih >= g.h) {
+          std::fill(out, out + g.ow, 0.0f);
+          continue;
+        }
+        std::fill(out, out + w_lo, 0.0f);
+        const float* src = plane + ih * g.w - g.pl + j * g.dw;
+        if (g.sw == 1) {
+          std::memcpy(out + w_lo, src + w_lo, static_cast<size_t>(w_hi - w_lo) * sizeof(float));
+        } else {
+          for (int64_t ow = w_lo; ow < w_hi; ++ow) out[ow] = src[ow * g.sw];
+        }
+        std::fill(out + w_hi, out + g.ow, 0.0f);
+      }
+    }
+  });
+}
+
+// One output channel per input channel: direct loops, parallel over (n, c).
+void depthwise_conv(const KernelContext& ctx, const ConvGeometry& g, const ConstView& x, const float* weight,
+                    const float* bias, const View& y) {
+  const int64_t work = g.n * g.c * g.oh * g.ow * g.kh * g.kw;
+  parallel_for(g.n * g.c, threads_for(work, ctx.threads), 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t idx = b0; idx < b1; ++idx) {
+      const int64_t n = idx / g.c, c = idx % g.c;
+      const float* xc = x.item(n) + c * g.h * g.w;
+      float* yc = y.item(n) + c * g.oh * g.ow;
+      const float* wc = weight + c * g.kh * g.kw;
+      const float b = bias ? bias[c] : 0.0f;
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          float acc = 0.0f;
+          for (int64_t i = 0; i < g.kh; ++i) {
+            const int64_t ih = oh * g.sh - g.pt + i * g.dh;
+            if (ih < 0 || ih >= g.h) continue;
+            for (int64_t j = 0; j < g.kw; ++j) {
+              const int64_t iw = ow * g.sw - g.pl + j * g.dw;
+              if (iw < 0 || iw >= g.w) continue;
+              acc += xc[ih * g.w + iw] * wc[i * g.kw + j];
+            }
+          }
+          yc[oh * g.ow + ow] = acc + b;
+        }
+      }
+    }
+  });
+}
+
+// --- Pooling ----------------------------------------------------------------
+
+template <typename Fn>
+void for_each_pool_window(const ir::PoolAttrs& a, const ConstView& x, const View& y, Fn&& fn) {
+  check_rank("Pool", x.shape, 4);
+  check_rank("Pool", y.shape, 4);
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t oh = y.dim(2), ow = y.dim(3);
+  IOS_ASSERT(y.dim(0) == n && y.dim(1) == c, "Pool: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* xc = x.item(b) + ch * h * w;
+      float* yc = y.item(b) + ch * oh * ow;
+      for (int64_t i = 0; i < oh; ++i) {
+        // The window, first within the padded extent, then clipped to the input.
+        const int64_t h0 = i * a.stride[0] - a.pads[0];
+        const int64_t h1 = std::min(h0 + a.kernel[0], h + a.pads[2]);
+        for (int64_t j = 0; j < ow; ++j) {
+          const int64_t w0 = j * a.stride[1] - a.pads[1];
+          const int64_t w1 = std::min(w0 + a.kernel[1], w + a.pads[3]);
+          const int64_t padded_area = (h1 - h0) * (w1 - w0);
+          yc[i * ow + j] = fn(xc, w, std::max<int64_t>(h0, 0), std::min(h1, h), std::max<int64_t>(w0, 0),
+                              std::min(w1, w), padded_area);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// --- Kernels ----------------------------------------------------------------
+
+void conv2d(const KernelContext& ctx, const ConstView& x, const float* weight, const float* bias,
+            const ir::ConvAttrs& attrs, const View& y) {
+  const ConvGeometry g = conv_geometry(x, attrs, y);
+  if (g.group == g.c && g.m == g.c && g.group > 1) {
+    depthwise_conv(ctx, g, x, weight, bias, y);
+    return;
+  }
+  const int64_t k = g.cg * g.kh * g.kw;
+  const int64_t p = g.oh * g.ow;
+  // A 1x1 convolution with unit stride and no padding reads its input as the
+  // GEMM's B matrix directly.
+  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
+                      g.oh == g.h && g.ow == g.w;
+  std::vector<float> col(direct ? 0 : static_cast<size_t>(k * p));
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      const float* xg = x.item(n) + grp * g.cg * g.h * g.w;
+      float* yg = y.item(n) + grp * g.mg * p;
+      for (int64_t oc = 0; oc < g.mg; ++oc) {
+        std::fill(yg + oc * p, yg + (oc + 1) * p, bias ? bias[grp * g.mg + oc] : 0.0f);
+      }
+      MatrixRef b{xg, p, 1};
+      if (!direct) {
+        im2col(g, xg, col.data(), ctx.threads);
+        b = MatrixRef{col.data(), p, 1};
+      }
+      gemm_accumulate(g.mg, p, k, MatrixRef{weight + grp * g.mg * k, k, 1}, b, yg, p, ctx.threads);
+    }
+  }
+}
+
+void unary(UnaryOp op, const UnaryParams& params, const ConstView& x, const View& y) {
+  IOS_ASSERT(x.shape == y.shape, "unary: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
+  const int64_t item = x.item_size();
+  for (int64_t n = 0; n < x.batch(); ++n) {
+    const float* in = x.item(n);
+    float* out = y.item(n);
+    switch (op) {
+      case UnaryOp::kRelu:
+        for (int64_t i = 0; i < item; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
+        break;
+      case UnaryOp::kClip:
+        for (int64_t i = 0; i < item; ++i) out[i] = std::min(std::max(in[i], params.min), params.max);
+        break;
+      case UnaryOp::kSigmoid:
+        for (int64_t i = 0; i < item; ++i) out[i] = 1.0f / (1.0f + std::exp(-in[i]));
+        break;
+      case UnaryOp::kHardSigmoid:
+        for (int64_t i = 0; i < item; ++i) {
+          out[i] = std::min(1.0f, std::max(0.0f, params.alpha * in[i] + params.beta));
+        }
+        break;
+      case UnaryOp::kHardSwish:
+        for (int64_t i = 0; i < item; ++i) {
+          const float v = in[i];
+          out[i] = v * std::min(1.0f, std::max(0.0f, v * (1.0f / 6.0f) + 0.5f));
+        }
+        break;
+    }
+  }
+}
+
+void binary(BinaryOp op, const ConstView& a, const ConstView& b, const View& y) {
+  auto apply = [op](float u, float v) { return op == BinaryOp::kAdd ? u + v : u * v; };
+  // Same shapes: item by item, contiguous.
+  if (a.shape == y.shape && b.shape == y.shape) {
+    const int64_t item = y.item_size();
+    for (int64_t n = 0; n < y.batch(); ++n) {
+      const float* pa = a.item(n);
+      const float* pb = b.item(n);
+      float* py = y.item(n);
+      if (op == BinaryOp::kAdd) {
+        for (int64_t i = 0; i < item; ++i) py[i] = pa[i] + pb[i];
+      } else {
+        for (int64_t i = 0; i < item; ++i) py[i] = pa[i] * pb[i];
+      }
+    }
+    return;
+  }
+  // General broadcasting: each operand gets strides over y's dimensions, 0
+  // where it is stretched.
+  const size_t rank = y.shape.size();
+  auto broadcast_strides = [&](const ConstView& v) {
+    IOS_ASSERT(v.shape.size() <= rank, "broadcast: {} into {}", ir::to_string(v.shape), ir::to_string(y.shape));
+    const auto own = v.strides();
+    std::vector<int64_t> s(rank, 0);
+    const size_t lead = rank - v.shape.size();
+    for (size_t d = lead; d < rank; ++d) {
+      const int64_t dim = v.shape[d - lead];
+      IOS_ASSERT(dim == y.shape[d] || dim == 1, "broadcast: {} into {}", ir::to_string(v.shape),
+                 ir::to_string(y.shape));
+      s[d] = dim == 1 ? 0 : own[d - lead];
+    }
+    return s;
+  };
+  if (rank == 0) {
+    *y.data = apply(*a.data, *b.data);
+    return;
+  }
+  const auto sa = broadcast_strides(a), sb = broadcast_strides(b), sy = y.strides();
+  const int64_t inner = y.shape[rank - 1];
+  if (inner == 0 || y.size() == 0) return;
+  std::vector<int64_t> index(rank, 0);
+  while (true) {
+    int64_t oa = 0, ob = 0, oy = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      oa += index[d] * sa[d];
+      ob += index[d] * sb[d];
+      oy += index[d] * sy[d];
+    }
+    const float* pa = a.data + oa;
+    const float* pb = b.data + ob;
+    float* py = y.data + oy;
+    const int64_t ia = sa[rank - 1], ib = sb[rank - 1], iy = sy[rank - 1];
+    for (int64_t i = 0; i < inner; ++i) py[i * iy] = apply(pa[i * ia], pb[i * ib]);
+    if (rank == 1) return;
+    size_t d = rank - 1;
+    while (true) {
+      --d;
+      if (++index[d] < y.shape[d]) break;
+      index[d] = 0;
+      if (d == 0) return;
+    }
+  }
+}
+
+void batch_norm(const ConstView& x, const float* scale, const float* bias, const float* mean, const float* var,
+                float epsilon, const View& y) {
+  IOS_ASSERT(x.shape == y.shape && x.rank() >= 2, "BatchNorm: {} -> {}", ir::to_string(x.shape),
+             ir::to_string(y.shape));
+  const int64_t c = x.dim(1);
+  const int64_t inner = x.item_size() / c;
+  for (int64_t n = 0; n < x.batch(); ++n) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float s = scale[ch] / std::sqrt(var[ch] + epsilon);
+      const float m = mean[ch], b = bias[ch];
+      const float* in = x.item(n) + ch * inner;
+      float* out = y.item(n) + ch * inner;
+      for (int64_t i = 0; i < inner; ++i) out[i] = (in[i] - m) * s + b;
+    }
+  }
+}
+
+void concat(int64_t axis, std::span<const ConstView> inputs, const View& y) {
+  IOS_ASSERT(axis >= 0 && axis < y.rank(), "Concat: axis {} of {}", axis, ir::to_string(y.shape));
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < y.rank(); ++d) inner *= y.dim(d);
+  if (axis == 0) {
+    int64_t at = 0;
+    for (const auto& in : inputs) {
+      for (int64_t n = 0; n < in.batch(); ++n, ++at) {
+        std::memcpy(y.item(at), in.item(n), static_cast<size_t>(y.item_size()) * sizeof(float));
+      }
+    }
+    IOS_ASSERT(at == y.batch(), "Concat: inputs give {} items, output has {}", at, y.batch());
+    return;
+  }
+  // Within an item: `outer` rows of (sum of axis sizes) * inner.
+  int64_t outer = 1;
+  for (int d = 1; d < axis; ++d) outer *= y.dim(d);
+  const int64_t row = y.dim(static_cast<int>(axis)) * inner;
+  int64_t offset = 0;
+  for (const auto& in : inputs) {
+    const int64_t chunk = in.dim(static_cast<int>(axis)) * inner;
+    // Zero-copy concat: a producer that wrote straight into its slice.
+    const bool in_place = outer == 1 && in.data == y.data + offset && (in.batch() <= 1 || in.batch_stride == y.batch_stride);
+    if (!in_place) {
+      for (int64_t n = 0; n < y.batch(); ++n) {
+        for (int64_t o = 0; o < outer; ++o) {
+          std::memcpy(y.item(n) + o * row + offset, in.item(n) + o * chunk, static_cast<size_t>(chunk) * sizeof(float));
+        }
+      }
+    }
+    offset += chunk;
+  }
+  IOS_ASSERT(offset == row, "Concat: inputs cover {} of {} elements per row", offset, row);
+}
+
+void split(int64_t axis, const ConstView& x, std::span<const View> outputs) {
+  IOS_ASSERT(axis >= 0 && axis < x.rank(), "Split: axis {} of {}", axis, ir::to_string(x.shape));
+  int64_t inner = 1;
+  for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  if (axis == 0) {
+    int64_t at = 0;
+    for (const auto& out : outputs) {
+      for (int64_t n = 0; n < out.batch(); ++n, ++at) {
+        std::memcpy(out.item(n), x.item(at), static_cast<size_t>(x.item_size()) * sizeof(float));
+      }
+    }
+    return;
+  }
+  int64_t outer = 1;
+  for (int d = 1; d < axis; ++d) outer *= x.dim(d);
+  const int64_t row = x.dim(static_cast<int>(axis)) * inner;
+  int64_t offset = 0;
+  for (const auto& out : outputs) {
+    const int64_t chunk = out.dim(static_cast<int>(axis)) * inner;
+    for (int64_t n = 0; n < x.batch(); ++n) {
+      for (int64_t o = 0; o < outer; ++o) {
+        std::memcpy(out.item(n) + o * chunk, x.item(n) + o * row + offset, static_cast<size_t>(chunk) * sizeof(float));
+      }
+    }
+    offset += chunk;
+  }
+  IOS_ASSERT(offset == row, "Split: outputs cover {} of {} elements per row", offset, row);
+}
+
+void slice(const ir::SliceAttrs& attrs, const ConstView& x, const View& y) {
+  IOS_ASSERT(x.rank() == y.rank(), "Slice: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
+  const auto xs = x.strides();
+  std::vector<int64_t> src_strides = xs;
+  int64_t base = 0;
+  for (size_t i = 0; i < attrs.axes.size(); ++i) {
+    const auto axis = static_cast<size_t>(attrs.axes[i]);
+    IOS_ASSERT(axis < xs.size() && attrs.steps[i] != 0, "Slice: axis {} step {}", axis, attrs.steps[i]);
+    base += attrs.starts[i] * xs[axis];
+    src_strides[axis] = xs[axis] * attrs.steps[i];
+  }
+  strided_copy(y.shape, x.data + base, src_strides, y.data, y.strides());
+}
+
+void max_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y) {
+  for_each_pool_window(attrs, x, y,
+                       [](const float* xc, int64_t w, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t) {
+                         float best = -std::numeric_limits<float>::infinity();
+                         for (int64_t i = h0; i < h1; ++i) {
+                           for (int64_t j = w0; j < w1; ++j) best = std::max(best, xc[i * w + j]);
+                         }
+                         return best;
+                       });
+}
+
+void average_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y) {
+  const bool include_pad = attrs.count_include_pad;
+  for_each_pool_window(attrs, x, y,
+                       [include_pad](const float* xc, int64_t w, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
+                                     int64_t padded_area) {
+                         float sum = 0.0f;
+                         for (int64_t i = h0; i < h1; ++i) {
+                           for (int64_t j = w0; j < w1; ++j) sum += xc[i * w + j];
+                         }
+                         const int64_t count = include_pad ? padded_area : (h1 - h0) * (w1 - w0);
+                         return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+                       });
+}
+
+void global_average_pool(const ConstView& x, const View& y) {
+  IOS_ASSERT(x.rank() >= 3 && y.rank() == x.rank() && y.dim(1) == x.dim(1), "GlobalAveragePool: {} -> {}",
+             ir::to_string(x.shape), ir::to_string(y.shape));
+  const int64_t c = x.dim(1);
+  const int64_t spatial = x.item_size() / c;
+  for (int64_t n = 0; n < x.batch(); ++n) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const float* in = x.item(n) + ch * spatial;
+      double sum = 0.0;
+      for (int64_t i = 0; i < spatial; ++i) sum += in[i];
+      y.item(n)[ch] = static_cast<float>(sum / static_cast<double>(spatial));
+    }
+  }
+}
+
+void reduce_mean(const ir::ReduceAttrs& attrs, const ConstView& x_view, const View& y_view) {
+  std::vector<float> storage;
+  const ConstView x = densify(x_view, storage);
+  DenseOutput out(y_view);
+  const size_t rank = x.shape.size();
+  std::vector<bool> reduced(rank, attrs.axes.empty());  // no axes: reduce everything
+  for (int64_t axis : attrs.axes) {
+    IOS_ASSERT(axis >= 0 && static_cast<size_t>(axis) < rank, "ReduceMean: axis {} of {}", axis,
+               ir::to_string(x.shape));
+    reduced[static_cast<size_t>(axis)] = true;
+  }
+  // Output strides over the input's dimensions (0 along reduced ones).
+  std::vector<int64_t> out_strides(rank, 0);
+  int64_t stride = 1, count = 1;
+  for (size_t d = rank; d-- > 0;) {
+    if (reduced[d]) {
+      count *= x.shape[d];
+    } else {
+      out_strides[d] = stride;
+      stride *= x.shape[d];
+    }
+  }
+  IOS_ASSERT(stride == out.view().size(), "ReduceMean: {} -> {}", ir::to_string(x.shape), ir::to_string(y_view.shape));
+  std::vector<double> sums(static_cast<size_t>(stride), 0.0);
+  std::vector<int64_t> index(rank, 0);
+  const int64_t total = x.size();
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t o = 0;
+    for (size_t d = 0; d < rank; ++d) o += index[d] * out_strides[d];
+    sums[static_cast<size_t>(o)] += x.data[i];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < x.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  for (size_t i = 0; i < sums.size(); ++i) out.view().data[i] = static_cast<float>(sums[i] / static_cast<double>(count));
+  out.finish();
+}
+
+void copy(const ConstView& x, const View& y) {
+  IOS_ASSERT(x.size() == y.size(), "copy: {} elements into {}", x.size(), y.size());
+  if (x.batch() == y.batch() && x.item_size() == y.item_size()) {
+    for (int64_t n = 0; n < x.batch(); ++n) {
+      std::memcpy(y.item(n), x.item(n), static_cast<size_t>(x.item_size()) * sizeof(float));
+    }
+    return;
+  }
+  std::vector<float> storage;
+  const ConstView dense = densify(x, storage);
+  DenseOutput out(y);
+  std::memcpy(out.view().data, dense.data, static_cast<size_t>(x.size()) * sizeof(float));
+  out.finish();
+}
+
+void transpose(const std::vector<int64_t>& perm, const ConstView& x, const View& y) {
+  IOS_ASSERT(perm.size() == x.shape.size() && y.shape.size() == x.shape.size(), "Transpose: perm of size {} on {}",
+             perm.size(), ir::to_string(x.shape));
+  const auto xs = x.strides();
+  std::vector<int64_t> src_strides(perm.size());
+  for (size_t d = 0; d < perm.size(); ++d) {
+    IOS_ASSERT(y.shape[d] == x.shape[static_cast<size_t>(perm[d])], "Transpose: {} -> {}", ir::to_string(x.shape),
+               ir::to_string(y.shape));
+    src_strides[d] = xs[static_cast<size_t>(perm[d])];
+  }
+  strided_copy(y.shape, x.data, src_strides, y.data, y.strides());
+}
+
+void gemm(const KernelContext& ctx, const ir::GemmAttrs& attrs, const ConstView& a_view, const ConstView& b_view,
+          const ConstView* c_view, const View& y_view) {
+  std::vector<float> sa, sb, sc;
+  const ConstView a = densify(a_view, sa), b = densify(b_view, sb);
+  check_rank("Gemm", a.shape, 2);
+  check_rank("Gemm", b.shape, 2);
+  check_rank("Gemm", y_view.shape, 2);
+  const int64_t m = attrs.trans_a ? a.dim(1) : a.dim(0);
+  const int64_t k = attrs.trans_a ? a.dim(0) : a.dim(1);
+  const int64_t n = attrs.trans_b ? b.dim(0) : b.dim(1);
+  IOS_ASSERT((attrs.trans_b ? b.dim(1) : b.dim(0)) == k, "Gemm: inner dimensions {} and {}", ir::to_string(a.shape),
+             ir::to_string(b.shape));
+  IOS_ASSERT(y_view.dim(0) == m && y_view.dim(1) == n, "Gemm: output {} for {}x{}", ir::to_string(y_view.shape), m, n);
+  DenseOutput out(y_view);
+  float* y = out.view().data;
+  std::fill(y, y + m * n, 0.0f);
+  const MatrixRef ma = attrs.trans_a ? MatrixRef{a.data, 1, m} : MatrixRef{a.data, k, 1};
+  const MatrixRef mb = attrs.trans_b ? MatrixRef{b.data, 1, k} : MatrixRef{b.data, n, 1};
+  gemm_accumulate(m, n, k, ma, mb, y, n, ctx.threads);
+  ConstView c;
+  if (c_view) c = densify(*c_view, sc);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      float v = attrs.alpha * y[i * n + j];
+      if (c_view) {
+        // Unidirectional broadcast of C to [m, n].
+        int64_t ci = 0;
+        if (c.rank() == 2) ci = (c.dim(0) == 1 ? 0 : i) * c.dim(1) + (c.dim(1) == 1 ? 0 : j);
+        else if (c.rank() == 1) ci = c.dim(0) == 1 ? 0 : j;
+        v += attrs.beta * c.data[ci];
+      }
+      y[i * n + j] = v;
+    }
+  }
+  out.finish();
+}
+
+void matmul(const KernelContext& ctx, const ConstView& a_view, const ConstView& b_view, const View& y_view) {
+  std::vector<float> sa, sb;
+  ConstView a = densify(a_view, sa), b = densify(b_view, sb);
+  // numpy rules for 1-D operands: a vector is a 1 x k row or a k x 1 column.
+  ir::Shape as = a.shape, bs = b.shape;
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  IOS_ASSERT(as.size() >= 2 && bs.size() >= 2, "MatMul: {} x {}", ir::to_string(a.shape), ir::to_string(b.shape));
+  const int64_t m = as[as.size() - 2], k = as.back(), n = bs.back();
+  IOS_ASSERT(bs[bs.size() - 2] == k, "MatMul: inner dimensions of {} and {}", ir::to_string(a.shape),
+             ir::to_string(b.shape));
+  // Batch dimensions broadcast against each other.
+  const size_t batch_rank = std::max(as.size(), bs.size()) - 2;
+  ir::Shape batch(batch_rank, 1);
+  std::vector<int64_t> a_stride(batch_rank, 0), b_stride(batch_rank, 0);
+  int64_t sa_acc = m * k, sb_acc = k * n;
+  for (size_t i = 0; i < batch_rank; ++i) {
+    const size_t d = batch_rank - 1 - i;  // from the innermost batch dim outwards
+    const int64_t ad = i < as.size() - 2 ? as[as.size() - 3 - i] : 1;
+    const int64_t bd = i < bs.size() - 2 ? bs[bs.size() - 3 - i] : 1;
+    IOS_ASSERT(ad == bd || ad == 1 || bd == 1, "MatMul: batch dimensions of {} and {}", ir::to_string(a.shape),
+               ir::to_string(b.shape));
+    batch[d] = std::max(ad, bd);
+    a_stride[d] = ad == 1 ? 0 : sa_acc;
+    b_stride[d] = bd == 1 ? 0 : sb_acc;
+    sa_acc *= ad;
+    sb_acc *= bd;
+  }
+  const int64_t batches = ir::num_elements(batch);
+  IOS_ASSERT(y_view.size() == batches * m * n, "MatMul: output {} for {} x {}", ir::to_string(y_view.shape),
+             ir::to_string(a.shape), ir::to_string(b.shape));
+  DenseOutput out(y_view);
+  float* y = out.view().data;
+  std::fill(y, y + batches * m * n, 0.0f);
+  std::vector<int64_t> index(batch_rank, 0);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    int64_t ao = 0, bo = 0;
+    for (size_t d = 0; d < batch_rank; ++d) {
+      ao += index[d] * a_stride[d];
+      bo += index[d] * b_stride[d];
+    }
+    gemm_accumulate(m, n, k, MatrixRef{a.data + ao, k, 1}, MatrixRef{b.data + bo, n, 1}, y + bi * m * n, n,
+                    ctx.threads);
+    for (size_t d = batch_rank; d-- > 0;) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  out.finish();
+}
+
+void softmax(int64_t axis, const ConstView& x_view, const View& y_view) {
+  std::vector<float> storage;
+  const ConstView x = densify(x_view, storage);
+  IOS_ASSERT(x.shape == y_view.shape && axis >= 0 && axis < x.rank(), "Softmax: axis {} on {}", axis,
+             ir::to_string(x.shape));
+  DenseOutput out(y_view);
+  float* y = out.view().data;
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (int d = static_cast<int>(axis) + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  const int64_t len = x.dim(static_cast<int>(axis));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const float* in = x.data + o * len * inner + i;
+      float* dst = y + o * len * inner + i;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, in[j * inner]);
+      double sum = 0.0;
+      for (int64_t j = 0; j < len; ++j) {
+        dst[j * inner] = std::exp(in[j * inner] - mx);
+        sum += dst[j * inner];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      for (int64_t j = 0; j < len; ++j) dst[j * inner] *= inv;
+    }
+  }
+  out.finish();
+}
+
+void pad(const ir::PadAttrs& attrs, const ConstView& x_view, const View& y_view) {
+  std::vector<float> storage;
+  const ConstView x = densify(x_view, storage);
+  const size_t rank = x.shape.size();
+  IOS_ASSERT(attrs.pads.size() == 2 * rank && y_view.shape.size() == rank, "Pad: {} pads for {}", attrs.pads.size(),
+             ir::to_string(x.shape));
+  DenseOutput out(y_view);
+  const auto xs = x.strides();
+  std::vector<int64_t> index(rank, 0);
+  const int64_t total = y_view.size();
+  float* y = out.view().data;
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t offset = 0;
+    bool inside = true;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t src = index[d] - attrs.pads[d];
+      const int64_t size = x.shape[d];
+      if (src < 0 || src >= size) {
+        switch (attrs.mode) {
+          case ir::PadAttrs::Mode::kConstant:
+            inside = false;
+            break;
+          case ir::PadAttrs::Mode::kEdge:
+            src = std::clamp<int64_t>(src, 0, size - 1);
+            break;
+          case ir::PadAttrs::Mode::kReflect:
+            // Mirror without repeating the edge; folds until inside.
+            while (size > 1 && (src < 0 || src >= size)) src = src < 0 ? -src : 2 * (size - 1) - src;
+            if (size == 1) src = 0;
+            break;
+        }
+      }
+      offset += src * xs[d];
+    }
+    y[i] = inside ? x.data[offset] : attrs.value;
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < y_view.shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  out.finish();
+}
+
+// --- Dispatch -----------------------------------------------------------------
+
+bool can_run_in_place(const ir::Node& node) {
+  switch (node.op) {
+    case ir::OpKind::kRelu:
+    case ir::OpKind::kClip:
+    case ir::OpKind::kSigmoid:
+    case ir::OpKind::kHardSigmoid:
+    case ir::OpKind::kHardSwish:
+    case ir::OpKind::kBatchNorm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void run_node(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> in,
+              std::span<const View> out) {
+  auto need = [&](size_t inputs, size_t outputs) {
+    IOS_ASSERT(in.size() >= inputs && out.size() == outputs, "{} node '{}': {} inputs / {} outputs given",
+               ir::op_name(node.op), node.name, in.size(), out.size());
+  };
+  switch (node.op) {
+    case ir::OpKind::kConv:
+      need(2, 1);
+      conv2d(ctx, in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr, node.attr<ir::ConvAttrs>(), out[0]);
+      return;
+    case ir::OpKind::kRelu:
+      need(1, 1);
+      unary(UnaryOp::kRelu, {}, in[0], out[0]);
+      return;
+    case ir::OpKind::kClip: {
+      need(1, 1);
+      const auto& a = node.attr<ir::ClipAttrs>();
+      unary(UnaryOp::kClip, UnaryParams{a.min, a.max, 0, 0}, in[0], out[0]);
+      return;
+    }
+    case ir::OpKind::kSigmoid:
+      need(1, 1);
+      unary(UnaryOp::kSigmoid, {}, in[0], out[0]);
+      return;
+    case ir::OpKind::kHardSigmoid: {
+      need(1, 1);
+      const auto& a = node.attr<ir::HardSigmoidAttrs>();
+      unary(UnaryOp::kHardSigmoid, UnaryParams{0, 0, a.alpha, a.beta}, in[0], out[0]);
+      return;
+    }
+    case ir::OpKind::kHardSwish:
+      need(1, 1);
+      unary(UnaryOp::kHardSwish, {}, in[0], out[0]);
+      return;
+    case ir::OpKind::kAdd:
+      need(2, 1);
+      binary(BinaryOp::kAdd, in[0], in[1], out[0]);
+      return;
+    case ir::OpKind::kMul:
+      need(2, 1);
+      binary(BinaryOp::kMul, in[0], in[1], out[0]);
+      return;
+    case ir::OpKind::kConcat:
+      need(1, 1);
+      concat(node.attr<ir::AxisAttrs>().axis, in, out[0]);
+      return;
+    case ir::OpKind::kSplit:
+      need(1, node.outputs.size());
+      split(node.attr<ir::SplitAttrs>().axis, in[0], out);
+      return;
+    case ir::OpKind::kSlice:
+      need(1, 1);
+      slice(node.attr<ir::SliceAttrs>(), in[0], out[0]);
+      return;
+    case ir::OpKind::kMaxPool:
+      need(1, 1);
+      max_pool(node.attr<ir::PoolAttrs>(), in[0], out[0]);
+      return;
+    case ir::OpKind::kAveragePool:
+      need(1, 1);
+      average_pool(node.attr<ir::PoolAttrs>(), in[0], out[0]);
+      return;
+    case ir::OpKind::kGlobalAveragePool:
+      need(1, 1);
+      global_average_pool(in[0], out[0]);
+      return;
+    case ir::OpKind::kReduceMean:
+      need(1, 1);
+      reduce_mean(node.attr<ir::ReduceAttrs>(), in[0], out[0]);
+      return;
+    case ir::OpKind::kFlatten:
+    case ir::OpKind::kReshape:
+      need(1, 1);
+      copy(in[0], out[0]);
+      return;
+    case ir::OpKind::kTranspose:
+      need(1, 1);
+      transpose(node.attr<ir::TransposeAttrs>().perm, in[0], out[0]);
+      return;
+    case ir::OpKind::kGemm:
+      need(2, 1);
+      gemm(ctx, node.attr<ir::GemmAttrs>(), in[0], in[1], in.size() > 2 ? &in[2] : nullptr, out[0]);
+      return;
+    case ir::OpKind::kMatMul:
+      need(2, 1);
+      matmul(ctx, in[0], in[1], out[0]);
+      return;
+    case ir::OpKind::kSoftmax:
+      need(1, 1);
+      softmax(node.attr<ir::AxisAttrs>().axis, in[0], out[0]);
+      return;
+    case ir::OpKind::kPad:
+      need(1, 1);
+      pad(node.attr<ir::PadAttrs>(), in[0], out[0]);
+      return;
+    case ir::OpKind::kBatchNorm:
+      need(5, 1);
+      batch_norm(in[0], in[1].data, in[2].data, in[3].data, in[4].data, node.attr<ir::BatchNormAttrs>().epsilon,
+                 out[0]);
+      return;
+  }
+  internal_error("no CPU kernel for operator {} (node '{}')", ir::op_name(node.op), node.name);
+}
+
+}  // namespace ios::cpu

@@ -1,0 +1,166 @@
+#include "cuda/context.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cuda/check.h"
+
+namespace ios::cuda {
+namespace {
+
+std::string version_text(int v, int major_div, int minor_div) {
+  return fmt::format("{}.{}", v / major_div, (v % major_div) / minor_div);
+}
+
+// The kernel driver's version ("570.86.15") from /proc; empty when unreadable.
+std::string kernel_driver_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  if (!in || !std::getline(in, line)) return "";
+  std::istringstream words(line);
+  std::string word, previous;
+  while (words >> word) {
+    if (previous == "Module" && !word.empty() && std::isdigit(static_cast<unsigned char>(word[0]))) return word;
+    previous = word;
+  }
+  return "";
+}
+
+// Why the device is unusable, or empty when it is usable.
+std::string check_device(int ordinal, DeviceSummary* out) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear it: probing is not an error
+    return fmt::format("cudaGetDeviceCount failed: {} ({})", cudaGetErrorName(err), cudaGetErrorString(err));
+  }
+  if (count == 0) return "no CUDA device is present";
+  if (ordinal < 0 || ordinal >= count) return fmt::format("device {} requested but {} present", ordinal, count);
+  cudaDeviceProp prop{};
+  err = cudaGetDeviceProperties(&prop, ordinal);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    return fmt::format("cudaGetDeviceProperties failed: {}", cudaGetErrorName(err));
+  }
+  if (prop.major < 7) {
+    return fmt::format("{} has compute capability {}.{}; ios needs 7.0 or newer", prop.name, prop.major, prop.minor);
+  }
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  if (driver < runtime) {
+    return fmt::format("the NVIDIA driver supports CUDA {} but ios was built with CUDA {}; update the driver",
+                       version_text(driver, 1000, 10), version_text(runtime, 1000, 10));
+  }
+  const size_t cudnn = cudnnGetVersion();
+  if (cudnn / 10000 != CUDNN_MAJOR) {
+    return fmt::format("cuDNN {} is loaded but ios was built with cuDNN {}", cudnn, CUDNN_MAJOR);
+  }
+  if (out != nullptr) {
+    out->ordinal = ordinal;
+    out->name = prop.name;
+    out->compute_capability = fmt::format("{}.{}", prop.major, prop.minor);
+    const std::string kernel = kernel_driver_version();
+    out->driver = kernel.empty() ? "cuda " + version_text(driver, 1000, 10) : kernel;
+    out->runtime = version_text(runtime, 1000, 10);
+    out->cudnn = fmt::format("{}.{}.{}", cudnn / 10000, (cudnn % 10000) / 100, cudnn % 100);
+    out->sm_count = prop.multiProcessorCount;
+    out->memory_bytes = prop.totalGlobalMem;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string_view precision_name(Precision precision) {
+  return precision == Precision::kFp32 ? "fp32" : "tf32";
+}
+
+Precision parse_precision(std::string_view text) {
+  if (text == "tf32") return Precision::kTf32;
+  if (text == "fp32") return Precision::kFp32;
+  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions) or fp32", text);
+}
+
+std::optional<DeviceSummary> probe_device(int ordinal) {
+  DeviceSummary summary;
+  const std::string why = check_device(ordinal, &summary);
+  if (!why.empty()) {
+    logger("cuda")->debug("no usable CUDA device: {}", why);
+    return std::nullopt;
+  }
+  return summary;
+}
+
+DeviceSummary require_device(int ordinal) {
+  DeviceSummary summary;
+  const std::string why = check_device(ordinal, &summary);
+  if (!why.empty()) throw NoDeviceError("no CUDA device: " + why);
+  return summary;
+}
+
+DeviceSummary init_device(int ordinal) {
+  DeviceSummary summary = require_device(ordinal);
+  IOS_CUDA_CALL(cudaSetDevice(ordinal));
+  return summary;
+}
+
+std::string device_key(int ordinal) {
+  cudaDeviceProp prop{};
+  IOS_CUDA_CALL(cudaGetDeviceProperties(&prop, ordinal));
+  std::string uuid;
+  for (char c : prop.uuid.bytes) uuid += fmt::format("{:02x}", static_cast<unsigned char>(c));
+  return fmt::format("{}|{}.{}|{}", prop.name, prop.major, prop.minor, uuid);
+}
+
+Context::Context(int ordinal, Precision precision, size_t workspace_limit)
+    : ordinal_(ordinal), precision_(precision), workspace_limit_(workspace_limit) {
+  device_ = init_device(ordinal);
+  key_ = device_key(ordinal);
+  ensure_streams(1);
+}
+
+void Context::ensure_streams(int n) {
+  IOS_CUDA_CALL(cudaSetDevice(ordinal_));
+  while (static_cast<int>(streams_.size()) < n) {
+    Stream stream = make_stream();
+    handles_.push_back(make_cudnn(stream.get()));
+    streams_.push_back(std::move(stream));
+    workspaces_.emplace_back();
+  }
+}
+
+void Context::ensure_workspace(int i, size_t bytes) {
+  DeviceBuffer& ws = workspaces_.at(static_cast<size_t>(i));
+  if (ws.bytes() >= bytes) return;
+  ws.reset();
+  ws = DeviceBuffer(bytes);
+}
+
+size_t Context::total_workspace_bytes() const {
+  size_t total = 0;
+  for (const DeviceBuffer& ws : workspaces_) total += ws.bytes();
+  return total;
+}
+
+void* Context::scratch(int slot, size_t bytes) {
+  if (scratch_.size() <= static_cast<size_t>(slot)) scratch_.resize(static_cast<size_t>(slot) + 1);
+  DeviceBuffer& buf = scratch_[static_cast<size_t>(slot)];
+  if (buf.bytes() < bytes) {
+    buf.reset();
+    buf = DeviceBuffer(bytes);
+    IOS_CUDA_CALL(cudaMemsetAsync(buf.get(), 0, bytes, stream(0)));
+    IOS_CUDA_CALL(cudaStreamSynchronize(stream(0)));
+  }
+  return buf.get();
+}
+
+void Context::release_scratch() { scratch_.clear(); }
+
+}  // namespace ios::cuda

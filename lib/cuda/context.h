@@ -1,0 +1,63 @@
+// Device state of one engine (or of the measured cost model): the device,
+// a pool of non-blocking streams with one cuDNN handle and one workspace per
+// stream, and scratch memory for algorithm search.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda/engine.h"
+#include "cuda/resources.h"
+
+namespace ios::cuda {
+
+// Selects and checks the device (throws NoDeviceError) and describes it.
+DeviceSummary init_device(int ordinal);
+// Identifies the device for caches: name, compute capability and UUID.
+std::string device_key(int ordinal);
+
+class Context {
+ public:
+  Context(int ordinal, Precision precision, size_t workspace_limit);
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int ordinal() const { return ordinal_; }
+  const DeviceSummary& device() const { return device_; }
+  const std::string& key() const { return key_; }
+  Precision precision() const { return precision_; }
+  size_t workspace_limit() const { return workspace_limit_; }
+
+  // Streams [0, n) exist afterwards (each with its cuDNN handle).
+  void ensure_streams(int n);
+  int num_streams() const { return static_cast<int>(streams_.size()); }
+  cudaStream_t stream(int i) const { return streams_.at(static_cast<size_t>(i)).get(); }
+  cudnnHandle_t cudnn(int i) const { return handles_.at(static_cast<size_t>(i)).get(); }
+
+  // Per-stream cuDNN workspace; growing it invalidates captured graphs that
+  // use the old one, so engines size it before capturing.
+  void ensure_workspace(int i, size_t bytes);
+  void* workspace(int i) const { return workspaces_.at(static_cast<size_t>(i)).get(); }
+  size_t workspace_bytes(int i) const { return workspaces_.at(static_cast<size_t>(i)).bytes(); }
+  size_t total_workspace_bytes() const;
+
+  // Scratch buffer `slot` of at least `bytes` (zero-filled when it grows):
+  // inputs and outputs for algorithm search.
+  void* scratch(int slot, size_t bytes);
+  void release_scratch();
+
+ private:
+  int ordinal_ = 0;
+  Precision precision_ = Precision::kTf32;
+  size_t workspace_limit_ = 0;
+  DeviceSummary device_;
+  std::string key_;
+  std::vector<Stream> streams_;
+  std::vector<CudnnHandle> handles_;
+  std::vector<DeviceBuffer> workspaces_;
+  std::vector<DeviceBuffer> scratch_;
+};
+
+}  // namespace ios::cuda

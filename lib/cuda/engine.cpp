@@ -1,0 +1,200 @@
+#include "cuda/engine.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cuda/check.h"
+#include "cuda/context.h"
+#include "cuda/runtime.h"
+
+namespace ios::cuda {
+
+struct Engine::Impl {
+  Impl(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
+      : ctx(options.device, options.precision, options.workspace_limit_bytes) {
+    Program program = lower_program(graph, plan);
+    runtime = std::make_unique<Runtime>(ctx, std::move(program), options.cuda_graph);
+    const Program& p = runtime->program();
+    const RuntimeStats& s = runtime->stats();
+    info.num_streams = std::max(p.num_streams, 1);
+    info.launches = static_cast<int>(p.launches.size());
+    info.gpu_ops = p.num_ops();
+    info.convolutions = s.convolutions;
+    info.fused_convolutions = s.fused_convolutions;
+    info.concat_inputs_zero_copy = p.concat_inputs_zero_copy;
+    info.concat_inputs_copied = p.concat_inputs_copied;
+    info.weights_bytes = s.weights_bytes;
+    info.arena_bytes = s.arena_bytes;
+    info.arena_unshared_bytes = s.arena_unshared_bytes;
+    info.workspace_bytes = s.workspace_bytes;
+    info.cuda_graph = runtime->uses_graph();
+    info.precision = options.precision;
+    info.device = ctx.device().name;
+    start = make_event(true);
+    stop = make_event(true);
+  }
+
+  ~Impl() {
+    runtime.reset();  // before the context's streams go
+  }
+
+  double timed_iteration() {
+    IOS_CUDA_CALL(cudaEventRecord(start.get(), ctx.stream(0)));
+    runtime->execute();
+    IOS_CUDA_CALL(cudaEventRecord(stop.get(), ctx.stream(0)));
+    IOS_CUDA_CALL(cudaEventSynchronize(stop.get()));
+    float ms = 0.0f;
+    IOS_CUDA_CALL(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    return ms;
+  }
+
+  Context ctx;
+  std::unique_ptr<Runtime> runtime;
+  EngineInfo info;
+  Event start, stop;
+};
+
+Engine::Engine(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(graph, plan, options)) {}
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+TensorMap Engine::run(const TensorMap& inputs) {
+  Runtime& rt = *impl_->runtime;
+  const Program& p = rt.program();
+  IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
+  std::string expected;
+  for (const auto& [name, v] : p.inputs) expected += (expected.empty() ? "'" : ", '") + name + "'";
+  for (const auto& [name, data] : inputs) {
+    const bool known = std::any_of(p.inputs.begin(), p.inputs.end(), [&](const auto& io) { return io.first == name; });
+    if (!known) user_error("unknown input '{}': the model's inputs are {}", name, expected);
+  }
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const auto& [name, v] = p.inputs[i];
+    auto it = inputs.find(name);
+    if (it == inputs.end()) user_error("input '{}' is missing: the model's inputs are {}", name, expected);
+    const Value& value = p.values.at(static_cast<size_t>(v));
+    if (static_cast<int64_t>(it->second.size()) != value.size()) {
+      user_error("input '{}' has {} elements but the model expects shape {} ({} elements)", name, it->second.size(),
+                 ir::to_string(value.shape), value.size());
+    }
+    rt.upload_input(static_cast<int>(i), it->second.data());
+  }
+  rt.execute();
+  TensorMap outputs;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const auto& [name, v] = p.outputs[i];
+    std::vector<float>& out = outputs[name];
+    out.resize(static_cast<size_t>(p.values.at(static_cast<size_t>(v)).size()));
+    rt.download_output(static_cast<int>(i), out.data());
+  }
+  rt.synchronize();
+  return outputs;
+}
+
+std::vector<double> Engine::time(const TimingOptions& options) {
+  IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
+  using clock = std::chrono::steady_clock;
+  const auto warm_start = clock::now();
+  for (int i = 0;; ++i) {
+    const double elapsed = std::chrono::duration<double, std::milli>(clock::now() - warm_start).count();
+    if (i >= options.warmup_iterations && elapsed >= options.warmup_ms) break;
+    impl_->timed_iteration();
+  }
+  std::vector<double> times;
+  times.reserve(static_cast<size_t>(std::max(options.iterations, 1)) * 2);
+  double total = 0.0;
+  while (static_cast<int>(times.size()) < options.iterations || total < options.min_duration_ms) {
+    const double ms = impl_->timed_iteration();
+    times.push_back(ms);
+    total += ms;
+  }
+  return times;
+}
+
+TraceIteration Engine::trace() {
+  IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
+  Runtime& rt = *impl_->runtime;
+  const Program& p = rt.program();
+  std::vector<Event> events;
+  events.reserve(2 * p.launches.size());
+  for (size_t i = 0; i < 2 * p.launches.size(); ++i) events.push_back(make_event(true));
+  Event base = make_event(true), end = make_event(true);
+  rt.synchronize();
+  IOS_CUDA_CALL(cudaEventRecord(base.get(), impl_->ctx.stream(0)));
+  rt.issue(&events);
+  IOS_CUDA_CALL(cudaEventRecord(end.get(), impl_->ctx.stream(0)));
+  IOS_CUDA_CALL(cudaEventSynchronize(end.get()));
+  TraceIteration trace;
+  trace.num_streams = std::max(p.num_streams, 1);
+  float total = 0.0f;
+  IOS_CUDA_CALL(cudaEventElapsedTime(&total, base.get(), end.get()));
+  trace.total_us = total * 1000.0;
+  for (size_t l = 0; l < p.launches.size(); ++l) {
+    if (p.launches[l].ops.empty()) continue;  // e.g. a concat whose inputs were all written in place
+    float begin = 0.0f, length = 0.0f;
+    IOS_CUDA_CALL(cudaEventElapsedTime(&begin, base.get(), events[2 * l].get()));
+    IOS_CUDA_CALL(cudaEventElapsedTime(&length, events[2 * l].get(), events[2 * l + 1].get()));
+    trace.events.push_back({p.launches[l].name, p.launches[l].stream, begin * 1000.0, length * 1000.0});
+  }
+  std::sort(trace.events.begin(), trace.events.end(),
+            [](const TraceEvent& a, const TraceEvent& b) { return a.start_us < b.start_us; });
+  return trace;
+}
+
+void Engine::write_trace(const std::string& path, const std::string& label) {
+  TraceIteration t = trace();
+  t.label = label;
+  write_chrome_trace(path, {t});
+}
+
+const EngineInfo& Engine::info() const { return impl_->info; }
+
+std::string Engine::describe() const { return impl_->runtime->describe(); }
+
+void write_chrome_trace(const std::string& path, const std::vector<TraceIteration>& iterations) {
+  nlohmann::json events = nlohmann::json::array();
+  for (size_t pid = 0; pid < iterations.size(); ++pid) {
+    const TraceIteration& it = iterations[pid];
+    const std::string label = it.label.empty() ? fmt::format("plan {}", pid) : it.label;
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", label}}}});
+    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    for (int s = 0; s < it.num_streams; ++s) {
+      events.push_back({{"name", "thread_name"},
+                        {"ph", "M"},
+                        {"pid", pid},
+                        {"tid", s},
+                        {"args", {{"name", fmt::format("stream {}", s)}}}});
+    }
+    for (const TraceEvent& e : it.events) {
+      events.push_back({{"name", e.name},
+                        {"cat", "launch"},
+                        {"ph", "X"},
+                        {"pid", pid},
+                        {"tid", e.stream},
+                        {"ts", e.start_us},
+                        {"dur", e.duration_us}});
+    }
+  }
+  const nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  const std::filesystem::path target(path);
+  const std::filesystem::path temp = target.string() + ".tmp";
+  {
+    std::ofstream out(temp);
+    if (!out) user_error("cannot write trace file '{}'", path);
+    out << doc.dump(1) << '\n';
+    if (!out) user_error("cannot write trace file '{}'", path);
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, target, ec);
+  if (ec) user_error("cannot write trace file '{}': {}", path, ec.message());
+}
+
+}  // namespace ios::cuda

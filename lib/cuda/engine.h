@@ -1,0 +1,143 @@
+// The CUDA execution engine: runs an ExecPlan on CUDA streams with cuDNN and
+// the backend's own kernels, from one memory plan, optionally replayed as a
+// CUDA graph. Design and verification status: docs/cuda-backend.md.
+//
+// This header is plain C++ (no CUDA types) so that lib/cuda_stub can provide
+// the same entry points in builds without CUDA: there every constructor and
+// function throws NoDeviceError ("no CUDA device: ...", exit code 3) and
+// probe_device() returns nullopt.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "exec/plan.h"
+#include "sched/unit_graph.h"
+
+namespace ios::cuda {
+
+struct DeviceSummary {
+  int ordinal = 0;
+  std::string name;                // "NVIDIA H100 80GB HBM3"
+  std::string compute_capability;  // "9.0"
+  std::string driver;              // kernel driver version ("570.86.15"), else "cuda <driver API version>"
+  std::string runtime;             // CUDA runtime version, "13.0"
+  std::string cudnn;               // "9.19.0"
+  int sm_count = 0;
+  size_t memory_bytes = 0;
+};
+
+// The device `ordinal` when it is usable (a device is present, the driver is
+// recent enough, cuDNN loads); nullopt otherwise. Never throws for a missing
+// device; the reason is logged on the "cuda" logger at debug level.
+std::optional<DeviceSummary> probe_device(int ordinal = 0);
+
+// Like probe_device(), but throws NoDeviceError("no CUDA device: <reason>").
+DeviceSummary require_device(int ordinal = 0);
+
+// Convolutions may use TF32 tensor cores (kTf32, the default) or must use
+// strict FP32 FMA kernels (kFp32). Every other operator is FP32 either way.
+enum class Precision { kTf32, kFp32 };
+std::string_view precision_name(Precision precision);  // "tf32" / "fp32"
+Precision parse_precision(std::string_view text);       // UserError on anything else
+
+struct EngineOptions {
+  Precision precision = Precision::kTf32;
+  bool cuda_graph = true;  // capture the plan once and replay it; false: plain launches
+  int device = 0;
+  // Upper bound on the cuDNN workspace one convolution may use; the engine
+  // allocates, per stream, the largest workspace its chosen algorithms need.
+  size_t workspace_limit_bytes = size_t{256} << 20;
+};
+
+// What the engine built, for -v output and tests.
+struct EngineInfo {
+  int num_streams = 1;
+  int launches = 0;          // plan launches (units or merged groups)
+  int gpu_ops = 0;           // cuDNN calls and own kernels per iteration
+  int convolutions = 0;
+  int fused_convolutions = 0;      // bias (+ residual) + ReLU fused by cuDNN
+  int concat_inputs_zero_copy = 0; // concat inputs written in place by their producer
+  int concat_inputs_copied = 0;
+  size_t weights_bytes = 0;
+  size_t arena_bytes = 0;          // activations, after reuse by liveness
+  size_t arena_unshared_bytes = 0; // what they would take without reuse
+  size_t workspace_bytes = 0;      // cuDNN workspaces, all streams
+  bool cuda_graph = true;
+  Precision precision = Precision::kTf32;
+  std::string device;
+};
+
+// Host tensors by ONNX name, dense row-major float32 in the IR's shapes.
+using TensorMap = std::map<std::string, std::vector<float>>;
+
+struct TimingOptions {
+  int warmup_iterations = 10;  // untimed iterations first
+  double warmup_ms = 0.0;      // ... and keep warming up at least this long
+  int iterations = 100;        // at least this many timed iterations
+  double min_duration_ms = 0.0;  // ... and keep timing until this much GPU time
+};
+
+// One traced iteration: every launch with its stream and its GPU interval.
+struct TraceEvent {
+  std::string name;  // unit id(s) of the launch
+  int stream = 0;
+  double start_us = 0.0;  // from the start of the iteration
+  double duration_us = 0.0;
+};
+struct TraceIteration {
+  std::string label;  // e.g. the schedule file
+  int num_streams = 1;
+  double total_us = 0.0;
+  std::vector<TraceEvent> events;
+};
+
+class Engine {
+ public:
+  // Builds everything once: lowers units to GPU operations, chooses a cuDNN
+  // algorithm per convolution (cached per device), plans and allocates
+  // memory, uploads weights, and captures the CUDA graph. Throws
+  // NoDeviceError without a usable device, UserError for operators or
+  // shapes the backend cannot run.
+  Engine(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+
+  // Graph inputs by ONNX name (every input required, sizes must match) to
+  // graph outputs by ONNX name. The inputs stay on the device for time().
+  TensorMap run(const TensorMap& inputs);
+
+  // Per-iteration GPU time in ms (CUDA events around each replay). Inputs are
+  // those of the last run(), or fixed random values before the first run().
+  // No allocation happens inside the timed loop.
+  std::vector<double> time(const TimingOptions& options);
+
+  // One iteration issued with plain launches and an event pair around every
+  // launch (so the times include the instrumentation, slightly).
+  TraceIteration trace();
+  // trace() written as a Chrome/Perfetto trace.
+  void write_trace(const std::string& path, const std::string& label = "");
+
+  const EngineInfo& info() const;
+  // Per-launch GPU operations, memory plan and algorithm choices (ios-run -v).
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Writes several traced iterations as one Chrome trace (JSON Trace Event
+// Format): one process per iteration (labelled), one thread (track) per
+// stream. Atomic: temporary file, then rename.
+void write_chrome_trace(const std::string& path, const std::vector<TraceIteration>& iterations);
+
+}  // namespace ios::cuda

@@ -1,0 +1,261 @@
+// The backend's own kernels (kernels.h). Straightforward grid-stride loops:
+// these are memory-bound epilogues and layout operations, plus one tiled
+// GEMM for fully connected layers.
+#include <cfloat>
+
+#include "cuda/kernels.h"
+
+namespace ios::cuda::kernels {
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(int64_t total) {
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  // A grid-stride loop covers the rest; 64K blocks keep every SM busy.
+  return static_cast<int>(blocks < 65535 ? (blocks < 1 ? 1 : blocks) : 65535);
+}
+
+__device__ __forceinline__ float apply_step(int kind, float v, float p0, float p1, float operand) {
+  switch (kind) {
+    case kRelu: return v > 0.0f ? v : 0.0f;
+    case kClip: return fminf(fmaxf(v, p0), p1);
+    case kSigmoid: return 1.0f / (1.0f + expf(-v));
+    case kHardSigmoid: return fmaxf(0.0f, fminf(1.0f, p0 * v + p1));
+    case kHardSwish: return v * fmaxf(0.0f, fminf(1.0f, v * (1.0f / 6.0f) + 0.5f));
+    case kAdd: return v + operand;
+    case kMul: return v * operand;
+    default: return v;
+  }
+}
+
+__device__ __forceinline__ int64_t simple_offset(const EwOperand& op, int64_t n, int64_t r, int64_t hw) {
+  switch (op.mode) {
+    case kFull: return n * op.batch_stride + r;
+    case kChannel: return r / hw;
+    case kBatchChannel: return n * op.batch_stride + r / hw;
+    default: return 0;
+  }
+}
+
+__device__ __forceinline__ int64_t generic_offset(const EwOperand& op, const int64_t* coords, int rank, int64_t n,
+                                                   int64_t r, int64_t hw) {
+  if (op.mode != kGeneric) return simple_offset(op, n, r, hw);
+  int64_t off = 0;
+  for (int d = 0; d < rank; ++d) off += coords[d] * op.strides[d];
+  return off;
+}
+
+__global__ void elementwise_kernel(const EwParams p) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.total; i += stride) {
+    const int64_t n = i / p.item;
+    const int64_t r = i - n * p.item;
+    float v;
+    if (!p.generic) {
+      v = p.x.ptr[simple_offset(p.x, n, r, p.hw)];
+      for (int s = 0; s < p.num_steps; ++s) {
+        const EwStepParams& st = p.steps[s];
+        const float o = st.operand >= 0 ? p.operands[st.operand].ptr[simple_offset(p.operands[st.operand], n, r, p.hw)] : 0.0f;
+        v = apply_step(st.kind, v, st.p0, st.p1, o);
+      }
+    } else {
+      int64_t coords[kMaxDims];
+      int64_t rest = i;
+      for (int d = p.rank - 1; d >= 0; --d) {
+        coords[d] = rest % p.dims[d];
+        rest /= p.dims[d];
+      }
+      v = p.x.ptr[generic_offset(p.x, coords, p.rank, n, r, p.hw)];
+      for (int s = 0; s < p.num_steps; ++s) {
+        const EwStepParams& st = p.steps[s];
+        const float o = st.operand >= 0
+                            ? p.operands[st.operand].ptr[generic_offset(p.operands[st.operand], coords, p.rank, n, r, p.hw)]
+                            : 0.0f;
+        v = apply_step(st.kind, v, st.p0, st.p1, o);
+      }
+    }
+    p.y[n * p.y_batch_stride + r] = v;
+  }
+}
+
+__global__ void copy_kernel(const CopyParams p) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.total; i += stride) {
+    int64_t rest = i, src = 0, dst = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t c = rest % p.dims[d];
+      rest /= p.dims[d];
+      src += c * p.src_strides[d];
+      dst += c * p.dst_strides[d];
+    }
+    p.dst[dst] = p.src[src];
+  }
+}
+
+__global__ void pad_kernel(const PadParams p) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.total; i += stride) {
+    int64_t rest = i, src = 0, dst = 0;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rest % p.out_dims[d];
+      rest /= p.out_dims[d];
+      dst += o * p.dst_strides[d];
+      int64_t c = o - p.begin[d];
+      const int64_t size = p.in_dims[d];
+      if (c < 0 || c >= size) {
+        if (p.mode == kPadConstant) {
+          inside = false;
+        } else if (p.mode == kPadEdge) {
+          c = c < 0 ? 0 : size - 1;
+        } else {  // reflect, without repeating the edge
+          const int64_t period = size > 1 ? 2 * (size - 1) : 1;
+          c = c % period;
+          if (c < 0) c += period;
+          if (c >= size) c = period - c;
+        }
+      }
+      src += c * p.src_strides[d];
+    }
+    p.dst[dst] = inside ? p.src[src] : p.value;
+  }
+}
+
+__global__ void pool2d_kernel(const PoolParams p) {
+  const int64_t total = p.n * p.c * p.oh * p.ow;
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t ox = i % p.ow;
+    const int64_t oy = (i / p.ow) % p.oh;
+    const int64_t ch = (i / (p.ow * p.oh)) % p.c;
+    const int64_t nn = i / (p.ow * p.oh * p.c);
+    const int64_t y0 = oy * p.sh - p.pad_top;
+    const int64_t x0 = ox * p.sw - p.pad_left;
+    const int64_t y1 = min(y0 + p.kh, p.h + p.pad_bottom);
+    const int64_t x1 = min(x0 + p.kw, p.w + p.pad_right);
+    const int64_t padded_count = (y1 - y0) * (x1 - x0);
+    const int64_t ys = max(y0, int64_t{0}), xs = max(x0, int64_t{0});
+    const int64_t ye = min(y1, p.h), xe = min(x1, p.w);
+    const float* plane = p.x + nn * p.x_batch_stride + ch * p.h * p.w;
+    float acc = p.mode == kPoolMax ? -FLT_MAX : 0.0f;
+    bool any = false;
+    for (int64_t yy = ys; yy < ye; ++yy) {
+      for (int64_t xx = xs; xx < xe; ++xx) {
+        const float v = plane[yy * p.w + xx];
+        if (p.mode == kPoolMax) {
+          acc = (v > acc || v != v) ? v : acc;
+        } else {
+          acc += v;
+        }
+        any = true;
+      }
+    }
+    float out;
+    if (p.mode == kPoolMax) {
+      out = any ? acc : -FLT_MAX;
+    } else {
+      const int64_t count = p.mode == kPoolAverageInclude ? padded_count : (ye - ys) * (xe - xs);
+      out = count > 0 ? acc / static_cast<float>(count) : 0.0f;
+    }
+    p.y[nn * p.y_batch_stride + (ch * p.oh + oy) * p.ow + ox] = out;
+  }
+}
+
+__global__ void reduce_mean_kernel(const ReduceParams p) {
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.out_total; o += stride) {
+    // Coordinates of the kept dimensions (reduced ones are 0).
+    int64_t rest = o, base = 0, out = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      if (p.reduced[d]) continue;
+      const int64_t c = rest % p.dims[d];
+      rest /= p.dims[d];
+      base += c * p.x_strides[d];
+      out += c * p.y_strides[d];
+    }
+    float acc = 0.0f;
+    for (int64_t j = 0; j < p.count; ++j) {
+      int64_t r = j, off = base;
+      for (int d = p.rank - 1; d >= 0; --d) {
+        if (!p.reduced[d]) continue;
+        off += (r % p.dims[d]) * p.x_strides[d];
+        r /= p.dims[d];
+      }
+      acc += p.x[off];
+    }
+    p.y[out] = acc / static_cast<float>(p.count);
+  }
+}
+
+constexpr int kTile = 16;
+
+__global__ void gemm_kernel(const GemmParams p) {
+  __shared__ float as[kTile][kTile + 1];
+  __shared__ float bs[kTile][kTile + 1];
+  const int64_t batch = blockIdx.z;
+  const int64_t row = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.y;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x;
+  const float* a = p.a + batch * p.a_batch;
+  const float* b = p.b + batch * p.b_batch;
+  float acc = 0.0f;
+  for (int64_t k0 = 0; k0 < p.k; k0 += kTile) {
+    const int64_t ka = k0 + threadIdx.x;  // A tile: rows of this block, columns k0..
+    const int64_t kb = k0 + threadIdx.y;  // B tile: rows k0.., columns of this block
+    as[threadIdx.y][threadIdx.x] = (row < p.m && ka < p.k) ? a[row * p.a_row + ka * p.a_col] : 0.0f;
+    bs[threadIdx.y][threadIdx.x] = (kb < p.k && col < p.n) ? b[kb * p.b_row + col * p.b_col] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < kTile; ++t) acc += as[threadIdx.y][t] * bs[t][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < p.m && col < p.n) {
+    float v = p.alpha * acc;
+    if (p.c != nullptr) v += p.beta * p.c[batch * p.c_batch + row * p.c_row + col * p.c_col];
+    p.y[batch * p.y_batch + row * p.y_row + col] = v;
+  }
+}
+
+}  // namespace
+
+cudaError_t elementwise(const EwParams& params, cudaStream_t stream) {
+  if (params.total == 0) return cudaSuccess;
+  elementwise_kernel<<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t copy(const CopyParams& params, cudaStream_t stream) {
+  if (params.total == 0) return cudaSuccess;
+  copy_kernel<<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t pad(const PadParams& params, cudaStream_t stream) {
+  if (params.total == 0) return cudaSuccess;
+  pad_kernel<<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t pool2d(const PoolParams& params, cudaStream_t stream) {
+  const int64_t total = params.n * params.c * params.oh * params.ow;
+  if (total == 0) return cudaSuccess;
+  pool2d_kernel<<<blocks_for(total), kThreads, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t reduce_mean(const ReduceParams& params, cudaStream_t stream) {
+  if (params.out_total == 0) return cudaSuccess;
+  reduce_mean_kernel<<<blocks_for(params.out_total), kThreads, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t gemm(const GemmParams& params, cudaStream_t stream) {
+  if (params.m == 0 || params.n == 0 || params.batch == 0) return cudaSuccess;
+  const dim3 block(kTile, kTile);
+  const dim3 grid(static_cast<unsigned>((params.n + kTile - 1) / kTile),
+                  static_cast<unsigned>((params.m + kTile - 1) / kTile), static_cast<unsigned>(params.batch));
+  gemm_kernel<<<grid, block, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+}  // namespace ios::cuda::kernels

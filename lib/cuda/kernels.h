@@ -1,0 +1,136 @@
+// The backend's own CUDA kernels, for the work cuDNN does not fuse or does
+// not do: element-wise chains (bias, activations, residual adds, gating
+// multiplies) in one pass, strided copies (slice, split, transpose, reshape,
+// concat inputs that cannot be written in place), padding, pooling with
+// asymmetric pads or ceil mode, mean reductions, and GEMM. All FP32.
+//
+// Parameters are plain structs passed by value; launchers return the launch
+// status (the caller checks it with IOS_CUDA_CALL). Shapes are int64 and
+// indices are computed in int64.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace ios::cuda::kernels {
+
+constexpr int kMaxDims = 6;
+constexpr int kMaxEwSteps = 8;
+
+// How an operand of an element-wise chain is addressed, relative to the
+// output (shape [N, C, rest...], item = C * hw):
+//  kFull: same shape; offset n * batch_stride + r (r within the item)
+//  kChannel: per channel of dim 1, ptr[c]
+//  kBatchChannel: per (n, c), ptr[n * batch_stride + c]
+//  kScalar: ptr[0]
+//  kGeneric: any broadcast; strides[d] per output dimension (0 = broadcast)
+enum OperandMode : int { kFull = 0, kChannel = 1, kBatchChannel = 2, kScalar = 3, kGeneric = 4 };
+
+struct EwOperand {
+  const float* ptr = nullptr;
+  int mode = kFull;
+  int64_t batch_stride = 0;
+  int64_t strides[kMaxDims] = {};
+};
+
+enum EwKind : int { kRelu = 0, kClip, kSigmoid, kHardSigmoid, kHardSwish, kAdd, kMul };
+
+struct EwStepParams {
+  int kind = kRelu;
+  float p0 = 0.0f, p1 = 0.0f;
+  int operand = -1;  // index into EwParams::operands for kAdd / kMul
+};
+
+struct EwParams {
+  int rank = 1;
+  int64_t dims[kMaxDims] = {};  // output shape
+  int64_t total = 0;
+  int64_t item = 0;      // elements per item of dim 0
+  int64_t channels = 1;  // dim 1 (1 for rank < 2)
+  int64_t hw = 1;        // item / channels
+  float* y = nullptr;
+  int64_t y_batch_stride = 0;
+  EwOperand x;
+  int num_steps = 0;
+  EwStepParams steps[kMaxEwSteps];
+  int num_operands = 0;
+  EwOperand operands[kMaxEwSteps];
+  bool generic = false;  // some operand is kGeneric: decompose every index
+};
+cudaError_t elementwise(const EwParams& params, cudaStream_t stream);
+
+// dst[...] = src[...] over dims, both addressed by element strides.
+struct CopyParams {
+  int rank = 1;
+  int64_t dims[kMaxDims] = {};
+  int64_t total = 0;
+  const float* src = nullptr;
+  int64_t src_strides[kMaxDims] = {};
+  float* dst = nullptr;
+  int64_t dst_strides[kMaxDims] = {};
+};
+cudaError_t copy(const CopyParams& params, cudaStream_t stream);
+
+enum PadMode : int { kPadConstant = 0, kPadReflect, kPadEdge };
+struct PadParams {
+  int rank = 1;
+  int64_t out_dims[kMaxDims] = {};
+  int64_t in_dims[kMaxDims] = {};
+  int64_t begin[kMaxDims] = {};
+  int64_t total = 0;
+  const float* src = nullptr;
+  int64_t src_strides[kMaxDims] = {};
+  float* dst = nullptr;
+  int64_t dst_strides[kMaxDims] = {};
+  int mode = kPadConstant;
+  float value = 0.0f;
+};
+cudaError_t pad(const PadParams& params, cudaStream_t stream);
+
+enum PoolMode : int { kPoolMax = 0, kPoolAverageInclude, kPoolAverageExclude };
+struct PoolParams {
+  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1;
+  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int mode = kPoolMax;
+  const float* x = nullptr;
+  int64_t x_batch_stride = 0;
+  float* y = nullptr;
+  int64_t y_batch_stride = 0;
+};
+cudaError_t pool2d(const PoolParams& params, cudaStream_t stream);
+
+// Mean over the dimensions flagged in `reduced`; y indexed by out_strides
+// over the input's dimensions (0 for reduced ones).
+struct ReduceParams {
+  int rank = 1;
+  int64_t dims[kMaxDims] = {};
+  bool reduced[kMaxDims] = {};
+  int64_t out_total = 0;
+  int64_t count = 1;  // elements averaged per output
+  const float* x = nullptr;
+  int64_t x_strides[kMaxDims] = {};
+  float* y = nullptr;
+  int64_t y_strides[kMaxDims] = {};
+};
+cudaError_t reduce_mean(const ReduceParams& params, cudaStream_t stream);
+
+// Y[b][i][j] = alpha * sum_l A[b][i][l] * B[b][l][j] + beta * C[b][i][j],
+// every operand addressed by (batch, row, column) element strides (a
+// transpose swaps strides, a broadcast has stride 0). C may be null.
+struct GemmParams {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  const float* a = nullptr;
+  int64_t a_batch = 0, a_row = 0, a_col = 0;
+  const float* b = nullptr;
+  int64_t b_batch = 0, b_row = 0, b_col = 0;
+  const float* c = nullptr;
+  int64_t c_batch = 0, c_row = 0, c_col = 0;
+  float* y = nullptr;
+  int64_t y_batch = 0, y_row = 0;
+  float alpha = 1.0f, beta = 0.0f;
+};
+cudaError_t gemm(const GemmParams& params, cudaStream_t stream);
+
+}  // namespace ios::cuda::kernels

@@ -1,0 +1,67 @@
+// The measured cost model: stage latencies measured on the GPU, in the same
+// engine that runs schedules (lib/cuda/engine.h), and kept in the persistent
+// profile database (cost/profile_db.h).
+//
+// A stage is lowered like a schedule's stage (one stream per group, or one
+// merged convolution), its inputs and outputs are allocated before timing and
+// filled with random values, and it is captured as a CUDA graph and replayed:
+// warm-up replays, then rounds of timed replays until the median moves by
+// less than `stable_tolerance` between rounds (or `max_repetitions`).
+// Results are keyed by device, driver, cuDNN version, precision, batch and
+// the stage's canonical signature (shapes and attributes, not names), so an
+// identical stage elsewhere in the model, or in a later run, is measured once.
+//
+// Plain C++ (no CUDA types): lib/cuda_stub provides the same entry points,
+// which throw NoDeviceError.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cost/cost_model.h"
+#include "cuda/engine.h"
+#include "sched/unit_graph.h"
+
+namespace ios::cuda {
+
+struct MeasureProgress {
+  int measured = 0;    // stages timed on the GPU so far
+  int cache_hits = 0;  // stages answered by the profile database or this run's memo
+  int expected = 0;    // stages the caller announced (expect()); 0 when unknown
+  double elapsed_s = 0.0;  // time spent measuring so far
+  double eta_s = -1.0;     // estimated time left; < 0 when unknown
+};
+
+struct MeasuredOptions {
+  std::string db_path;  // empty: cost::ProfileDb::default_path()
+  Precision precision = Precision::kTf32;
+  int device = 0;
+  size_t workspace_limit_bytes = size_t{256} << 20;
+  int warmup = 5;               // untimed replays before timing
+  int round = 10;               // replays per round
+  int min_repetitions = 20;
+  int max_repetitions = 400;
+  double stable_tolerance = 0.01;  // relative change of the median between rounds
+  bool use_database = true;        // false: measure everything, store nothing
+  // Called after every stage answered (measured or cache hit). May be empty.
+  std::function<void(const MeasureProgress&)> progress;
+};
+
+class MeasuredCostModel : public cost::CostModel {
+ public:
+  std::string name() const override { return "measured"; }
+  // Announces how many stage_latency() calls the caller expects (for the
+  // progress ETA); may be called again to revise.
+  virtual void expect(int stages) = 0;
+  virtual MeasureProgress progress() const = 0;
+  // The device the measurements come from (for the schedule file).
+  virtual const DeviceSummary& device() const = 0;
+};
+
+// Throws NoDeviceError without a usable device. `graph` must outlive the
+// model and have an IR behind it.
+std::unique_ptr<MeasuredCostModel> make_measured_cost_model(const sched::UnitGraph& graph,
+                                                            const MeasuredOptions& options = {});
+
+}  // namespace ios::cuda

@@ -1,0 +1,210 @@
+// Program: an ExecPlan lowered to the GPU operations of the CUDA backend, in
+// backend-neutral terms (no CUDA types, so the lowering and the memory plan
+// are tested on machines without a GPU).
+//
+// Storage model (the same as cpu/view.h): a value is float32, dense inside
+// each item of its first dimension, with its own stride between items. A
+// value lives in a buffer at an element offset; several values may share a
+// buffer:
+//  - zero-copy concat: a Concat on axis 1 owns one buffer; an input that only
+//    the Concat reads is produced straight into its channel slice (offset
+//    c0 * inner, batch stride C_total * inner), at any batch size;
+//  - operator merge: the merged convolution writes one buffer; each member's
+//    output is the channel slice of that buffer;
+//  - epilogues: a node's output that only its element-wise successor in the
+//    same unit reads is written where that successor's output goes, and the
+//    element-wise work runs in place.
+// Buffers are then placed in one arena by liveness (memory_plan.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "exec/plan.h"
+#include "ir/graph.h"
+#include "sched/unit_graph.h"
+
+namespace ios::cuda {
+
+struct Value {
+  std::string name;
+  ir::Shape shape;
+  int buffer = -1;
+  int64_t offset = 0;        // elements from the buffer's start
+  int64_t batch_stride = 0;  // elements between items of dim 0
+
+  int64_t batch() const { return shape.empty() ? 1 : shape[0]; }
+  int64_t item_size() const;
+  int64_t size() const { return ir::num_elements(shape); }
+  bool dense() const { return batch() <= 1 || batch_stride == item_size(); }
+  // Element strides of every dimension (dense inside an item).
+  std::vector<int64_t> strides() const;
+  // Elements from the first to one past the last element.
+  int64_t extent() const { return size() == 0 ? 0 : (batch() - 1) * batch_stride + item_size(); }
+};
+
+struct Buffer {
+  std::string name;
+  int64_t elements = 0;
+  // Graph inputs and outputs (and, for stage measurement, a stage's inputs and
+  // outputs) keep their own memory: they are read and written between runs.
+  bool persistent = false;
+};
+
+struct Constant {
+  std::string name;
+  ir::Shape shape;
+  std::shared_ptr<const std::vector<float>> data;
+};
+
+// An operand: a value or a constant.
+struct Ref {
+  enum class Kind { kNone, kValue, kConstant };
+  Kind kind = Kind::kNone;
+  int index = -1;
+  static Ref value(int i) { return {Kind::kValue, i}; }
+  static Ref constant(int i) { return {Kind::kConstant, i}; }
+  bool is_value() const { return kind == Kind::kValue; }
+  bool is_constant() const { return kind == Kind::kConstant; }
+  explicit operator bool() const { return kind != Kind::kNone; }
+};
+
+// y = conv(x, w), cuDNN. Pads are symmetric (asymmetric padding is made
+// explicit by a PadOp in front). With `fused`, y = relu(conv + bias [+ z]) in
+// one cudnnConvolutionBiasActivationForward (if cuDNN rejects the fused call
+// for these shapes, the engine runs the convolution and then that epilogue
+// with its own kernel); otherwise the bias and the rest of the unit's
+// element-wise chain are an EwOp that follows, in place on y.
+struct ConvOp {
+  int x = -1, y = -1;
+  int weight = -1;  // constant [M, C/group, kh, kw]
+  int bias = -1;    // constant [M] (fused convolutions always have one)
+  int z = -1;       // value added before the ReLU (fused only)
+  bool relu = false;
+  bool fused = false;
+  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, dilation{1, 1}, pad{0, 0};
+  int64_t group = 1;
+  // Filled by the engine when cuDNN supports no algorithm for a strided x or
+  // y: x is first copied to `x_dense`, y computed in `y_dense` then copied.
+  int x_dense = -1, y_dense = -1;
+  std::string label;  // for messages: the node's output tensor
+};
+
+enum class EwKind { kRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kAdd, kMul };
+struct EwStep {
+  EwKind kind = EwKind::kRelu;
+  float p0 = 0.0f, p1 = 0.0f;  // Clip: min, max; HardSigmoid: alpha, beta
+  Ref operand;                 // kAdd / kMul: broadcast to y's shape (ONNX rules)
+};
+// y = steps(x), element-wise; x broadcast to y's shape. y may be x (in place).
+struct EwOp {
+  Ref x;
+  int y = -1;
+  std::vector<EwStep> steps;
+};
+
+struct PoolOp {
+  enum class Mode { kMax, kAverageIncludePad, kAverageExcludePad };
+  Mode mode = Mode::kMax;
+  int x = -1, y = -1;
+  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  bool ceil_mode = false;
+  // cuDNN when pads are symmetric and the output size is cuDNN's; otherwise
+  // the backend's own kernel.
+  bool use_cudnn = true;
+};
+
+struct SoftmaxOp {
+  int x = -1, y = -1;
+  int64_t axis = 1;
+};
+
+// y[b] = alpha * A[b] * B[b] + beta * C, with element strides per operand
+// (transposes and broadcast batches are strides). Own kernel, FP32.
+struct GemmOp {
+  Ref a, b, c;
+  int y = -1;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  float alpha = 1.0f, beta = 0.0f;
+  bool trans_a = false, trans_b = false;
+  // Batch handling for MatMul: per operand whether its batch index advances.
+  bool a_batched = false, b_batched = false;
+};
+
+// dst[i] = src[src_offset + sum_d i_d * src_strides[d]] over `dims`, written
+// at dst_offset + sum_d i_d * dst_strides[d] (elements, relative to the
+// values' first elements). Slice, Split, Transpose, Reshape, concat copies.
+struct CopyOp {
+  int src = -1, dst = -1;
+  std::vector<int64_t> dims, src_strides, dst_strides;
+  int64_t src_offset = 0, dst_offset = 0;
+};
+
+struct PadOp {
+  enum class Mode { kConstant, kReflect, kEdge };
+  Mode mode = Mode::kConstant;
+  int x = -1, y = -1;
+  std::vector<int64_t> begin;  // per dimension
+  float value = 0.0f;
+};
+
+// Mean over `axes` of x (any rank); y holds the kept dimensions.
+struct ReduceOp {
+  int x = -1, y = -1;
+  std::vector<int64_t> axes;
+};
+
+using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp>;
+
+struct Launch {
+  std::string name;  // unit id(s)
+  int stream = 0;
+  std::vector<sched::UnitId> units;
+  bool merged = false;
+  std::vector<Op> ops;
+};
+
+struct Program {
+  std::vector<Value> values;
+  std::vector<Buffer> buffers;
+  std::vector<Constant> constants;
+  std::vector<Launch> launches;  // indexed like ExecPlan::kernels
+  std::vector<exec::Step> steps; // kLaunch steps name launches
+  int num_streams = 1;
+  int num_events = 0;
+  // Host-visible tensors: every input must be set, every output is read back.
+  std::vector<std::pair<std::string, int>> inputs, outputs;
+  int concat_inputs_zero_copy = 0;
+  int concat_inputs_copied = 0;
+
+  // A dense value in a buffer of its own, read and written by `launch` only
+  // (a scratch tensor inside one launch).
+  int add_temp(const std::string& name, const ir::Shape& shape);
+  // Buffer index -> launches that read or write any value in it.
+  std::vector<std::vector<int>> buffer_users() const;
+  int num_ops() const;
+};
+
+struct LowerOptions {
+  // Stage measurement: `plan` covers some units only. Activations read but
+  // not produced by the plan become inputs; values read by units outside the
+  // plan become outputs. (With a full plan both rules give exactly the graph
+  // inputs and outputs.)
+  bool partial = false;
+};
+
+// Lowers `plan` (from exec::lower or a measured stage) over `graph`, which
+// must have an IR. Throws UserError for operators or attribute combinations
+// the CUDA backend does not run, naming the node.
+Program lower_program(const sched::UnitGraph& graph, const exec::ExecPlan& plan,
+                      const LowerOptions& options = {});
+
+// Operand names for messages and describe().
+std::string describe_program(const Program& program);
+
+}  // namespace ios::cuda

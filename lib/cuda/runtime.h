@@ -1,0 +1,89 @@
+// Runtime: one lowered Program made executable on a Context. Built once
+// (algorithm choice, memory plan, allocation, weight upload, CUDA graph
+// capture); afterwards an iteration allocates nothing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/context.h"
+#include "cuda/conv.h"
+#include "cuda/program.h"
+#include "cuda/resources.h"
+
+namespace ios::cuda {
+
+// What one GPU operation needs at issue time.
+struct IssueContext {
+  cudaStream_t stream = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+class GpuOp {
+ public:
+  virtual ~GpuOp() = default;
+  virtual void issue(const IssueContext& ctx) const = 0;
+  virtual std::string describe() const = 0;
+};
+
+struct RuntimeStats {
+  int convolutions = 0;
+  int fused_convolutions = 0;
+  size_t weights_bytes = 0;
+  size_t arena_bytes = 0;
+  size_t arena_unshared_bytes = 0;
+  size_t workspace_bytes = 0;
+};
+
+class Runtime {
+ public:
+  Runtime(Context& ctx, Program program, bool cuda_graph);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Program& program() const { return program_; }
+  const RuntimeStats& stats() const { return stats_; }
+  bool uses_graph() const { return static_cast<bool>(graph_exec_); }
+
+  // Host <-> device for the program's inputs and outputs (by position in
+  // Program::inputs / outputs), asynchronous on stream 0.
+  void upload_input(int index, const float* data);
+  void download_output(int index, float* data);
+  void synchronize();
+
+  // One iteration on stream 0 (the other streams fork from and join into it):
+  // a graph replay, or the plain launches when there is no graph.
+  void execute();
+  // One iteration by plain launches; with `launch_events` (two per launch,
+  // timing-enabled) recorded around every launch on its stream.
+  void issue(const std::vector<Event>* launch_events = nullptr);
+
+  std::string describe() const;
+
+ private:
+  float* value_ptr(int v) const { return value_ptrs_.at(static_cast<size_t>(v)); }
+  const float* ref_ptr(const Ref& r) const;
+  std::unique_ptr<GpuOp> make_op(const Op& op, int launch, size_t index);
+  void capture();
+
+  Context& ctx_;
+  Program program_;
+  std::map<std::pair<int, size_t>, ConvChoice> conv_choices_;  // (launch, op) -> algorithm
+  DeviceBuffer arena_, weights_;
+  std::vector<float*> value_ptrs_;
+  std::vector<const float*> const_ptrs_;
+  std::vector<std::vector<std::unique_ptr<GpuOp>>> ops_;  // per launch
+  std::vector<Event> events_;
+  Event fork_;
+  std::vector<Event> joins_;
+  Graph graph_;
+  GraphExec graph_exec_;
+  RuntimeStats stats_;
+};
+
+}  // namespace ios::cuda

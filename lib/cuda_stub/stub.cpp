@@ -1,0 +1,62 @@
+// The CUDA backend's entry points in a build without CUDA (IOS_ENABLE_CUDA=OFF
+// or no toolkit/cuDNN found): nothing can run, so every entry point throws
+// NoDeviceError (exit code 3) and probe_device() reports no device.
+#include <string>
+
+#include "core/error.h"
+#include "cuda/engine.h"
+#include "cuda/measured.h"
+
+namespace ios::cuda {
+namespace {
+
+[[noreturn]] void no_device(const char* what) {
+  throw NoDeviceError(std::string("no CUDA device: this build of ios has no CUDA backend (") + what +
+                      " needs one; rebuild with CUDA 12+ and cuDNN 9 and -DIOS_ENABLE_CUDA=ON)");
+}
+
+}  // namespace
+
+std::optional<DeviceSummary> probe_device(int /*ordinal*/) { return std::nullopt; }
+
+DeviceSummary require_device(int /*ordinal*/) { no_device("this command"); }
+
+std::string_view precision_name(Precision precision) {
+  return precision == Precision::kFp32 ? "fp32" : "tf32";
+}
+
+Precision parse_precision(std::string_view text) {
+  if (text == "tf32") return Precision::kTf32;
+  if (text == "fp32") return Precision::kFp32;
+  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions) or fp32", text);
+}
+
+struct Engine::Impl {};
+
+Engine::Engine(const sched::UnitGraph& /*graph*/, const exec::ExecPlan& /*plan*/,
+               const EngineOptions& /*options*/) {
+  no_device("running a plan");
+}
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+TensorMap Engine::run(const TensorMap& /*inputs*/) { no_device("running a plan"); }
+std::vector<double> Engine::time(const TimingOptions& /*options*/) { no_device("timing a plan"); }
+TraceIteration Engine::trace() { no_device("tracing a plan"); }
+void Engine::write_trace(const std::string& /*path*/, const std::string& /*label*/) {
+  no_device("tracing a plan");
+}
+const EngineInfo& Engine::info() const { no_device("an engine"); }
+std::string Engine::describe() const { no_device("an engine"); }
+
+void write_chrome_trace(const std::string& /*path*/, const std::vector<TraceIteration>& /*iterations*/) {
+  no_device("writing a GPU trace");
+}
+
+std::unique_ptr<MeasuredCostModel> make_measured_cost_model(const sched::UnitGraph& /*graph*/,
+                                                            const MeasuredOptions& /*options*/) {
+  no_device("the measured cost model");
+}
+
+}  // namespace ios::cuda

@@ -1,0 +1,55 @@
+// ExecPlan: the lowered, backend-neutral form of a schedule. One global issue
+// order of steps, each on a stream: launch a kernel, record an event, or make
+// the stream wait for an event. The order matters: a wait refers to the most
+// recent record of its event issued before it (CUDA semantics), and issuing
+// the steps in order on one thread is a valid sequential execution (the CPU
+// backend does exactly that).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sched/schedule.h"
+#include "sched/unit_graph.h"
+
+namespace ios::exec {
+
+// What one launch computes: one unit, or several convolutions merged into one
+// (IOS operator merge; geometry in sched/merge.h).
+struct Kernel {
+  std::vector<sched::UnitId> units;
+  bool merged = false;
+};
+
+struct Step {
+  enum class Kind { kLaunch, kRecord, kWait };
+  Kind kind = Kind::kLaunch;
+  int stream = 0;
+  int kernel = -1;  // kLaunch: index into ExecPlan::kernels
+  int event = -1;   // kRecord / kWait
+};
+
+struct ExecPlan {
+  int num_streams = 1;
+  int num_events = 0;
+  std::vector<Kernel> kernels;
+  std::vector<Step> steps;  // global issue order
+
+  int count(Step::Kind kind) const;
+};
+
+// Lowers either schedule form. The schedule must already be validated
+// against the graph (sched/validate.h).
+//  - staged: group i of a stage runs on stream i; a stage boundary is a join
+//    (streams > 0 record, stream 0 waits) followed by a fork (stream 0 records,
+//    the next stage's streams > 0 wait). Single-stream stages need neither.
+//  - streamed: units on their streams in issue order; a cross-stream
+//    dependency becomes a record after the producer and a wait before the
+//    consumer, skipped when an earlier wait already implies it. All streams
+//    join stream 0 at the end.
+ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule);
+
+// Human-readable plan: per stream, its launches and event steps (ios-run --dry-run).
+std::string describe(const sched::UnitGraph& graph, const ExecPlan& plan);
+
+}  // namespace ios::exec

@@ -1,0 +1,158 @@
+#include "exec/report.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace ios::exec {
+namespace {
+
+std::string iso8601_utc(int64_t unix_ms) {
+  if (unix_ms <= 0) return "";
+  const auto seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buffer, unix_ms % 1000);
+}
+
+}  // namespace
+
+std::string format_summary(const TimedRun& run, const LatencyStats& s, const ReportOptions& options) {
+  std::string out = fmt::format("=== Performance summary: {} ({}, batch {}, {} iterations) ===\n",
+                                run.name, run.backend.empty() ? "?" : run.backend, run.batch,
+                                s.count);
+  out += fmt::format("Throughput: {:.2f} qps\n", s.throughput);
+  out += fmt::format(
+      "Latency: min = {:.4f} ms, max = {:.4f} ms, mean = {:.4f} ms, median = {:.4f} ms, "
+      "percentile(90%) = {:.4f} ms, percentile(95%) = {:.4f} ms, percentile(99%) = {:.4f} ms\n",
+      s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
+  out += fmt::format("Latency stddev = {:.4f} ms, coefficient of variation = {:.2f}%\n", s.stddev,
+                     s.cv * 100.0);
+  if (s.cv > options.cv_warning) {
+    out += fmt::format(
+        "[W] Latency is unstable: coefficient of variation {:.2f}% > {:.0f}%. Lock the GPU clocks "
+        "(nvidia-smi -lgc), stop other GPU work, or raise --iterations.\n",
+        s.cv * 100.0, options.cv_warning * 100.0);
+  }
+  return out;
+}
+
+std::string format_comparison(const std::vector<TimedRun>& runs) {
+  if (runs.empty()) return "";
+  std::vector<LatencyStats> stats;
+  stats.reserve(runs.size());
+  for (const auto& run : runs) stats.push_back(compute_stats(run.latencies_ms, run.batch));
+
+  size_t width = std::string_view("Schedule").size();
+  for (const auto& run : runs) width = std::max(width, run.name.size());
+  std::string out = fmt::format("{:<{}}  {:>10}  {:>12}  {:>10}  {:>9}\n", "Schedule", width,
+                                "Mean (ms)", "Median (ms)", "p99 (ms)", "Speed-up");
+  const double base = stats[0].mean;
+  size_t fastest = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const double speedup = stats[i].mean > 0.0 ? base / stats[i].mean : 0.0;
+    out += fmt::format("{:<{}}  {:>10.4f}  {:>12.4f}  {:>10.4f}  {:>8.2f}x\n", runs[i].name, width,
+                       stats[i].mean, stats[i].median, stats[i].p99, speedup);
+    if (stats[i].mean < stats[fastest].mean) fastest = i;
+  }
+  if (runs.size() > 1) {
+    if (fastest == 0) {
+      out += fmt::format("Fastest: {} (the baseline; mean latency)\n", runs[0].name);
+    } else {
+      out += fmt::format("Fastest: {}, {:.2f}x faster than {} (mean latency)\n", runs[fastest].name,
+                         base / stats[fastest].mean, runs[0].name);
+    }
+  }
+  return out;
+}
+
+std::string times_json(const std::vector<TimedRun>& runs) {
+  nlohmann::ordered_json doc;
+  doc["format"] = "ios-times";
+  doc["version"] = 1;
+  doc["runs"] = nlohmann::ordered_json::array();
+  for (const auto& run : runs) {
+    IOS_ASSERT(run.start_ms.empty() || run.start_ms.size() == run.latencies_ms.size(),
+               "run '{}': {} start times for {} iterations", run.name, run.start_ms.size(),
+               run.latencies_ms.size());
+    const LatencyStats s = compute_stats(run.latencies_ms, run.batch);
+    nlohmann::ordered_json r;
+    r["name"] = run.name;
+    r["schedule_file"] = run.schedule_file;
+    r["backend"] = run.backend;
+    r["device"] = run.device;
+    r["batch"] = run.batch;
+    r["warmup_iterations"] = run.warmup_iterations;
+    r["started_at"] = iso8601_utc(run.started_at_unix_ms);
+    r["summary"] = {{"count", s.count},       {"min_ms", s.min},       {"max_ms", s.max},
+                    {"mean_ms", s.mean},      {"median_ms", s.median}, {"p90_ms", s.p90},
+                    {"p95_ms", s.p95},        {"p99_ms", s.p99},       {"stddev_ms", s.stddev},
+                    {"cv", s.cv},             {"throughput_qps", s.throughput}};
+    auto& iterations = r["iterations"] = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < run.latencies_ms.size(); ++i) {
+      nlohmann::ordered_json it;
+      it["index"] = i;
+      if (!run.start_ms.empty()) it["start_ms"] = run.start_ms[i];
+      it["latency_ms"] = run.latencies_ms[i];
+      iterations.push_back(std::move(it));
+    }
+    doc["runs"].push_back(std::move(r));
+  }
+  return doc.dump(2) + "\n";
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  static std::atomic<int> counter{0};
+  fs::path temp = path;
+  temp += fmt::format(".tmp-{}-{}", static_cast<long>(::getpid()), counter++);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    user_error("cannot write {}: cannot create {} ({})", path.string(), temp.string(),
+               std::strerror(errno));
+  }
+  auto discard = [&](const std::string& why) {
+    ::close(fd);
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    user_error("cannot write {}: {}", path.string(), why);
+  };
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) discard(std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  // Data on disk before the rename makes the new name visible.
+  if (::fsync(fd) != 0) discard(std::strerror(errno));
+  if (::close(fd) != 0) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    user_error("cannot write {}: {}", path.string(), std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::rename(temp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    user_error("cannot write {}: {}", path.string(), ec.message());
+  }
+}
+
+void export_times(const std::filesystem::path& path, const std::vector<TimedRun>& runs) {
+  write_file_atomically(path, times_json(runs));
+}
+
+}  // namespace ios::exec

@@ -1,0 +1,76 @@
+// trtexec-style latency reports for ios-run: a summary block per schedule, a
+// comparison table of several schedules, and a JSON export of per-iteration
+// timings (--export-times FILE).
+//
+// Export format (JSON, version 1):
+//   {
+//     "format": "ios-times", "version": 1,
+//     "runs": [ {
+//       "name": "ios",                       // schedule name as shown in the table
+//       "schedule_file": "m.ios.json",       // "" when none (e.g. a built-in sequential run)
+//       "backend": "cuda",                   // "cuda" or "cpu"
+//       "device": "NVIDIA H100 80GB HBM3",
+//       "batch": 1,
+//       "warmup_iterations": 20,
+//       "started_at": "2025-01-31T12:00:00.123Z",  // UTC wall clock of the first timed iteration
+//       "summary": { "count", "min_ms", "max_ms", "mean_ms", "median_ms", "p90_ms", "p95_ms",
+//                    "p99_ms", "stddev_ms", "cv", "throughput_qps" },
+//       "iterations": [ { "index": 0, "start_ms": 0.0, "latency_ms": 0.81 }, ... ]
+//     } ]
+//   }
+// "start_ms" (host time of the iteration's start relative to the first timed
+// iteration) is present only when the backend recorded it. The file is
+// written atomically: a temporary file next to it, then a rename.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "exec/stats.h"
+
+namespace ios::exec {
+
+// The timings of one schedule.
+struct TimedRun {
+  std::string name;
+  std::string schedule_file;
+  std::string backend;
+  std::string device;
+  int64_t batch = 1;
+  int64_t warmup_iterations = 0;
+  int64_t started_at_unix_ms = 0;    // 0: unknown (exported as "")
+  std::vector<double> latencies_ms;  // per timed iteration
+  std::vector<double> start_ms;      // empty, or one per iteration
+};
+
+struct ReportOptions {
+  double cv_warning = 0.10;  // warn when the coefficient of variation exceeds this
+};
+
+// The summary block of one run, lines ending in '\n':
+//   === Performance summary: ios (cuda, batch 1, 200 iterations) ===
+//   Throughput: 1234.56 qps
+//   Latency: min = 0.7811 ms, max = ..., mean = ..., median = ..., percentile(90%) = ...,
+//            percentile(95%) = ..., percentile(99%) = ...   (one line)
+//   Latency stddev = 0.0123 ms, coefficient of variation = 1.52%
+// plus a line starting "[W] " when cv > options.cv_warning.
+std::string format_summary(const TimedRun& run, const LatencyStats& stats,
+                           const ReportOptions& options = {});
+
+// A table with one row per run (name, mean, median, p99, speed-up of the mean
+// against the first run) and a final verdict line naming the fastest run.
+std::string format_comparison(const std::vector<TimedRun>& runs);
+
+// The export document (see above) as text.
+std::string times_json(const std::vector<TimedRun>& runs);
+
+// Writes times_json(runs) to `path` atomically; UserError naming the path on failure.
+void export_times(const std::filesystem::path& path, const std::vector<TimedRun>& runs);
+
+// Writes `text` to `path` through a temporary file in the same directory and
+// a rename, so readers never see a partial file. UserError on failure.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace ios::exec

@@ -1,0 +1,239 @@
+#include "ir/passes.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <unordered_set>
+
+#include "core/error.h"
+
+namespace ios::ir {
+namespace {
+
+// Tensor names in use, to give new tensors unique names.
+class NameSet {
+ public:
+  explicit NameSet(const Graph& graph) {
+    for (const Tensor& t : graph.tensors()) names_.insert(t.name);
+  }
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; names_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+    names_.insert(name);
+    return name;
+  }
+
+ private:
+  std::unordered_set<std::string> names_;
+};
+
+bool single_private_use(const Graph& graph, TensorId t, NodeId consumer) {
+  const Tensor& tensor = graph.tensor(t);
+  if (tensor.consumers.size() != 1 || tensor.consumers[0] != consumer) return false;
+  if (graph.is_graph_output(t)) return false;
+  const Node& c = graph.node(consumer);
+  return std::count(c.inputs.begin(), c.inputs.end(), t) == 1;
+}
+
+bool is_const(const Graph& graph, TensorId t) { return graph.tensor(t).is_constant(); }
+
+// True when every value of `t` is >= 0 by construction of its producer.
+bool known_non_negative(const Graph& graph, TensorId t) {
+  const NodeId p = graph.tensor(t).producer;
+  if (p == kNone) return false;
+  const Node& n = graph.node(p);
+  switch (n.op) {
+    case OpKind::kRelu:
+    case OpKind::kSigmoid:
+    case OpKind::kHardSigmoid:
+      return true;
+    case OpKind::kClip:
+      return n.attr<ClipAttrs>().min >= 0.0f;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+int fold_batchnorm(Graph& graph) {
+  NameSet names(graph);
+  std::vector<bool> dead(graph.num_nodes(), false);
+  int folded = 0;
+  for (size_t b = 0; b < graph.num_nodes(); ++b) {
+    const Node& bn = graph.node(static_cast<NodeId>(b));
+    if (bn.op != OpKind::kBatchNorm) continue;
+    const TensorId x = bn.inputs.at(0);
+    const NodeId c = graph.tensor(x).producer;
+    if (c == kNone || dead[static_cast<size_t>(c)] || graph.node(c).op != OpKind::kConv) continue;
+    if (!single_private_use(graph, x, static_cast<NodeId>(b))) continue;
+    const Node& conv = graph.node(c);
+    bool constant = is_const(graph, conv.inputs.at(1)) &&
+                    (conv.inputs.size() < 3 || is_const(graph, conv.inputs[2]));
+    for (size_t i = 1; i < 5; ++i) constant = constant && is_const(graph, bn.inputs.at(i));
+    if (!constant) continue;
+
+    const auto& w = *graph.tensor(conv.inputs[1]).data;
+    const Shape w_shape = graph.tensor(conv.inputs[1]).shape;
+    const auto out_channels = static_cast<size_t>(w_shape.at(0));
+    const size_t per_channel = w.size() / out_channels;
+    const auto& gamma = *graph.tensor(bn.inputs[1]).data;
+    const auto& beta = *graph.tensor(bn.inputs[2]).data;
+    const auto& mean = *graph.tensor(bn.inputs[3]).data;
+    const auto& var = *graph.tensor(bn.inputs[4]).data;
+    IOS_ASSERT(gamma.size() == out_channels && beta.size() == out_channels &&
+                   mean.size() == out_channels && var.size() == out_channels,
+               "BatchNorm '{}' parameters do not match conv '{}' channels", bn.name, conv.name);
+    const double eps = bn.attr<BatchNormAttrs>().epsilon;
+
+    auto new_w = std::make_shared<std::vector<float>>(w.size());
+    auto new_b = std::make_shared<std::vector<float>>(out_channels);
+    const std::vector<float>* old_b =
+        conv.inputs.size() == 3 ? graph.tensor(conv.inputs[2]).data.get() : nullptr;
+    for (size_t o = 0; o < out_channels; ++o) {
+      const double s = gamma[o] / std::sqrt(static_cast<double>(var[o]) + eps);
+      for (size_t i = 0; i < per_channel; ++i) {
+        (*new_w)[o * per_channel + i] = static_cast<float>(w[o * per_channel + i] * s);
+      }
+      const double bias = old_b ? (*old_b)[o] : 0.0;
+      (*new_b)[o] = static_cast<float>((bias - mean[o]) * s + beta[o]);
+    }
+    const std::string base = graph.tensor(conv.inputs[1]).name;
+    Tensor wt{names.fresh(base + "_bn_folded"), w_shape, kNone, {}, new_w};
+    Tensor bt{names.fresh(graph.tensor(bn.outputs[0]).name + "_bn_bias"),
+              Shape{static_cast<int64_t>(out_channels)}, kNone, {}, new_b};
+    const TensorId bn_out = bn.outputs.at(0);
+    const TensorId w_id = graph.add_tensor(std::move(wt));  // invalidates tensor references
+    const TensorId b_id = graph.add_tensor(std::move(bt));
+    Node& conv_mut = graph.node(c);
+    conv_mut.inputs = {conv_mut.inputs[0], w_id, b_id};
+    conv_mut.outputs = {bn_out};
+    dead[b] = true;
+    ++folded;
+  }
+  if (folded) graph.compact(dead);
+  return folded;
+}
+
+int fold_pad(Graph& graph) {
+  std::vector<bool> dead(graph.num_nodes(), false);
+  // A removed all-zero Pad's output reads as its input (links are only
+  // rebuilt by compact at the end).
+  std::vector<TensorId> alias(graph.num_tensors());
+  for (size_t t = 0; t < alias.size(); ++t) alias[t] = static_cast<TensorId>(t);
+  int folded = 0;
+  for (size_t p = 0; p < graph.num_nodes(); ++p) {
+    const Node& pad = graph.node(static_cast<NodeId>(p));
+    if (pad.op != OpKind::kPad) continue;
+    const auto& a = pad.attr<PadAttrs>();
+    const TensorId in = alias[static_cast<size_t>(pad.inputs.at(0))], out = pad.outputs.at(0);
+    if (graph.is_graph_output(out)) continue;
+    const bool all_zero = std::all_of(a.pads.begin(), a.pads.end(), [](int64_t v) { return v == 0; });
+    if (all_zero) {
+      for (NodeId c : graph.tensor(out).consumers) {
+        for (TensorId& t : graph.node(c).inputs) {
+          if (t == out) t = in;
+        }
+      }
+      alias[static_cast<size_t>(out)] = in;
+      dead[p] = true;
+      ++folded;
+      continue;
+    }
+    if (a.mode != PadAttrs::Mode::kConstant || a.pads.size() != 8) continue;
+    if (std::any_of(a.pads.begin(), a.pads.end(), [](int64_t v) { return v < 0; })) continue;
+    if (a.pads[0] || a.pads[1] || a.pads[4] || a.pads[5]) continue;  // N or C padded
+    const auto& consumers = graph.tensor(out).consumers;
+    if (consumers.size() != 1) continue;
+    const NodeId c = consumers[0];
+    if (dead[static_cast<size_t>(c)] || !single_private_use(graph, out, c)) continue;
+    if (graph.node(c).inputs.at(0) != out) continue;
+    const std::array<int64_t, 4> extra{a.pads[2], a.pads[3], a.pads[6], a.pads[7]};
+    Node& consumer = graph.node(c);
+    std::array<int64_t, 4>* target = nullptr;
+    if (consumer.op == OpKind::kConv && a.value == 0.0f) {
+      target = &consumer.attr<ConvAttrs>().pads;
+    } else if (consumer.op == OpKind::kAveragePool && a.value == 0.0f) {
+      auto& pool = consumer.attr<PoolAttrs>();
+      const bool own_pads = std::any_of(pool.pads.begin(), pool.pads.end(), [](int64_t v) { return v != 0; });
+      if (!pool.ceil_mode && (pool.count_include_pad || !own_pads)) {
+        pool.count_include_pad = true;
+        target = &pool.pads;
+      }
+    } else if (consumer.op == OpKind::kMaxPool) {
+      auto& pool = consumer.attr<PoolAttrs>();
+      const bool neg_inf = a.value <= -FLT_MAX;
+      const bool zero_ok = a.value == 0.0f && known_non_negative(graph, in);
+      bool fits = true;
+      for (size_t i = 0; i < 4; ++i) fits = fits && pool.pads[i] + extra[i] < pool.kernel[i % 2];
+      if (!pool.ceil_mode && fits && (neg_inf || zero_ok)) target = &pool.pads;
+    }
+    if (!target) continue;
+    for (size_t i = 0; i < 4; ++i) (*target)[i] += extra[i];
+    consumer.inputs[0] = in;
+    dead[p] = true;
+    ++folded;
+  }
+  if (folded) graph.compact(dead);
+  return folded;
+}
+
+int flatten_concat(Graph& graph) {
+  std::vector<bool> dead(graph.num_nodes(), false);
+  int flattened = 0;
+  // Outer concats first (NodeId order is topological), so one outer concat
+  // absorbs a whole nest.
+  for (size_t o = graph.num_nodes(); o-- > 0;) {
+    if (dead[o] || graph.node(static_cast<NodeId>(o)).op != OpKind::kConcat) continue;
+    const int64_t axis = graph.node(static_cast<NodeId>(o)).attr<AxisAttrs>().axis;
+    std::vector<TensorId> inputs;
+    // Expands one input recursively.
+    auto expand = [&](auto&& self, TensorId t, NodeId reader) -> void {
+      const NodeId p = graph.tensor(t).producer;
+      if (p != kNone && !dead[static_cast<size_t>(p)] && graph.node(p).op == OpKind::kConcat &&
+          graph.node(p).attr<AxisAttrs>().axis == axis && single_private_use(graph, t, reader)) {
+        dead[static_cast<size_t>(p)] = true;
+        ++flattened;
+        for (TensorId inner : graph.node(p).inputs) self(self, inner, p);
+      } else {
+        inputs.push_back(t);
+      }
+    };
+    for (TensorId t : graph.node(static_cast<NodeId>(o)).inputs) expand(expand, t, static_cast<NodeId>(o));
+    graph.node(static_cast<NodeId>(o)).inputs = std::move(inputs);
+  }
+  if (flattened) graph.compact(dead);
+  return flattened;
+}
+
+int remove_dead_nodes(Graph& graph) {
+  int removed = 0;
+  for (;;) {
+    std::vector<bool> dead(graph.num_nodes(), false);
+    int round = 0;
+    for (size_t n = 0; n < graph.num_nodes(); ++n) {
+      bool used = false;
+      for (TensorId t : graph.node(static_cast<NodeId>(n)).outputs) {
+        used = used || !graph.tensor(t).consumers.empty() || graph.is_graph_output(t);
+      }
+      if (!used) {
+        dead[n] = true;
+        ++round;
+      }
+    }
+    if (!round) return removed;
+    removed += round;
+    graph.compact(dead);
+  }
+}
+
+PassStats run_import_passes(Graph& graph) {
+  PassStats stats;
+  stats.batchnorm_folded = fold_batchnorm(graph);
+  stats.pads_folded = fold_pad(graph);
+  stats.concats_flattened = flatten_concat(graph);
+  stats.dead_removed = remove_dead_nodes(graph);
+  return stats;
+}
+
+}  // namespace ios::ir

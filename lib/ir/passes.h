@@ -1,0 +1,62 @@
+// IR-to-IR simplifications the importer runs after building the IR.
+//
+// Each pass rewrites the graph in place, preserves every graph output tensor
+// (name and value, up to float rounding) and ends with Graph::compact(), so
+// NodeId order is a topological order again afterwards. Each returns how many
+// rewrites it made. Passes need constant data (Tensor::data) for weights.
+//
+// Identity and Dropout have no OpKind: the importer drops them while
+// translating ONNX (their output aliases their input), so no pass sees them.
+#pragma once
+
+#include "ir/graph.h"
+
+namespace ios::ir {
+
+// Folds a BatchNormalization into the Conv that produces its input:
+//   W'[o,...] = W[o,...] * s[o],  b'[o] = (b[o] - mean[o]) * s[o] + beta[o],
+//   s[o] = gamma[o] / sqrt(var[o] + epsilon)
+// Rule: the BN's input is a Conv output read by nothing else (one consumer,
+// not a graph output) and the conv weights/bias and all four BN parameters
+// are constants. The conv then writes the BN's output tensor (so downstream
+// names are unchanged) with new weight/bias tensors (the old ones may be
+// shared). A BN anywhere else (after a Concat, a graph input...) is kept.
+int fold_batchnorm(Graph& graph);
+
+// Folds a constant-mode Pad of a 4-D NCHW tensor into the window of the one
+// operator that reads it. Rule: pads are >= 0 and only on H and W, the Pad
+// output has exactly one consumer (as its input 0) and is not a graph output,
+// and the consumer is
+//  - a Conv and the pad value is 0;
+//  - an AveragePool without ceil_mode, pad value 0, and the pool either
+//    counts padding already (count_include_pad) or has no pads of its own:
+//    it then counts all padding, as the explicit zeros were counted;
+//  - a MaxPool without ceil_mode whose combined pads stay below the kernel
+//    size, with pad value -inf (or <= -FLT_MAX), or value 0 when the padded
+//    tensor is known non-negative (made by Relu, Sigmoid, HardSigmoid, or a
+//    Clip with min >= 0): padding then never wins a window max.
+// A Pad whose pads are all zero is removed whatever reads it (unless it makes
+// a graph output).
+int fold_pad(Graph& graph);
+
+// Flattens nested Concats: an input of a Concat made by another Concat on the
+// same axis, read only by that outer Concat (once) and not a graph output, is
+// replaced by the inner Concat's inputs, in place and in order.
+int flatten_concat(Graph& graph);
+
+// Removes nodes none of whose outputs is read or is a graph output (left
+// behind by folding); repeats until nothing changes.
+int remove_dead_nodes(Graph& graph);
+
+struct PassStats {
+  int batchnorm_folded = 0;
+  int pads_folded = 0;
+  int concats_flattened = 0;
+  int dead_removed = 0;
+};
+
+// The importer's pipeline, in this order: fold_batchnorm, fold_pad,
+// flatten_concat, remove_dead_nodes.
+PassStats run_import_passes(Graph& graph);
+
+}  // namespace ios::ir

@@ -1,0 +1,210 @@
+#include "onnx/const_tensor.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace ios::onnx {
+namespace {
+
+using ::onnx::TensorProto;
+
+template <typename T>
+std::vector<T> from_raw(const std::string& raw, size_t count, const std::string& file,
+                        const std::string& name) {
+  if (raw.size() != count * sizeof(T)) {
+    user_error("{}: tensor '{}' has {} bytes of data for {} elements; the file is corrupt or "
+               "truncated, re-export the model", file, name, raw.size(), count);
+  }
+  std::vector<T> out(count);
+  if (count) std::memcpy(out.data(), raw.data(), raw.size());  // ONNX raw data is little-endian
+  return out;
+}
+
+void check_count(size_t got, size_t want, const std::string& file, const std::string& name) {
+  if (got != want) {
+    user_error("{}: tensor '{}' has {} values for {} elements; the file is corrupt or truncated, "
+               "re-export the model", file, name, got, want);
+  }
+}
+
+void check_location(const TensorProto& proto, const std::string& file) {
+  if (proto.data_location() == TensorProto::EXTERNAL) {
+    user_error("{}: tensor '{}' keeps its data in an external file, which ios does not read; "
+               "save the model with its weights inside the .onnx file", file, proto.name());
+  }
+}
+
+}  // namespace
+
+bool is_float_type(int32_t dtype) {
+  return dtype == TensorProto::FLOAT || dtype == TensorProto::DOUBLE ||
+         dtype == TensorProto::FLOAT16 || dtype == TensorProto::BFLOAT16;
+}
+
+std::string type_name(int32_t dtype) {
+  switch (dtype) {
+    case TensorProto::FLOAT: return "float32";
+    case TensorProto::DOUBLE: return "float64";
+    case TensorProto::FLOAT16: return "float16";
+    case TensorProto::BFLOAT16: return "bfloat16";
+    case TensorProto::INT64: return "int64";
+    case TensorProto::INT32: return "int32";
+    case TensorProto::INT16: return "int16";
+    case TensorProto::INT8: return "int8";
+    case TensorProto::UINT8: return "uint8";
+    case TensorProto::UINT16: return "uint16";
+    case TensorProto::UINT32: return "uint32";
+    case TensorProto::UINT64: return "uint64";
+    case TensorProto::BOOL: return "bool";
+    case TensorProto::STRING: return "string";
+    default: return fmt::format("type {}", dtype);
+  }
+}
+
+bool ConstTensor::is_float() const { return is_float_type(dtype); }
+
+std::vector<int64_t> ConstTensor::ints() const {
+  std::vector<int64_t> out(size());
+  for (size_t k = 0; k < out.size(); ++k) out[k] = as_int(k);
+  return out;
+}
+
+ConstTensor ConstTensor::of_ints(std::vector<int64_t> values, ir::Shape dims) {
+  ConstTensor t;
+  t.dtype = TensorProto::INT64;
+  t.dims = std::move(dims);
+  t.i = std::move(values);
+  return t;
+}
+
+ConstTensor ConstTensor::of_floats(std::vector<double> values, ir::Shape dims, int32_t dtype) {
+  ConstTensor t;
+  t.dtype = dtype;
+  t.dims = std::move(dims);
+  t.f = std::move(values);
+  return t;
+}
+
+int64_t proto_num_elements(const TensorProto& proto) {
+  int64_t n = 1;
+  for (int64_t d : proto.dims()) n *= d;
+  return n;
+}
+
+ConstTensor decode_tensor(const TensorProto& proto, const std::string& file) {
+  check_location(proto, file);
+  for (int64_t d : proto.dims()) {
+    if (d < 0) user_error("{}: tensor '{}' has a negative dimension", file, proto.name());
+  }
+  const auto count = static_cast<size_t>(proto_num_elements(proto));
+  const std::string& name = proto.name();
+  const bool raw = proto.has_raw_data();
+  ConstTensor t;
+  t.dtype = proto.data_type();
+  t.dims.assign(proto.dims().begin(), proto.dims().end());
+  auto widen_f = [&](const auto& values) {
+    check_count(static_cast<size_t>(values.size()), count, file, name);
+    t.f.assign(values.begin(), values.end());
+  };
+  auto widen_i = [&](const auto& values) {
+    check_count(static_cast<size_t>(values.size()), count, file, name);
+    t.i.assign(values.begin(), values.end());
+  };
+  switch (t.dtype) {
+    case TensorProto::FLOAT:
+      if (raw) widen_f(from_raw<float>(proto.raw_data(), count, file, name));
+      else widen_f(proto.float_data());
+      break;
+    case TensorProto::DOUBLE:
+      if (raw) widen_f(from_raw<double>(proto.raw_data(), count, file, name));
+      else widen_f(proto.double_data());
+      break;
+    case TensorProto::INT64:
+      if (raw) widen_i(from_raw<int64_t>(proto.raw_data(), count, file, name));
+      else widen_i(proto.int64_data());
+      break;
+    case TensorProto::INT32:
+      if (raw) widen_i(from_raw<int32_t>(proto.raw_data(), count, file, name));
+      else widen_i(proto.int32_data());
+      break;
+    case TensorProto::INT16:
+      if (raw) widen_i(from_raw<int16_t>(proto.raw_data(), count, file, name));
+      else widen_i(proto.int32_data());
+      break;
+    case TensorProto::UINT16:
+      if (raw) widen_i(from_raw<uint16_t>(proto.raw_data(), count, file, name));
+      else widen_i(proto.int32_data());
+      break;
+    case TensorProto::INT8:
+      if (raw) widen_i(from_raw<int8_t>(proto.raw_data(), count, file, name));
+      else widen_i(proto.int32_data());
+      break;
+    case TensorProto::UINT8:
+    case TensorProto::BOOL:
+      if (raw) widen_i(from_raw<uint8_t>(proto.raw_data(), count, file, name));
+      else widen_i(proto.int32_data());
+      break;
+    case TensorProto::UINT32:
+      if (raw) widen_i(from_raw<uint32_t>(proto.raw_data(), count, file, name));
+      else widen_i(proto.uint64_data());
+      break;
+    default:
+      user_error("{}: tensor '{}' has element type {}, which ios cannot evaluate; re-export the "
+                 "model in float32", file, name, type_name(t.dtype));
+  }
+  return t;
+}
+
+std::vector<float> decode_float_weights(const TensorProto& proto, const std::string& file) {
+  check_location(proto, file);
+  if (proto.data_type() != TensorProto::FLOAT) {
+    user_error("{}: weight '{}' has element type {}; ios runs float32 models only, re-export "
+               "the model in float32", file, proto.name(), type_name(proto.data_type()));
+  }
+  for (int64_t d : proto.dims()) {
+    if (d < 0) user_error("{}: tensor '{}' has a negative dimension", file, proto.name());
+  }
+  const auto count = static_cast<size_t>(proto_num_elements(proto));
+  if (proto.has_raw_data()) return from_raw<float>(proto.raw_data(), count, file, proto.name());
+  check_count(static_cast<size_t>(proto.float_data_size()), count, file, proto.name());
+  return {proto.float_data().begin(), proto.float_data().end()};
+}
+
+void encode_tensor(const ConstTensor& value, TensorProto* proto) {
+  proto->clear_dims();
+  for (int64_t d : value.dims) proto->add_dims(d);
+  proto->clear_raw_data();
+  proto->clear_float_data();
+  proto->clear_int64_data();
+  proto->clear_int32_data();
+  proto->clear_double_data();
+  proto->clear_uint64_data();
+  std::string raw;
+  auto put = [&](auto v) {
+    const char* p = reinterpret_cast<const char*>(&v);
+    raw.append(p, sizeof(v));
+  };
+  int32_t dtype = value.dtype;
+  switch (dtype) {
+    case TensorProto::FLOAT: for (double v : value.f) put(static_cast<float>(v)); break;
+    case TensorProto::DOUBLE: for (double v : value.f) put(v); break;
+    case TensorProto::INT32: for (int64_t v : value.i) put(static_cast<int32_t>(v)); break;
+    case TensorProto::BOOL:
+    case TensorProto::UINT8: for (int64_t v : value.i) put(static_cast<uint8_t>(v)); break;
+    case TensorProto::INT8: for (int64_t v : value.i) put(static_cast<int8_t>(v)); break;
+    default:
+      // Other integer types are widened to int64; float16/bfloat16 to float32.
+      if (value.is_float()) {
+        dtype = TensorProto::FLOAT;
+        for (double v : value.f) put(static_cast<float>(v));
+      } else {
+        dtype = TensorProto::INT64;
+        for (int64_t v : value.i) put(v);
+      }
+  }
+  proto->set_data_type(dtype);
+  proto->set_raw_data(std::move(raw));
+}
+
+}  // namespace ios::onnx

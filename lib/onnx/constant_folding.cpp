@@ -1,0 +1,628 @@
+#include "onnx/constant_folding.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "ir/shape_inference.h"
+#include "onnx/attributes.h"
+#include "onnx/const_tensor.h"
+
+namespace ios::onnx {
+namespace {
+
+using ::onnx::NodeProto;
+using ::onnx::TensorProto;
+using Values = std::vector<const ConstTensor*>;  // one per node input; null when absent
+
+// Initializers larger than this are never decoded for folding: shape
+// arithmetic is small, and weights reach the IR untouched.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 22;
+
+const std::unordered_set<std::string>& foldable_ops() {
+  static const std::unordered_set<std::string> ops = {
+      "Constant", "Shape",    "Size",   "Gather", "Unsqueeze",       "Squeeze", "Concat",
+      "Cast",     "Reshape",  "Flatten", "Transpose", "Slice",       "Expand",  "ConstantOfShape",
+      "Range",    "Identity", "Dropout", "Add",    "Sub",            "Mul",     "Div",
+      "Neg",      "Abs",      "Floor",  "Ceil",   "Sqrt",            "Min",     "Max",
+      "Equal",    "Less",     "Greater", "Not",   "Where"};
+  return ops;
+}
+
+struct Context {
+  const NodeProto& node;
+  int64_t opset;
+  const std::string& file;
+
+  template <typename... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> what, Args&&... args) const {
+    user_error("{}: node {}: {}", file, node_label(node), fmt::format(what, std::forward<Args>(args)...));
+  }
+};
+
+std::vector<int64_t> strides_of(const ir::Shape& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
+  return s;
+}
+
+int64_t normalize_axis(const Context& ctx, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) ctx.fail("axis {} out of range for rank {}", axis, rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Linear index into `in_dims` (right-aligned, broadcast) of output index `out`.
+size_t broadcast_index(size_t out, const ir::Shape& out_dims, const ir::Shape& in_dims) {
+  size_t index = 0, in_stride = 1;
+  const size_t offset = out_dims.size() - in_dims.size();
+  for (size_t d = out_dims.size(); d-- > 0;) {
+    const auto dim = static_cast<size_t>(out_dims[d]);
+    const size_t coord = out % dim;
+    out /= dim;
+    if (d >= offset) {
+      const auto in_dim = static_cast<size_t>(in_dims[d - offset]);
+      if (in_dim != 1) index += coord * in_stride;
+      in_stride *= in_dim;
+    }
+  }
+  return index;
+}
+
+// A tensor of `like`'s type with the given dims, elements copied from
+// `src` at the given linear indices.
+ConstTensor gather_elements(const ConstTensor& src, ir::Shape dims, const std::vector<size_t>& idx) {
+  ConstTensor out;
+  out.dtype = src.dtype;
+  out.dims = std::move(dims);
+  if (src.is_float()) {
+    out.f.reserve(idx.size());
+    for (size_t k : idx) out.f.push_back(src.f[k]);
+  } else {
+    out.i.reserve(idx.size());
+    for (size_t k : idx) out.i.push_back(src.i[k]);
+  }
+  return out;
+}
+
+ConstTensor reshaped(const ConstTensor& src, ir::Shape dims) {
+  ConstTensor out = src;
+  out.dims = std::move(dims);
+  return out;
+}
+
+ir::Shape broadcast(const Context& ctx, const ir::Shape& a, const ir::Shape& b) {
+  auto out = ir::broadcast_shapes(a, b);
+  if (!out) ctx.fail("shapes {} and {} do not broadcast", ir::to_string(a), ir::to_string(b));
+  return *out;
+}
+
+enum class Binary { kAdd, kSub, kMul, kDiv, kMin, kMax, kEqual, kLess, kGreater };
+
+ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const ConstTensor& b) {
+  const ir::Shape dims = broadcast(ctx, a.dims, b.dims);
+  const auto n = static_cast<size_t>(ir::num_elements(dims));
+  const bool compare = op == Binary::kEqual || op == Binary::kLess || op == Binary::kGreater;
+  const bool floating = a.is_float() || b.is_float();
+  ConstTensor out;
+  out.dims = dims;
+  out.dtype = compare ? TensorProto::BOOL : a.dtype;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t ia = broadcast_index(k, dims, a.dims), ib = broadcast_index(k, dims, b.dims);
+    if (floating) {
+      const double x = a.as_double(ia), y = b.as_double(ib);
+      double r = 0;
+      switch (op) {
+        case Binary::kAdd: r = x + y; break;
+        case Binary::kSub: r = x - y; break;
+        case Binary::kMul: r = x * y; break;
+        case Binary::kDiv: r = x / y; break;
+        case Binary::kMin: r = std::min(x, y); break;
+        case Binary::kMax: r = std::max(x, y); break;
+        case Binary::kEqual: r = x == y; break;
+        case Binary::kLess: r = x < y; break;
+        case Binary::kGreater: r = x > y; break;
+      }
+      if (compare) out.i.push_back(static_cast<int64_t>(r));
+      else out.f.push_back(r);
+    } else {
+      const int64_t x = a.i[ia], y = b.i[ib];
+      int64_t r = 0;
+      switch (op) {
+        case Binary::kAdd: r = x + y; break;
+        case Binary::kSub: r = x - y; break;
+        case Binary::kMul: r = x * y; break;
+        case Binary::kDiv:
+          if (y == 0) ctx.fail("integer division by zero");
+          r = x / y;
+          break;
+        case Binary::kMin: r = std::min(x, y); break;
+        case Binary::kMax: r = std::max(x, y); break;
+        case Binary::kEqual: r = x == y; break;
+        case Binary::kLess: r = x < y; break;
+        case Binary::kGreater: r = x > y; break;
+      }
+      out.i.push_back(r);
+    }
+  }
+  return out;
+}
+
+ConstTensor unary(const ConstTensor& a, const std::function<double(double)>& fn) {
+  ConstTensor out = a;
+  if (a.is_float()) {
+    for (double& v : out.f) v = fn(v);
+  } else {
+    for (int64_t& v : out.i) v = static_cast<int64_t>(fn(static_cast<double>(v)));
+  }
+  return out;
+}
+
+ConstTensor cast(const ConstTensor& a, int32_t to) {
+  ConstTensor out;
+  out.dtype = to;
+  out.dims = a.dims;
+  const size_t n = a.size();
+  if (is_float_type(to)) {
+    for (size_t k = 0; k < n; ++k) out.f.push_back(a.as_double(k));
+  } else if (to == TensorProto::BOOL) {
+    for (size_t k = 0; k < n; ++k) out.i.push_back(a.as_double(k) != 0.0);
+  } else {
+    for (size_t k = 0; k < n; ++k) out.i.push_back(a.as_int(k));
+  }
+  return out;
+}
+
+ConstTensor concat(const Context& ctx, const Values& in, int64_t axis_attr) {
+  const ConstTensor& first = *in.at(0);
+  const auto rank = static_cast<int64_t>(first.dims.size());
+  const auto axis = static_cast<size_t>(normalize_axis(ctx, axis_attr, rank));
+  ir::Shape dims = first.dims;
+  dims[axis] = 0;
+  for (const ConstTensor* t : in) {
+    if (t->dims.size() != first.dims.size()) ctx.fail("inputs have different ranks");
+    dims[axis] += t->dims[axis];
+  }
+  // outer = product of dims before axis; each input contributes a block per outer index.
+  int64_t outer = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+  ConstTensor out;
+  out.dtype = first.dtype;
+  out.dims = dims;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (const ConstTensor* t : in) {
+      const int64_t block = ir::num_elements(t->dims) / std::max<int64_t>(outer, 1);
+      for (int64_t k = 0; k < block; ++k) {
+        const auto src = static_cast<size_t>(o * block + k);
+        if (out.is_float()) out.f.push_back(t->as_double(src));
+        else out.i.push_back(t->as_int(src));
+      }
+    }
+  }
+  return out;
+}
+
+ConstTensor gather(const Context& ctx, const ConstTensor& data, const ConstTensor& indices, int64_t axis_attr) {
+  const auto rank = static_cast<int64_t>(data.dims.size());
+  if (rank == 0) ctx.fail("Gather on a scalar");
+  const auto axis = static_cast<size_t>(normalize_axis(ctx, axis_attr, rank));
+  ir::Shape dims(data.dims.begin(), data.dims.begin() + static_cast<int64_t>(axis));
+  dims.insert(dims.end(), indices.dims.begin(), indices.dims.end());
+  dims.insert(dims.end(), data.dims.begin() + static_cast<int64_t>(axis) + 1, data.dims.end());
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= data.dims[d];
+  for (size_t d = axis + 1; d < data.dims.size(); ++d) inner *= data.dims[d];
+  const int64_t extent = data.dims[axis];
+  std::vector<size_t> idx;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t j = 0; j < indices.size(); ++j) {
+      int64_t at = indices.as_int(j);
+      if (at < 0) at += extent;
+      if (at < 0 || at >= extent) ctx.fail("index {} out of range for axis size {}", indices.as_int(j), extent);
+      for (int64_t k = 0; k < inner; ++k) idx.push_back(static_cast<size_t>((o * extent + at) * inner + k));
+    }
+  }
+  return gather_elements(data, dims, idx);
+}
+
+ConstTensor transpose(const Context& ctx, const ConstTensor& data, std::vector<int64_t> perm) {
+  const size_t rank = data.dims.size();
+  if (perm.empty()) {
+    for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  }
+  if (perm.size() != rank) ctx.fail("perm has {} entries for rank {}", perm.size(), rank);
+  ir::Shape dims(rank);
+  for (size_t d = 0; d < rank; ++d) dims[d] = data.dims[static_cast<size_t>(normalize_axis(ctx, perm[d], static_cast<int64_t>(rank)))];
+  const auto in_strides = strides_of(data.dims);
+  const auto n = static_cast<size_t>(ir::num_elements(dims));
+  std::vector<size_t> idx(n);
+  for (size_t k = 0; k < n; ++k) {
+    size_t rest = k, src = 0;
+    for (size_t d = rank; d-- > 0;) {
+      const auto coord = rest % static_cast<size_t>(dims[d]);
+      rest /= static_cast<size_t>(dims[d]);
+      src += coord * static_cast<size_t>(in_strides[static_cast<size_t>(perm[d] < 0 ? perm[d] + static_cast<int64_t>(rank) : perm[d])]);
+    }
+    idx[k] = src;
+  }
+  return gather_elements(data, dims, idx);
+}
+
+// ONNX Slice semantics on any rank.
+ConstTensor slice(const Context& ctx, const ConstTensor& data, const std::vector<int64_t>& starts,
+                  const std::vector<int64_t>& ends, std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  const auto rank = static_cast<int64_t>(data.dims.size());
+  if (axes.empty()) {
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    ctx.fail("starts, ends, axes and steps have different lengths");
+  }
+  std::vector<int64_t> begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
+  ir::Shape dims = data.dims;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const auto axis = static_cast<size_t>(normalize_axis(ctx, axes[k], rank));
+    const int64_t dim = data.dims[axis];
+    const int64_t st = steps[k];
+    if (st == 0) ctx.fail("slice step 0");
+    int64_t s = starts[k], e = ends[k];
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      dims[axis] = e > s ? (e - s + st - 1) / st : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      dims[axis] = s > e ? (s - e - st - 1) / -st : 0;
+    }
+    begin[axis] = s;
+    step[axis] = st;
+  }
+  const auto in_strides = strides_of(data.dims);
+  const auto n = static_cast<size_t>(ir::num_elements(dims));
+  std::vector<size_t> idx(n);
+  for (size_t k = 0; k < n; ++k) {
+    size_t rest = k;
+    int64_t src = 0;
+    for (size_t d = dims.size(); d-- > 0;) {
+      const auto coord = static_cast<int64_t>(rest % static_cast<size_t>(dims[d]));
+      rest /= static_cast<size_t>(dims[d]);
+      src += (begin[d] + coord * step[d]) * in_strides[d];
+    }
+    idx[k] = static_cast<size_t>(src);
+  }
+  return gather_elements(data, dims, idx);
+}
+
+ir::Shape reshape_target(const Context& ctx, const ir::Shape& in, const std::vector<int64_t>& shape, bool allow_zero) {
+  ir::Shape out;
+  int64_t known = 1;
+  int infer_at = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int64_t v = shape[d];
+    if (v == 0 && !allow_zero) {
+      if (d >= in.size()) ctx.fail("reshape target copies dimension {} that the input lacks", d);
+      v = in[d];
+    }
+    if (v == -1) {
+      if (infer_at >= 0) ctx.fail("reshape target has two -1 entries");
+      infer_at = static_cast<int>(d);
+      out.push_back(1);
+      continue;
+    }
+    if (v < 0) ctx.fail("reshape target has a negative entry {}", v);
+    known *= v;
+    out.push_back(v);
+  }
+  const int64_t total = ir::num_elements(in);
+  if (infer_at >= 0) {
+    if (known == 0 || total % known != 0) ctx.fail("cannot reshape {} elements to {}", total, fmt::join(shape, "x"));
+    out[static_cast<size_t>(infer_at)] = total / known;
+  } else if (known != total) {
+    ctx.fail("cannot reshape {} elements to {}", total, fmt::join(shape, "x"));
+  }
+  return out;
+}
+
+ConstTensor constant_node(const Context& ctx) {
+  const NodeProto& node = ctx.node;
+  if (node.attribute_size() != 1) ctx.fail("Constant must have exactly one attribute");
+  const auto& a = node.attribute(0);
+  if (a.name() == "value") return decode_tensor(a.t(), ctx.file);
+  if (a.name() == "value_float") return ConstTensor::of_floats({a.f()}, {}, TensorProto::FLOAT);
+  if (a.name() == "value_floats") {
+    return ConstTensor::of_floats({a.floats().begin(), a.floats().end()}, {a.floats_size()}, TensorProto::FLOAT);
+  }
+  if (a.name() == "value_int") return ConstTensor::of_ints({a.i()}, {});
+  if (a.name() == "value_ints") return ConstTensor::of_ints({a.ints().begin(), a.ints().end()}, {a.ints_size()});
+  ctx.fail("Constant attribute '{}' is not supported", a.name());
+}
+
+const ConstTensor& need(const Context& ctx, const Values& in, size_t k) {
+  if (k >= in.size() || !in[k]) ctx.fail("missing input {}", k);
+  return *in[k];
+}
+
+std::vector<int64_t> axes_input_or_attr(const Context& ctx, const Values& in, int64_t since_opset) {
+  if (ctx.opset >= since_opset) return in.size() > 1 && in[1] ? in[1]->ints() : std::vector<int64_t>{};
+  return attr_ints(ctx.node, "axes").value_or(std::vector<int64_t>{});
+}
+
+// Evaluates one node; std::nullopt when it cannot be folded.
+std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Values& in,
+                                                 const std::optional<ir::Shape>& input_shape) {
+  const NodeProto& node = ctx.node;
+  const std::string& op = node.op_type();
+  auto one = [](ConstTensor t) { return std::optional<std::vector<ConstTensor>>(std::vector<ConstTensor>{std::move(t)}); };
+
+  if (op == "Constant") return one(constant_node(ctx));
+  if (op == "Shape") {
+    const auto rank = static_cast<int64_t>(input_shape->size());
+    int64_t start = attr_int(node, "start", 0), end = attr_int(node, "end", rank);
+    if (start < 0) start += rank;
+    if (end < 0) end += rank;
+    start = std::clamp<int64_t>(start, 0, rank);
+    end = std::clamp<int64_t>(end, start, rank);
+    std::vector<int64_t> dims(input_shape->begin() + start, input_shape->begin() + end);
+    const auto n = static_cast<int64_t>(dims.size());
+    return one(ConstTensor::of_ints(std::move(dims), {n}));
+  }
+  if (op == "Size") return one(ConstTensor::of_ints({ir::num_elements(*input_shape)}, {}));
+  if (op == "Identity") return one(need(ctx, in, 0));
+  if (op == "Dropout") {
+    if (node.output_size() > 1 && !node.output(1).empty()) return std::nullopt;  // mask wanted
+    return one(need(ctx, in, 0));
+  }
+  if (op == "Cast") return one(cast(need(ctx, in, 0), static_cast<int32_t>(attr_int(node, "to", TensorProto::FLOAT))));
+  if (op == "Gather") return one(gather(ctx, need(ctx, in, 0), need(ctx, in, 1), attr_int(node, "axis", 0)));
+  if (op == "Concat") {
+    for (size_t k = 0; k < in.size(); ++k) need(ctx, in, k);
+    return one(concat(ctx, in, attr_int(node, "axis", 0)));
+  }
+  if (op == "Unsqueeze") {
+    const ConstTensor& data = need(ctx, in, 0);
+    const std::vector<int64_t> axes = axes_input_or_attr(ctx, in, 13);
+    const auto rank = static_cast<int64_t>(data.dims.size() + axes.size());
+    std::vector<bool> inserted(static_cast<size_t>(rank), false);
+    for (int64_t a : axes) inserted[static_cast<size_t>(normalize_axis(ctx, a, rank))] = true;
+    ir::Shape dims;
+    size_t next = 0;
+    for (int64_t d = 0; d < rank; ++d) dims.push_back(inserted[static_cast<size_t>(d)] ? 1 : data.dims.at(next++));
+    return one(reshaped(data, dims));
+  }
+  if (op == "Squeeze") {
+    const ConstTensor& data = need(ctx, in, 0);
+    const std::vector<int64_t> axes = axes_input_or_attr(ctx, in, 13);
+    const auto rank = static_cast<int64_t>(data.dims.size());
+    std::vector<bool> removed(static_cast<size_t>(rank), axes.empty());
+    if (axes.empty()) {
+      for (int64_t d = 0; d < rank; ++d) removed[static_cast<size_t>(d)] = data.dims[static_cast<size_t>(d)] == 1;
+    }
+    for (int64_t a : axes) {
+      const auto d = static_cast<size_t>(normalize_axis(ctx, a, rank));
+      if (data.dims[d] != 1) ctx.fail("cannot squeeze axis {} of size {}", d, data.dims[d]);
+      removed[d] = true;
+    }
+    ir::Shape dims;
+    for (size_t d = 0; d < data.dims.size(); ++d) {
+      if (!removed[d]) dims.push_back(data.dims[d]);
+    }
+    return one(reshaped(data, dims));
+  }
+  if (op == "Reshape") {
+    const ConstTensor& data = need(ctx, in, 0);
+    return one(reshaped(data, reshape_target(ctx, data.dims, need(ctx, in, 1).ints(), attr_int(node, "allowzero", 0) != 0)));
+  }
+  if (op == "Flatten") {
+    const ConstTensor& data = need(ctx, in, 0);
+    const auto rank = static_cast<int64_t>(data.dims.size());
+    int64_t axis = attr_int(node, "axis", 1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis > rank) ctx.fail("axis out of range");
+    const ir::Shape head(data.dims.begin(), data.dims.begin() + axis), tail(data.dims.begin() + axis, data.dims.end());
+    return one(reshaped(data, {ir::num_elements(head), ir::num_elements(tail)}));
+  }
+  if (op == "Transpose") {
+    return one(transpose(ctx, need(ctx, in, 0), attr_ints(node, "perm").value_or(std::vector<int64_t>{})));
+  }
+  if (op == "Slice") {
+    const ConstTensor& data = need(ctx, in, 0);
+    if (ctx.opset < 10) {
+      return one(slice(ctx, data, attr_ints(node, "starts").value_or(std::vector<int64_t>{}),
+                       attr_ints(node, "ends").value_or(std::vector<int64_t>{}),
+                       attr_ints(node, "axes").value_or(std::vector<int64_t>{}), {}));
+    }
+    auto opt = [&](size_t k) { return k < in.size() && in[k] ? in[k]->ints() : std::vector<int64_t>{}; };
+    return one(slice(ctx, data, need(ctx, in, 1).ints(), need(ctx, in, 2).ints(), opt(3), opt(4)));
+  }
+  if (op == "Expand") {
+    const ConstTensor& data = need(ctx, in, 0);
+    const ir::Shape dims = broadcast(ctx, data.dims, need(ctx, in, 1).ints());
+    std::vector<size_t> idx(static_cast<size_t>(ir::num_elements(dims)));
+    for (size_t k = 0; k < idx.size(); ++k) idx[k] = broadcast_index(k, dims, data.dims);
+    return one(gather_elements(data, dims, idx));
+  }
+  if (op == "ConstantOfShape") {
+    const ir::Shape dims = need(ctx, in, 0).ints();
+    ConstTensor fill = ConstTensor::of_floats({0.0}, {1}, TensorProto::FLOAT);
+    if (const auto* a = find_attribute(node, "value")) fill = decode_tensor(a->t(), ctx.file);
+    if (fill.size() != 1) ctx.fail("value must have one element");
+    std::vector<size_t> idx(static_cast<size_t>(ir::num_elements(dims)), 0);
+    return one(gather_elements(fill, dims, idx));
+  }
+  if (op == "Range") {
+    const ConstTensor& start = need(ctx, in, 0);
+    const double s = start.as_double(0), limit = need(ctx, in, 1).as_double(0), delta = need(ctx, in, 2).as_double(0);
+    if (delta == 0) ctx.fail("Range with delta 0");
+    const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((limit - s) / delta)));
+    ConstTensor out;
+    out.dtype = start.dtype;
+    out.dims = {n};
+    for (int64_t k = 0; k < n; ++k) {
+      if (out.is_float()) out.f.push_back(s + static_cast<double>(k) * delta);
+      else out.i.push_back(start.as_int(0) + k * need(ctx, in, 2).as_int(0));
+    }
+    return one(out);
+  }
+  if (op == "Where") {
+    const ConstTensor &c = need(ctx, in, 0), &x = need(ctx, in, 1), &y = need(ctx, in, 2);
+    const ir::Shape dims = broadcast(ctx, broadcast(ctx, c.dims, x.dims), y.dims);
+    ConstTensor out;
+    out.dtype = x.dtype;
+    out.dims = dims;
+    for (size_t k = 0; k < static_cast<size_t>(ir::num_elements(dims)); ++k) {
+      const ConstTensor& pick = c.as_int(broadcast_index(k, dims, c.dims)) ? x : y;
+      const size_t at = broadcast_index(k, dims, pick.dims);
+      if (out.is_float()) out.f.push_back(pick.as_double(at));
+      else out.i.push_back(pick.as_int(at));
+    }
+    return one(out);
+  }
+  if (op == "Neg") return one(unary(need(ctx, in, 0), [](double v) { return -v; }));
+  if (op == "Abs") return one(unary(need(ctx, in, 0), [](double v) { return std::abs(v); }));
+  if (op == "Floor") return one(unary(need(ctx, in, 0), [](double v) { return std::floor(v); }));
+  if (op == "Ceil") return one(unary(need(ctx, in, 0), [](double v) { return std::ceil(v); }));
+  if (op == "Sqrt") return one(unary(need(ctx, in, 0), [](double v) { return std::sqrt(v); }));
+  if (op == "Not") return one(unary(need(ctx, in, 0), [](double v) { return v == 0.0 ? 1.0 : 0.0; }));
+
+  static const std::vector<std::pair<std::string, Binary>> binaries = {
+      {"Add", Binary::kAdd}, {"Sub", Binary::kSub}, {"Mul", Binary::kMul},
+      {"Div", Binary::kDiv}, {"Min", Binary::kMin}, {"Max", Binary::kMax},
+      {"Equal", Binary::kEqual}, {"Less", Binary::kLess}, {"Greater", Binary::kGreater}};
+  for (const auto& [name, kind] : binaries) {
+    if (op != name) continue;
+    ConstTensor acc = need(ctx, in, 0);
+    if (in.size() < 2 && kind != Binary::kMin && kind != Binary::kMax) ctx.fail("needs two inputs");
+    for (size_t k = 1; k < in.size(); ++k) acc = binary(ctx, kind, acc, need(ctx, in, k));
+    return one(acc);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool is_foldable_op(const std::string& op_type) { return foldable_ops().count(op_type) > 0; }
+
+int64_t default_opset(const ::onnx::ModelProto& model) {
+  for (const auto& imp : model.opset_import()) {
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") return imp.version();
+  }
+  return 0;
+}
+
+ShapeMap static_shapes(const ::onnx::GraphProto& graph) {
+  ShapeMap shapes;
+  auto add = [&](const ::onnx::ValueInfoProto& info) {
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return;
+    ir::Shape dims;
+    for (const auto& d : info.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      dims.push_back(d.dim_value());
+    }
+    shapes[info.name()] = std::move(dims);
+  };
+  for (const auto& v : graph.input()) add(v);
+  for (const auto& v : graph.value_info()) add(v);
+  for (const auto& v : graph.output()) add(v);
+  for (const auto& t : graph.initializer()) shapes[t.name()] = ir::Shape(t.dims().begin(), t.dims().end());
+  return shapes;
+}
+
+int fold_constants(::onnx::ModelProto& model, const ShapeMap& shapes, const std::string& file) {
+  auto& graph = *model.mutable_graph();
+  const int64_t opset = default_opset(model);
+  std::unordered_map<std::string, const TensorProto*> initializers;
+  for (const auto& t : graph.initializer()) initializers[t.name()] = &t;
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& o : graph.output()) graph_outputs.insert(o.name());
+
+  std::unordered_map<std::string, ConstTensor> values;
+  std::vector<bool> folded(static_cast<size_t>(graph.node_size()), false);
+  int count = 0;
+  for (int k = 0; k < graph.node_size(); ++k) {
+    const NodeProto& node = graph.node(k);
+    if (!(node.domain().empty() || node.domain() == "ai.onnx") || !is_foldable_op(node.op_type())) continue;
+    if (std::any_of(node.output().begin(), node.output().end(),
+                    [&](const std::string& o) { return graph_outputs.count(o) > 0; })) {
+      continue;
+    }
+    const bool shape_only = node.op_type() == "Shape" || node.op_type() == "Size";
+    const bool alias_only = node.op_type() == "Identity" || node.op_type() == "Dropout";
+    Values in;
+    std::optional<ir::Shape> input_shape;
+    bool ready = true;
+    for (int i = 0; i < node.input_size() && ready; ++i) {
+      const std::string& name = node.input(i);
+      if (name.empty()) {
+        in.push_back(nullptr);
+        continue;
+      }
+      if (shape_only) {
+        auto it = shapes.find(name);
+        if (it != shapes.end()) input_shape = it->second;
+        else if (values.count(name)) input_shape = values.at(name).dims;
+        ready = input_shape.has_value();
+        in.push_back(nullptr);
+        continue;
+      }
+      if (auto it = values.find(name); it != values.end()) {
+        in.push_back(&it->second);
+        continue;
+      }
+      auto init = initializers.find(name);
+      // Identity/Dropout of a weight stay: the IR builder aliases them.
+      if (alias_only || init == initializers.end() || proto_num_elements(*init->second) > kMaxFoldElements) {
+        ready = false;
+        continue;
+      }
+      auto slot = values.emplace(name, decode_tensor(*init->second, file)).first;
+      in.push_back(&slot->second);
+    }
+    if (!ready) continue;
+    const Context ctx{node, opset, file};
+    auto result = evaluate(ctx, in, input_shape);
+    if (!result) continue;
+    for (int o = 0; o < node.output_size() && o < static_cast<int>(result->size()); ++o) {
+      if (!node.output(o).empty()) values.insert_or_assign(node.output(o), std::move((*result)[static_cast<size_t>(o)]));
+    }
+    folded[static_cast<size_t>(k)] = true;
+    ++count;
+  }
+  if (!count) return 0;
+
+  // Keep the unfolded nodes; folded outputs they read become initializers.
+  std::unordered_set<std::string> needed, folded_outputs;
+  ::google::protobuf::RepeatedPtrField<NodeProto> kept;
+  for (int k = 0; k < graph.node_size(); ++k) {
+    if (folded[static_cast<size_t>(k)]) {
+      for (const auto& name : graph.node(k).output()) folded_outputs.insert(name);
+      continue;
+    }
+    for (const auto& name : graph.node(k).input()) needed.insert(name);
+    *kept.Add() = std::move(*graph.mutable_node(k));
+  }
+  graph.mutable_node()->Swap(&kept);
+  std::vector<std::string> made;
+  for (const std::string& name : folded_outputs) {
+    if (!name.empty() && needed.count(name) && !initializers.count(name)) made.push_back(name);
+  }
+  std::sort(made.begin(), made.end());  // deterministic initializer order
+  for (const std::string& name : made) {
+    TensorProto* t = graph.add_initializer();
+    t->set_name(name);
+    encode_tensor(values.at(name), t);
+  }
+  // Drop stale value_info of folded outputs (their types may have changed).
+  auto* infos = graph.mutable_value_info();
+  infos->erase(std::remove_if(infos->begin(), infos->end(),
+                              [&](const ::onnx::ValueInfoProto& v) { return values.count(v.name()) > 0 && !initializers.count(v.name()); }),
+               infos->end());
+  return count;
+}
+
+}  // namespace ios::onnx

@@ -1,0 +1,30 @@
+// Translation of a checked, shape-inferred and constant-folded ONNX graph
+// into ir::Graph, with attributes normalized to the IR's conventions
+// (ir/graph.h): pads {top, left, bottom, right}, non-negative axes, Reshape
+// targets resolved, Slice bounds clamped, Split sizes explicit, Clip bounds
+// and Pad amounts taken from their (constant) inputs whatever the opset.
+// Identity and Dropout are dropped here: their output aliases their input.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+#include "ir/graph.h"
+#include "onnx/constant_folding.h"
+
+namespace ios::onnx {
+
+// `shapes` must hold a static shape for every tensor a node reads or makes.
+// Throws UserError naming `file` and the node for unsupported operators,
+// non-constant attribute inputs, non-float32 weights and unsupported
+// attribute values.
+ir::Graph build_ir(const ::onnx::ModelProto& model, const ShapeMap& shapes, const std::string& file);
+
+// ONNX op types that become IR nodes, plus Identity and Dropout.
+bool is_supported_op(const std::string& op_type);
+
+// "Conv, Relu, ..." for error messages.
+std::string supported_ops_list();
+
+}  // namespace ios::onnx

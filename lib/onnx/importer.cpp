@@ -1,0 +1,342 @@
+#include "onnx/importer.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <queue>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/sha256.h"
+#include "ir/passes.h"
+#include "ir/shape_inference.h"
+#include "onnx/attributes.h"
+#include "onnx/const_tensor.h"
+#include "onnx/constant_folding.h"
+#include "onnx/graph_builder.h"
+
+namespace ios::onnx {
+namespace {
+
+using ::onnx::GraphProto;
+using ::onnx::ModelProto;
+using ::onnx::NodeProto;
+
+// Shape inference and folding alternate until nothing folds; exporters'
+// shape chains are a few levels deep.
+constexpr int kMaxFoldRounds = 16;
+
+// ONNX's messages span lines ("==> Context: ..."); ios errors are one line.
+std::string one_line(const std::string& text) {
+  std::string out;
+  bool space = false;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += c;
+  }
+  constexpr size_t kMax = 600;
+  if (out.size() > kMax) out = out.substr(0, kMax) + "...";
+  return out;
+}
+
+// Runs an ONNX library call, turning its exceptions into a UserError.
+void onnx_call(const std::string& file, const char* stage, const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    user_error("{}: {}: {}", file, stage, one_line(e.what()));
+  }
+}
+
+std::string read_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) user_error("{}: no such file; check the path", path);
+  if (fs::is_directory(status)) user_error("{}: is a directory; give the path of a .onnx file", path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) user_error("{}: cannot open the file ({})", path, std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) user_error("{}: read error", path);
+  return std::move(buffer).str();
+}
+
+ModelProto parse(const std::string& bytes, const std::string& path) {
+  if (bytes.empty()) user_error("{}: the file is empty; it is not an ONNX model", path);
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    user_error("{}: the file is over 2 GiB, the protobuf limit; save the weights as external data "
+               "is not supported either, use a smaller model", path);
+  }
+  ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    user_error("{}: not a valid ONNX model (protobuf parse failed); the file is truncated or not an "
+               "ONNX file, re-export it", path);
+  }
+  // Arbitrary bytes sometimes parse as a protobuf with unknown fields only.
+  if (!model.has_graph() || model.ir_version() <= 0 || model.opset_import_size() == 0) {
+    user_error("{}: not a valid ONNX model (no graph, IR version or opset); the file is truncated "
+               "or not an ONNX file, re-export it", path);
+  }
+  if (model.graph().node_size() == 0) user_error("{}: the ONNX graph has no nodes", path);
+  return model;
+}
+
+void check_operators(const ModelProto& model, const std::string& path) {
+  for (const NodeProto& node : model.graph().node()) {
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!default_domain || !(is_supported_op(node.op_type()) || is_foldable_op(node.op_type()))) {
+      user_error("{}: node {}: operator {}{} is not supported; supported operators: {}", path,
+                 node_label(node), default_domain ? "" : node.domain() + ".", node.op_type(),
+                 supported_ops_list());
+    }
+  }
+}
+
+// Sorts the nodes topologically (stable) so that the checker, which wants
+// sorted nodes, sees them so; a cycle is reported by a node on it.
+void sort_nodes(GraphProto& graph, const std::string& path) {
+  const int n = graph.node_size();
+  std::unordered_map<std::string, int> producer;
+  for (int k = 0; k < n; ++k) {
+    for (const std::string& out : graph.node(k).output()) {
+      if (out.empty()) continue;
+      auto [it, fresh] = producer.emplace(out, k);
+      if (!fresh) {
+        user_error("{}: tensor '{}' is produced by two nodes, {} and {}; an ONNX graph must assign "
+                   "each tensor once", path, out, node_label(graph.node(it->second)), node_label(graph.node(k)));
+      }
+    }
+  }
+  std::vector<int> pending(static_cast<size_t>(n), 0);
+  std::vector<std::vector<int>> readers(static_cast<size_t>(n));
+  for (int k = 0; k < n; ++k) {
+    for (const std::string& in : graph.node(k).input()) {
+      auto it = producer.find(in);
+      if (it == producer.end()) continue;
+      ++pending[static_cast<size_t>(k)];
+      readers[static_cast<size_t>(it->second)].push_back(k);
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (int k = 0; k < n; ++k) {
+    if (pending[static_cast<size_t>(k)] == 0) ready.push(k);
+  }
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int k = ready.top();
+    ready.pop();
+    order.push_back(k);
+    for (int r : readers[static_cast<size_t>(k)]) {
+      if (--pending[static_cast<size_t>(r)] == 0) ready.push(r);
+    }
+  }
+  if (static_cast<int>(order.size()) != n) {
+    // Walk back through unfinished producers until a node repeats: it lies on a cycle.
+    int at = 0;
+    while (pending[static_cast<size_t>(at)] == 0) ++at;
+    std::vector<bool> seen(static_cast<size_t>(n), false);
+    while (!seen[static_cast<size_t>(at)]) {
+      seen[static_cast<size_t>(at)] = true;
+      for (const std::string& in : graph.node(at).input()) {
+        auto it = producer.find(in);
+        if (it != producer.end() && pending[static_cast<size_t>(it->second)] > 0) {
+          at = it->second;
+          break;
+        }
+      }
+    }
+    user_error("{}: the graph has a cycle through node {}; an ONNX graph must be acyclic, re-export "
+               "the model", path, node_label(graph.node(at)));
+  }
+  bool sorted = true;
+  for (int k = 0; k < n; ++k) sorted = sorted && order[static_cast<size_t>(k)] == k;
+  if (sorted) return;
+  google::protobuf::RepeatedPtrField<NodeProto> nodes;
+  for (int k : order) *nodes.Add() = graph.node(k);
+  graph.mutable_node()->Swap(&nodes);
+}
+
+std::string format_dims(const ::onnx::TensorShapeProto& shape) {
+  std::string out;
+  for (int d = 0; d < shape.dim_size(); ++d) {
+    if (d) out += 'x';
+    const auto& dim = shape.dim(d);
+    out += dim.has_dim_value() ? std::to_string(dim.dim_value())
+                               : (dim.has_dim_param() ? dim.dim_param() : std::string("?"));
+  }
+  return out;
+}
+
+// Gives every graph input a static shape; returns them in ONNX order.
+std::vector<std::pair<std::string, ir::Shape>> set_input_shapes(ModelProto& model,
+                                                                const ImportOptions& options,
+                                                                const std::string& path) {
+  GraphProto& graph = *model.mutable_graph();
+  std::set<std::string> weights;
+  for (const auto& t : graph.initializer()) weights.insert(t.name());
+  std::vector<std::string> names;
+  for (const auto& input : graph.input()) {
+    if (!weights.count(input.name())) names.push_back(input.name());
+  }
+  for (const auto& [name, shape] : options.input_shapes) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      user_error("{}: --input-shape names '{}', which is not a graph input; the inputs are: {}", path,
+                 name, fmt::join(names, ", "));
+    }
+    if (shape.empty() || std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; })) {
+      user_error("{}: --input-shape for '{}' must list positive dimensions, got '{}'", path, name,
+                 ir::to_string(shape));
+    }
+  }
+  if (options.batch && *options.batch <= 0) {
+    user_error("{}: --batch must be a positive integer, got {}", path, *options.batch);
+  }
+
+  bool changed = false;
+  std::vector<std::pair<std::string, ir::Shape>> result;
+  for (auto& input : *graph.mutable_input()) {
+    if (weights.count(input.name())) continue;
+    if (!input.type().has_tensor_type()) {
+      user_error("{}: graph input '{}' is not a tensor; ios takes tensor inputs only", path, input.name());
+    }
+    auto& tensor_type = *input.mutable_type()->mutable_tensor_type();
+    if (tensor_type.elem_type() != ::onnx::TensorProto::FLOAT) {
+      user_error("{}: graph input '{}' has element type {}; ios runs float32 models only", path,
+                 input.name(), type_name(tensor_type.elem_type()));
+    }
+    ir::Shape dims;
+    if (auto it = options.input_shapes.find(input.name()); it != options.input_shapes.end()) {
+      dims = it->second;
+      if (tensor_type.has_shape() && tensor_type.shape().dim_size() != static_cast<int>(dims.size())) {
+        user_error("{}: --input-shape gives '{}' rank {}, the model has rank {} ({})", path,
+                   input.name(), dims.size(), tensor_type.shape().dim_size(), format_dims(tensor_type.shape()));
+      }
+    } else {
+      if (!tensor_type.has_shape()) {
+        user_error("{}: graph input '{}' has no shape; pass --input-shape {}:NxCxHxW", path,
+                   input.name(), input.name());
+      }
+      const auto& shape = tensor_type.shape();
+      for (int d = 0; d < shape.dim_size(); ++d) {
+        const auto& dim = shape.dim(d);
+        if (d == 0 && options.batch) {
+          dims.push_back(*options.batch);
+        } else if (dim.has_dim_value() && dim.dim_value() > 0) {
+          dims.push_back(dim.dim_value());
+        } else if (d == 0) {
+          user_error("{}: graph input '{}' has a symbolic batch dimension '{}' (shape {}); pass "
+                     "--batch N to fix it", path, input.name(),
+                     dim.has_dim_param() ? dim.dim_param() : "?", format_dims(shape));
+        } else {
+          user_error("{}: graph input '{}' has a symbolic dimension {} (shape {}); pass "
+                     "--input-shape {}:DIMS with every dimension", path, input.name(), d,
+                     format_dims(shape), input.name());
+        }
+      }
+    }
+    // Rewrite the declared shape where it differs.
+    bool same = tensor_type.has_shape() && tensor_type.shape().dim_size() == static_cast<int>(dims.size());
+    for (size_t d = 0; same && d < dims.size(); ++d) {
+      const auto& dim = tensor_type.shape().dim(static_cast<int>(d));
+      same = dim.has_dim_value() && dim.dim_value() == dims[d];
+    }
+    if (!same) {
+      changed = true;
+      auto* shape = tensor_type.mutable_shape();
+      shape->clear_dim();
+      for (int64_t v : dims) shape->add_dim()->set_dim_value(v);
+    }
+    result.emplace_back(input.name(), dims);
+  }
+  if (changed) {
+    // Shapes recorded for the old input shapes (intermediate and output
+    // batch sizes) would contradict inference: let it recompute them.
+    graph.clear_value_info();
+    for (auto& output : *graph.mutable_output()) {
+      if (output.type().has_tensor_type()) output.mutable_type()->mutable_tensor_type()->clear_shape();
+    }
+  }
+  return result;
+}
+
+void infer_onnx_shapes(ModelProto& model, const std::string& path) {
+  onnx_call(path, "ONNX shape inference failed", [&] {
+    const ::onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1,
+                                                /*enable_data_propagation=*/true);
+    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+  });
+}
+
+// ios's shape inference must agree with ONNX's on every activation.
+void cross_check(const ir::Graph& graph, const ShapeMap& onnx_shapes, const std::string& path,
+                 const char* stage) {
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.is_constant()) continue;
+    auto it = onnx_shapes.find(t.name);
+    IOS_ASSERT(it != onnx_shapes.end(), "{}: {}: tensor '{}' has no ONNX shape", path, stage, t.name);
+    IOS_ASSERT(it->second == t.shape, "{}: {}: ios infers shape {} for tensor '{}', ONNX infers {}",
+               path, stage, ir::to_string(t.shape), t.name, ir::to_string(it->second));
+  }
+}
+
+}  // namespace
+
+ImportedModel import_model(const std::string& path, const ImportOptions& options) {
+  auto log = logger("onnx");
+  const std::string bytes = read_file(path);
+  ModelProto model = parse(bytes, path);
+  check_operators(model, path);
+  sort_nodes(*model.mutable_graph(), path);
+  onnx_call(path, "the ONNX checker rejected the model", [&] { ::onnx::checker::check_model(model); });
+
+  ImportedModel result;
+  result.path = path;
+  result.sha256 = sha256_hex(bytes);
+  result.inputs = set_input_shapes(model, options, path);
+  if (!result.inputs.empty() && !result.inputs[0].second.empty()) result.batch = result.inputs[0].second[0];
+
+  const int nodes_before = model.graph().node_size();
+  int folded = 0;
+  ShapeMap shapes;
+  for (int round = 0;; ++round) {
+    infer_onnx_shapes(model, path);
+    shapes = static_shapes(model.graph());
+    const int n = fold_constants(model, shapes, path);
+    folded += n;
+    if (n == 0) break;
+    IOS_ASSERT(round < kMaxFoldRounds, "{}: constant folding did not settle", path);
+  }
+
+  result.graph = build_ir(model, shapes, path);
+  ir::infer_shapes(result.graph);
+  cross_check(result.graph, shapes, path, "import");
+  const ir::PassStats stats = ir::run_import_passes(result.graph);
+  ir::infer_shapes(result.graph);
+  cross_check(result.graph, shapes, path, "IR passes");
+
+  log->debug("{}: {} ONNX nodes, {} folded at import; IR: {} nodes, {} tensors; {} BatchNorm and {} "
+             "Pad folded, {} Concat flattened, {} dead nodes removed",
+             path, nodes_before, folded, result.graph.num_nodes(), result.graph.num_tensors(),
+             stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.dead_removed);
+  return result;
+}
+
+}  // namespace ios::onnx

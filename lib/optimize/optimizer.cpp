@@ -1,0 +1,272 @@
+#include "optimize/optimizer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "cost/device_profile.h"
+#include "cost/simulated.h"
+#include "cuda/engine.h"
+#include "cuda/measured.h"
+#include "sched/schedule_io.h"
+#include "sched/validate.h"
+
+namespace ios::optimize {
+namespace {
+
+ir::Shape parse_dims(const std::string& text, const std::string& option) {
+  ir::Shape shape;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t x = text.find('x', pos);
+    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(part, &used);
+      if (used != part.size() || v <= 0) throw std::invalid_argument(part);
+      shape.push_back(v);
+    } catch (const std::exception&) {
+      user_error("--input-shape '{}': '{}' is not a positive dimension; write NAME:1x3x224x224",
+                 option, part);
+    }
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  return shape;
+}
+
+std::string default_output(const std::string& model, const std::string& scheduler) {
+  std::filesystem::path p(model);
+  p.replace_extension();
+  return p.string() + "." + scheduler + ".schedule.json";
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string format_params(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out;
+  for (const auto& [k, v] : params) out += (out.empty() ? "" : ", ") + k + "=" + v;
+  return out.empty() ? "none" : out;
+}
+
+std::string block_kinds(const sched::UnitGraph& units, const sched::Block& block) {
+  std::map<std::string_view, int> kinds;
+  for (sched::UnitId u = block.begin; u < block.end; ++u) ++kinds[sched::unit_kind_name(units.unit(u).kind)];
+  std::string out;
+  for (const auto& [k, n] : kinds) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, k);
+  return out;
+}
+
+}  // namespace
+
+sched::ModelInfo PreparedModel::info() const {
+  return {model.path, model.sha256, model.batch, model.inputs};
+}
+
+std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t batch,
+                                             const std::vector<std::string>& input_shapes,
+                                             int max_block_units) {
+  onnx::ImportOptions import_options;
+  if (batch > 0) import_options.batch = batch;
+  for (const std::string& spec : input_shapes) {
+    const size_t colon = spec.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      user_error("--input-shape '{}': expected NAME:1x3x224x224", spec);
+    }
+    import_options.input_shapes[spec.substr(0, colon)] = parse_dims(spec.substr(colon + 1), spec);
+  }
+  auto prepared = std::make_unique<PreparedModel>();
+  prepared->model = onnx::import_model(path, import_options);
+  sched::FormationOptions formation;
+  formation.max_block_units = max_block_units;
+  prepared->units = std::make_unique<sched::UnitGraph>(
+      sched::UnitGraph::form(prepared->model.graph, formation));
+  return prepared;
+}
+
+CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options) {
+  CostChoice choice;
+  const cost::Precision precision =
+      options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+  std::optional<cuda::DeviceSummary> device;
+  if (options.cost != "simulated") device = cuda::probe_device();
+  if (options.cost == "measured" && !device) {
+    throw NoDeviceError(
+        "--cost measured needs a CUDA device and none is usable here; use --cost simulated "
+        "(predicted latencies) or run on a machine with an NVIDIA GPU");
+  }
+  if (device) {
+    cuda::MeasuredOptions measured;
+    measured.db_path = options.profile_db;
+    measured.precision = precision == cost::Precision::kFp32 ? cuda::Precision::kFp32
+                                                             : cuda::Precision::kTf32;
+    if (!options.quiet && stderr_is_tty()) {
+      // One progress line, rewritten in place (stderr only, so stdout stays clean).
+      measured.progress = [](const cuda::MeasureProgress& p) {
+        std::string eta = p.eta_s >= 0 ? fmt::format(", ETA {:.0f} s", p.eta_s) : "";
+        std::string total = p.expected > 0 ? fmt::format("/{}", p.expected) : "";
+        fmt::print(stderr, "\r[measure] {}{} stages measured, {} cache hits, {:.1f} s{}   ",
+                   p.measured, total, p.cache_hits, p.elapsed_s, eta);
+      };
+    }
+    choice.model = cuda::make_measured_cost_model(units, measured);
+    choice.device = {device->name, device->compute_capability, device->driver, device->cudnn};
+    choice.note = fmt::format("measured on {}", device->name);
+    return choice;
+  }
+  cost::DeviceProfile profile = cost::load_device_profile(options.device_profile);
+  choice.device = {profile.name, "", "", ""};
+  choice.note = options.cost == "auto"
+                    ? fmt::format("predicted: no CUDA device found, simulated '{}' profile", profile.name)
+                    : fmt::format("predicted: simulated '{}' profile", profile.name);
+  cost::SimulatedOptions simulated;
+  simulated.precision = precision;
+  choice.model = std::make_unique<cost::SimulatedCostModel>(units, std::move(profile), simulated);
+  return choice;
+}
+
+sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
+                               const std::string& params, const CostChoice& cost,
+                               sched::SearchStats& stats) {
+  const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
+  const sched::Params parsed = sched::Params::parse(entry.name, entry.params, params);
+  const auto start = std::chrono::steady_clock::now();
+  sched::Schedule schedule = entry.make(parsed)->run(*prepared.units, *cost.model, stats);
+  stats.total_search_ms = ms_since(start);
+  schedule.model = prepared.info();
+  schedule.device = cost.device;
+  schedule.scheduler.name = entry.name;
+  schedule.scheduler.params = parsed.to_strings();
+  schedule.scheduler.cost_model = cost.model->name();
+  sched::validate_schedule(schedule, *prepared.units, "the " + entry.name + " schedule");
+  return schedule;
+}
+
+std::string describe_schedulers() {
+  std::string out = "Schedulers (ios-optimize --scheduler NAME --params k=v,...):\n";
+  for (const auto& entry : sched::scheduler_registry()) {
+    out += fmt::format("\n  {:<12} {}\n", entry.name, entry.description);
+    for (const auto& p : entry.params) {
+      const std::string def = std::visit(
+          [](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, bool>) return std::string(v ? "true" : "false");
+            else if constexpr (std::is_same_v<T, std::string>) return v;
+            else return fmt::format("{}", v);
+          },
+          p.default_value);
+      out += fmt::format("      {}={:<10} {}\n", p.name, def, p.help);
+    }
+  }
+  return out;
+}
+
+int run_optimize(const OptimizeOptions& options, std::ostream& out) {
+  auto log = logger("cli");
+  const auto start = std::chrono::steady_clock::now();
+  if (options.verbose) {
+    log->debug("model={} output={} scheduler={} params='{}' batch={} cost={} device-profile={} "
+               "precision={} max-block-units={} analyze={}",
+               options.model_path, options.output_path, options.scheduler, options.scheduler_params,
+               options.batch, options.cost, options.device_profile, options.precision,
+               options.max_block_units, options.analyze);
+  }
+  // Fail on a bad scheduler name or parameters before the (slow) import.
+  const sched::SchedulerEntry& entry = sched::find_scheduler(options.scheduler);
+  sched::Params::parse(entry.name, entry.params, options.scheduler_params);
+
+  auto prepared = prepare_model(options.model_path, options.batch, options.input_shapes,
+                                options.max_block_units);
+  const sched::UnitGraph& units = *prepared->units;
+  const double import_ms = ms_since(start);
+  CostChoice cost = make_cost_model(units, options);
+  if (!options.quiet) log->info("{}", cost.note);
+
+  sched::SearchStats stats;
+  sched::Schedule schedule =
+      schedule_model(*prepared, options.scheduler, options.scheduler_params, cost, stats);
+
+  int widest = 0, widest_width = 0;
+  for (const auto& b : units.blocks()) {
+    // "Widest" is by width (the concurrency available), then by size.
+    if (b.width > widest_width || (b.width == widest_width && b.size() > widest)) {
+      widest = b.size();
+      widest_width = b.width;
+    }
+  }
+  int64_t transitions = 0, states = 0, costed = 0;
+  for (const auto& b : stats.blocks) {
+    transitions += b.transitions;
+    states += b.states;
+    costed += b.stages_costed;
+  }
+
+  if (options.analyze) {
+    out << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10} {:>10}\n", "block",
+                       "n", "width", "units", "states", "transitions", "costed", "search ms",
+                       "latency ms");
+    for (size_t b = 0; b < units.blocks().size(); ++b) {
+      const sched::Block& block = units.blocks()[b];
+      const sched::BlockStats* s = b < stats.blocks.size() ? &stats.blocks[b] : nullptr;
+      out << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}{}\n",
+                         b, block.size(), block.width, block_kinds(units, block).substr(0, 34),
+                         s ? s->states : 0, s ? s->transitions : 0, s ? s->stages_costed : 0,
+                         s ? s->search_ms : 0.0, s ? s->predicted_ms : 0.0,
+                         block.split_by_cap ? "  (part of a wider region)" : "");
+    }
+    out << fmt::format("total  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}\n",
+                       units.size(), widest_width, "", states, transitions, costed,
+                       stats.total_search_ms, schedule.predicted_latency_ms);
+    return 0;
+  }
+
+  // Sequential under the same cost model, as the reference the summary compares with.
+  sched::SearchStats seq_stats;
+  const double sequential_ms =
+      options.scheduler == "sequential"
+          ? schedule.predicted_latency_ms
+          : schedule_model(*prepared, "sequential", "", cost, seq_stats).predicted_latency_ms;
+
+  const std::string output =
+      options.output_path.empty() ? default_output(options.model_path, entry.name) : options.output_path;
+  sched::write_schedule(output, schedule, units);
+
+  if (options.quiet) return 0;
+  int stages = 0, merges = 0, streams = 1;
+  if (schedule.is_staged()) {
+    stages = static_cast<int>(schedule.staged().stages.size());
+    for (const auto& s : schedule.staged().stages) merges += s.strategy == sched::Strategy::kMerge;
+  } else {
+    streams = schedule.streamed().num_streams;
+  }
+  out << "\n=== ios-optimize summary ===\n";
+  out << fmt::format("Model            {} (batch {}, sha256 {}...)\n", prepared->model.path,
+                     prepared->model.batch, prepared->model.sha256.substr(0, 12));
+  out << fmt::format("Units            {} in {} blocks (widest block: {} units, width {})\n",
+                     units.size(), units.blocks().size(), widest, widest_width);
+  out << fmt::format("Scheduler        {} ({})\n", entry.name, format_params(schedule.scheduler.params));
+  out << fmt::format("Cost model       {}\n", cost.note);
+  out << fmt::format("Search           {} states, {} transitions, {} stages costed in {:.3f} s "
+                     "(import {:.2f} s)\n",
+                     states, transitions, costed, stats.total_search_ms / 1000.0, import_ms / 1000.0);
+  if (schedule.is_staged()) {
+    out << fmt::format("Schedule         {} stages, {} operator merges\n", stages, merges);
+  } else {
+    out << fmt::format("Schedule         {} units on {} streams\n", units.size(), streams);
+  }
+  out << fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n",
+                     schedule.predicted_latency_ms,
+                     cost.model->name() == "measured" ? "measured per stage" : "predicted",
+                     sequential_ms, sequential_ms / std::max(1e-12, schedule.predicted_latency_ms));
+  out << fmt::format("Written          {}\n", output);
+  return 0;
+}
+
+}  // namespace ios::optimize

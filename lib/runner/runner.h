@@ -1,0 +1,44 @@
+// The ios-run pipeline: load a model and schedules, validate, lower, and
+// either print the plans (--dry-run) or execute them on a backend (CUDA or the
+// CPU reference), time them interleaved, check outputs and report.
+// apps/ios-run only parses options into RunOptions and calls run().
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace ios::runner {
+
+struct RunOptions {
+  std::string model_path;
+  std::vector<std::string> schedule_paths;  // none: the sequential schedule
+  bool dry_run = false;
+  std::string backend = "cuda";  // cuda | cpu
+  int64_t batch = 0;             // 0: the first schedule's batch
+  std::vector<std::string> input_shapes;
+  bool force = false;            // accept schedules made for another model file
+  int warmup = -1;               // -1: backend default (cuda 20, cpu 1)
+  int iterations = -1;           // -1: backend default (cuda 200, cpu 5)
+  double duration_s = 0.0;       // keep timing at least this long
+  bool check = false;
+  std::vector<std::string> references;  // NAME=file.npy or file.npy (single output)
+  double rtol = 1e-4;
+  double atol = 1e-5;
+  std::vector<std::string> inputs;      // NAME=file.npy or file.npy (single input)
+  uint64_t seed = 0;
+  std::string output_dir;
+  std::string export_times;
+  std::string trace;
+  bool cuda_graph = true;
+  std::string precision = "tf32";
+  int threads = 0;  // CPU backend; 0: all cores
+  bool verbose = false;
+  bool quiet = false;
+};
+
+// Returns the exit code (0, or 4 when --check found a mismatch); throws
+// ios::Error for everything else.
+int run(const RunOptions& options, std::ostream& out);
+
+}  // namespace ios::runner

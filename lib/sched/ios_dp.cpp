@@ -1,0 +1,314 @@
+#include "sched/ios_dp.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "core/error.h"
+#include "sched/mask_map.h"
+
+namespace ios::sched {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct MemoEntry {
+  double cost = kInf;
+  uint64_t choice = 0;  // the last stage's units
+  Strategy strategy = Strategy::kConcurrent;
+};
+
+struct StageEntry {
+  double cost = kInf;  // kInf: not a candidate stage (merge-only, cannot merge)
+  Strategy strategy = Strategy::kConcurrent;
+};
+
+class Solver {
+ public:
+  Solver(const BlockDag& dag, const IosOptions& options, cost::CostModel& cost,
+         const MergePredicate& can_merge)
+      : dag_(dag),
+        options_(options),
+        cost_(cost),
+        can_merge_(can_merge),
+        r_(options.max_group_units),
+        s_(options.max_groups),
+        memo_(1024),
+        stages_(4096) {
+    use_concurrent_ = options.strategies != StrategySet::kMerge;
+    use_merge_ = options.strategies != StrategySet::kConcurrent;
+    // Merge-only stages are single units or merges, both antichains of units
+    // without successors in S: the DOS enumeration covers exactly those.
+    sinks_only_ = options.ending_rule == EndingRule::kDos || !use_concurrent_;
+  }
+
+  double solve(uint64_t s) {
+    if (s == 0) return 0.0;
+    if (const MemoEntry* m = memo_.find(s)) return m->cost;
+    ++states_;
+    Level level;
+    level.state = s;
+    if (sinks_only_) {
+      uint64_t sinks = 0;
+      for (uint64_t b = s; b; b &= b - 1) {
+        const int x = lowest(b);
+        if ((dag_.succ[static_cast<size_t>(x)] & s) == 0) sinks |= bit(x);
+      }
+      enumerate_sinks(level, sinks, 0, 0);
+    } else {
+      uint64_t candidates = 0;
+      for (uint64_t b = s; b; b &= b - 1) {
+        const int x = lowest(b);
+        const uint64_t c = (dag_.desc[static_cast<size_t>(x)] | bit(x)) & s;
+        level.closure[static_cast<size_t>(x)] = c;
+        if (r_ == 0 || popcount(c) <= r_) candidates |= bit(x);
+      }
+      if (options_.group_shape == GroupShape::kSingleEntry) {
+        enumerate_single_entry(level, candidates, 0, 0);
+      } else if (r_ == 0 && s_ == 0) {
+        enumerate_any(level, candidates, 0);
+      } else {
+        enumerate_any_pruned(level, candidates, 0, nullptr, 0);
+      }
+    }
+    IOS_ASSERT(level.best.cost < kInf, "no schedulable ending for state {:#x}", s);
+    memo_.insert(s, level.best);
+    return level.best.cost;
+  }
+
+  // The stages of the optimal schedule of `all`, in execution order.
+  std::vector<Stage> rebuild(uint64_t all) {
+    std::vector<Stage> stages;
+    for (uint64_t s = all; s != 0;) {
+      const MemoEntry* m = memo_.find(s);
+      IOS_ASSERT(m != nullptr && m->choice != 0 && (m->choice & ~s) == 0,
+                 "broken choice for state {:#x}", s);
+      const uint64_t e = m->choice;
+      Stage stage;
+      stage.strategy = m->strategy;
+      if (m->strategy == Strategy::kMerge) {
+        stage.groups.emplace_back();
+        for (uint64_t b = e; b; b &= b - 1) {
+          stage.groups.back().push_back(dag_.units[static_cast<size_t>(lowest(b))]);
+        }
+      } else {
+        fill_groups(e, stage);
+      }
+      const StageEntry* st = stages_.find(e);
+      IOS_ASSERT(st != nullptr, "stage {:#x} was never costed", e);
+      stage.predicted_ms = st->cost;
+      stages.push_back(std::move(stage));
+      s &= ~e;
+    }
+    std::reverse(stages.begin(), stages.end());
+    return stages;
+  }
+
+  int64_t states() const { return states_; }
+  int64_t transitions() const { return transitions_; }
+  int64_t stages_costed() const { return stages_costed_; }
+
+ private:
+  struct Level {
+    uint64_t state = 0;
+    std::array<uint64_t, kMaxBlockUnits> closure;  // {x} + desc(x) & state, for x in state
+    MemoEntry best;
+  };
+
+  // One candidate last stage `e` of `level.state`.
+  void evaluate(Level& level, uint64_t e) {
+    const StageEntry stage = stage_cost(e);
+    if (stage.cost == kInf) return;  // merge-only and not mergeable: not a stage
+    ++transitions_;
+    const double total = solve(level.state & ~e) + stage.cost;
+    if (total < level.best.cost) {
+      level.best.cost = total;
+      level.best.choice = e;
+      level.best.strategy = stage.strategy;
+    }
+  }
+
+  // DOS endings (and merge-only stages): non-empty subsets of `sinks`.
+  void enumerate_sinks(Level& level, uint64_t candidates, uint64_t e, int groups) {
+    for (uint64_t c = candidates; c; c &= c - 1) {
+      const uint64_t next = e | (c & -c);
+      evaluate(level, next);
+      if (s_ == 0 || groups + 1 < s_) enumerate_sinks(level, c & (c - 1), next, groups + 1);
+    }
+  }
+
+  // Single-entry endings: unions of pairwise disjoint closures. Each root
+  // is taken in increasing order, so every ending appears once.
+  void enumerate_single_entry(Level& level, uint64_t candidates, uint64_t e, int groups) {
+    for (uint64_t c = candidates; c; c &= c - 1) {
+      const int x = lowest(c);
+      const uint64_t cx = level.closure[static_cast<size_t>(x)];
+      if (cx & e) continue;
+      const uint64_t next = e | cx;
+      evaluate(level, next);
+      if (s_ == 0 || groups + 1 < s_) {
+        enumerate_single_entry(level, (c & (c - 1)) & ~cx, next, groups + 1);
+      }
+    }
+  }
+
+  // Any-shape endings without pruning: E = union of closures of an antichain
+  // of roots, taken in increasing order (later roots are never descendants
+  // of earlier ones, and ancestors have lower indices).
+  void enumerate_any(Level& level, uint64_t candidates, uint64_t e) {
+    for (uint64_t c = candidates; c; c &= c - 1) {
+      const int x = lowest(c);
+      const uint64_t next = e | level.closure[static_cast<size_t>(x)];
+      evaluate(level, next);
+      enumerate_any(level, (c & (c - 1)) & ~dag_.desc[static_cast<size_t>(x)], next);
+    }
+  }
+
+  // Any-shape endings under pruning: the groups (connected components) are
+  // tracked as roots are added. A group only grows when roots are added, so
+  // a group over r units prunes the whole branch; the group count can drop
+  // (a new closure may join two groups), so s is checked per ending, and
+  // |E| > r*s prunes the branch.
+  void enumerate_any_pruned(Level& level, uint64_t candidates, uint64_t e, const uint64_t* comps,
+                            int num_comps) {
+    std::array<uint64_t, kMaxBlockUnits> next_comps;
+    for (uint64_t c = candidates; c; c &= c - 1) {
+      const int x = lowest(c);
+      const uint64_t cx = level.closure[static_cast<size_t>(x)];
+      uint64_t joined = cx;
+      int kept = 0;
+      for (int i = 0; i < num_comps; ++i) {
+        if (comps[i] & cx) {
+          joined |= comps[i];
+        } else {
+          next_comps[static_cast<size_t>(kept++)] = comps[i];
+        }
+      }
+      if (r_ != 0 && popcount(joined) > r_) continue;
+      next_comps[static_cast<size_t>(kept++)] = joined;
+      const uint64_t next = e | cx;
+      if (s_ == 0 || kept <= s_) evaluate(level, next);
+      if (r_ != 0 && s_ != 0 && popcount(next) >= r_ * s_) continue;
+      enumerate_any_pruned(level, (c & (c - 1)) & ~dag_.desc[static_cast<size_t>(x)], next,
+                           next_comps.data(), kept);
+    }
+  }
+
+  bool is_antichain(uint64_t e) const {
+    for (uint64_t b = e; b; b &= b - 1) {
+      if (dag_.succ[static_cast<size_t>(lowest(b))] & e) return false;
+    }
+    return true;
+  }
+
+  // Weakly connected components of `e`, each in topological order, ordered
+  // by their first unit.
+  void fill_groups(uint64_t e, Stage& stage) const {
+    int k = 0;
+    for (uint64_t rest = e; rest;) {
+      uint64_t comp = rest & -rest;
+      for (uint64_t frontier = comp; frontier;) {
+        const int x = lowest(frontier);
+        frontier &= frontier - 1;
+        const uint64_t nb =
+            (dag_.succ[static_cast<size_t>(x)] | dag_.pred[static_cast<size_t>(x)]) & e & ~comp;
+        comp |= nb;
+        frontier |= nb;
+      }
+      rest &= ~comp;
+      if (static_cast<int>(stage.groups.size()) <= k) stage.groups.emplace_back();
+      auto& group = stage.groups[static_cast<size_t>(k++)];
+      group.clear();
+      for (uint64_t b = comp; b; b &= b - 1) group.push_back(dag_.units[static_cast<size_t>(lowest(b))]);
+    }
+    stage.groups.resize(static_cast<size_t>(k));
+  }
+
+  StageEntry stage_cost(uint64_t e) {
+    if (const StageEntry* st = stages_.find(e)) return *st;
+    StageEntry best;
+    const bool single = (e & (e - 1)) == 0;
+    if (use_concurrent_ || single) {
+      scratch_.strategy = Strategy::kConcurrent;
+      fill_groups(e, scratch_);
+      best.cost = cost_.stage_latency(scratch_);
+      best.strategy = Strategy::kConcurrent;
+      ++stages_costed_;
+    }
+    if (use_merge_ && !single && can_merge_ && is_antichain(e)) {
+      std::vector<UnitId> units;
+      for (uint64_t b = e; b; b &= b - 1) units.push_back(dag_.units[static_cast<size_t>(lowest(b))]);
+      if (can_merge_(units)) {
+        Stage merged;
+        merged.strategy = Strategy::kMerge;
+        merged.groups.push_back(std::move(units));
+        const double latency = cost_.stage_latency(merged);
+        ++stages_costed_;
+        if (latency < best.cost) {
+          best.cost = latency;
+          best.strategy = Strategy::kMerge;
+        }
+      }
+    }
+    stages_.insert(e, best);
+    return best;
+  }
+
+  const BlockDag& dag_;
+  const IosOptions& options_;
+  cost::CostModel& cost_;
+  const MergePredicate& can_merge_;
+  const int r_;
+  const int s_;
+  bool use_concurrent_ = true;
+  bool use_merge_ = true;
+  bool sinks_only_ = false;
+  MaskMap<MemoEntry> memo_;
+  MaskMap<StageEntry> stages_;
+  Stage scratch_;
+  int64_t states_ = 0;
+  int64_t transitions_ = 0;
+  int64_t stages_costed_ = 0;
+};
+
+}  // namespace
+
+BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, cost::CostModel& cost,
+                          const MergePredicate& can_merge) {
+  IOS_ASSERT(dag.n > 0 && dag.n <= kMaxBlockUnits, "block of {} units", dag.n);
+  IOS_ASSERT(options.max_group_units >= 0 && options.max_groups >= 0, "negative pruning r={} s={}",
+             options.max_group_units, options.max_groups);
+  const auto start = std::chrono::steady_clock::now();
+  Solver solver(dag, options, cost, can_merge);
+  BlockSolution out;
+  out.latency_ms = solver.solve(dag.all());
+  out.stages = solver.rebuild(dag.all());
+  out.states = solver.states();
+  out.transitions = solver.transitions();
+  out.stages_costed = solver.stages_costed();
+  out.search_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+std::vector<std::vector<int>> ending_groups(const BlockDag& dag, uint64_t mask) {
+  std::vector<std::vector<int>> groups;
+  for (uint64_t rest = mask; rest;) {
+    uint64_t comp = rest & -rest;
+    for (uint64_t frontier = comp; frontier;) {
+      const int x = lowest(frontier);
+      frontier &= frontier - 1;
+      const uint64_t nb =
+          (dag.succ[static_cast<size_t>(x)] | dag.pred[static_cast<size_t>(x)]) & mask & ~comp;
+      comp |= nb;
+      frontier |= nb;
+    }
+    rest &= ~comp;
+    groups.emplace_back();
+    for (uint64_t b = comp; b; b &= b - 1) groups.back().push_back(lowest(b));
+  }
+  return groups;
+}
+
+}  // namespace ios::sched

@@ -1,0 +1,83 @@
+// A schedule: pure data, produced by a scheduler, written to and read from a
+// versioned JSON file (schedule_io.h), lowered to an ExecPlan (lib/exec).
+//
+// Two forms, both lowering to the same per-stream plan:
+//  - staged (IOS, greedy, sequential, DOS): stages run one after another; a
+//    stage is either concurrent groups (groups run on their own streams, the
+//    units of a group in order) or one operator merge (convolutions reading
+//    the same tensor computed as one convolution).
+//  - streamed (LIOS, Nimble): each unit on a stream, in a global issue order;
+//    cross-stream dependencies become event waits.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "ir/graph.h"
+#include "sched/unit_graph.h"
+
+namespace ios::sched {
+
+enum class Strategy { kConcurrent, kMerge };
+std::string_view strategy_name(Strategy strategy);  // "concurrent" / "merge"
+
+struct Stage {
+  Strategy strategy = Strategy::kConcurrent;
+  // kConcurrent: each group runs on its own stream, its units in order.
+  // kMerge: exactly one group, the convolutions merged into one.
+  std::vector<std::vector<UnitId>> groups;
+  double predicted_ms = 0.0;  // the cost model's latency for this stage
+};
+
+struct StagedSchedule {
+  std::vector<Stage> stages;
+};
+
+struct StreamedSchedule {
+  struct Launch {
+    UnitId unit = 0;
+    int stream = 0;
+    double predicted_start_ms = 0.0;
+    double predicted_finish_ms = 0.0;
+  };
+  int num_streams = 1;
+  std::vector<Launch> launches;  // issue order (a topological order of units)
+};
+
+// Where and for what a schedule was made. Checked when a schedule is loaded.
+struct ModelInfo {
+  std::string path;      // as given to ios-optimize
+  std::string sha256;    // of the ONNX file's bytes
+  int64_t batch = 1;
+  std::vector<std::pair<std::string, ir::Shape>> inputs;  // name, static shape
+};
+
+struct DeviceInfo {
+  std::string name;                // "NVIDIA H100 80GB HBM3" or a profile name
+  std::string compute_capability;  // "9.0"; empty for a simulated profile
+  std::string driver;              // empty when not measured
+  std::string cudnn;               // empty when not measured
+};
+
+struct SchedulerInfo {
+  std::string name;                                         // registry name, e.g. "ios"
+  std::vector<std::pair<std::string, std::string>> params;  // effective parameters, sorted
+  std::string cost_model;                                   // "simulated" / "measured"
+};
+
+struct Schedule {
+  ModelInfo model;
+  DeviceInfo device;
+  SchedulerInfo scheduler;
+  double predicted_latency_ms = 0.0;
+  std::variant<StagedSchedule, StreamedSchedule> body;
+
+  bool is_staged() const { return std::holds_alternative<StagedSchedule>(body); }
+  const StagedSchedule& staged() const { return std::get<StagedSchedule>(body); }
+  const StreamedSchedule& streamed() const { return std::get<StreamedSchedule>(body); }
+};
+
+}  // namespace ios::sched

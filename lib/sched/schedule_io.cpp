@@ -1,0 +1,314 @@
+#include "sched/schedule_io.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "core/error.h"
+#include "sched/validate.h"
+
+namespace ios::sched {
+namespace {
+
+using nlohmann::json;
+
+std::string_view form_name(const Schedule& s) { return s.is_staged() ? "staged" : "streamed"; }
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buffer;
+}
+
+// Typed access to one JSON object with errors that name the field path.
+class Reader {
+ public:
+  Reader(const json& value, std::string path, const std::string& file)
+      : value_(value), path_(std::move(path)), file_(file) {}
+
+  const json& field(const std::string& key, json::value_t type) const {
+    if (!value_.is_object()) fail(path_, "an object");
+    auto it = value_.find(key);
+    if (it == value_.end()) {
+      user_error("{}: field '{}' is missing; the file is not a complete ios schedule", file_,
+                 join(key));
+    }
+    const bool ok = type == json::value_t::number_float ? it->is_number()
+                    : type == json::value_t::number_integer
+                        ? it->is_number_integer()
+                        : it->type() == type;
+    if (!ok) fail(join(key), type_name(type));
+    return *it;
+  }
+  std::string string(const std::string& key) const {
+    return field(key, json::value_t::string).get<std::string>();
+  }
+  int64_t integer(const std::string& key) const {
+    return field(key, json::value_t::number_integer).get<int64_t>();
+  }
+  double number(const std::string& key) const {
+    return field(key, json::value_t::number_float).get<double>();
+  }
+  const json& array(const std::string& key) const { return field(key, json::value_t::array); }
+  Reader object(const std::string& key) const {
+    return Reader(field(key, json::value_t::object), join(key), file_);
+  }
+  std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  [[noreturn]] void fail(const std::string& where, std::string_view expected) const {
+    user_error("{}: field '{}' must be {}", file_, where, expected);
+  }
+
+ private:
+  static std::string_view type_name(json::value_t type) {
+    switch (type) {
+      case json::value_t::string: return "a string";
+      case json::value_t::number_integer: return "an integer";
+      case json::value_t::number_float: return "a number";
+      case json::value_t::array: return "an array";
+      case json::value_t::object: return "an object";
+      default: return "of another type";
+    }
+  }
+
+  const json& value_;
+  std::string path_;
+  const std::string& file_;
+};
+
+UnitId resolve(const json& id, const std::string& where, const UnitGraph& graph,
+               const std::string& file) {
+  if (!id.is_string()) user_error("{}: field '{}' must be a unit id (a string)", file, where);
+  const auto unit = graph.find(id.get<std::string>());
+  if (!unit) {
+    user_error("{}: field '{}' names unit '{}', which this model does not have; the schedule "
+               "was made for another model or edited by hand",
+               file, where, id.get<std::string>());
+  }
+  return *unit;
+}
+
+}  // namespace
+
+std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
+  json doc;
+  doc["format"] = "ios-schedule";
+  doc["version"] = kScheduleFormatVersion;
+  json inputs = json::array();
+  for (const auto& [name, shape] : schedule.model.inputs) {
+    inputs.push_back({{"name", name}, {"shape", shape}});
+  }
+  doc["model"] = {{"path", schedule.model.path},
+                  {"sha256", schedule.model.sha256},
+                  {"batch", schedule.model.batch},
+                  {"inputs", inputs},
+                  {"units", graph.size()}};
+  doc["device"] = {{"name", schedule.device.name},
+                   {"compute_capability", schedule.device.compute_capability},
+                   {"driver", schedule.device.driver},
+                   {"cudnn", schedule.device.cudnn}};
+  json params = json::object();
+  for (const auto& [key, value] : schedule.scheduler.params) params[key] = value;
+  doc["scheduler"] = {{"name", schedule.scheduler.name},
+                      {"params", params},
+                      {"cost_model", schedule.scheduler.cost_model}};
+  doc["predicted_latency_ms"] = schedule.predicted_latency_ms;
+  doc["created"] = now_utc();
+  doc["form"] = form_name(schedule);
+  if (schedule.is_staged()) {
+    json stages = json::array();
+    for (const Stage& stage : schedule.staged().stages) {
+      json groups = json::array();
+      for (const auto& group : stage.groups) {
+        json ids = json::array();
+        for (UnitId u : group) ids.push_back(graph.unit(u).id);
+        groups.push_back(ids);
+      }
+      stages.push_back({{"strategy", strategy_name(stage.strategy)},
+                        {"predicted_ms", stage.predicted_ms},
+                        {"groups", groups}});
+    }
+    doc["stages"] = stages;
+  } else {
+    const StreamedSchedule& streamed = schedule.streamed();
+    doc["num_streams"] = streamed.num_streams;
+    json launches = json::array();
+    for (const auto& launch : streamed.launches) {
+      launches.push_back({{"unit", graph.unit(launch.unit).id},
+                          {"stream", launch.stream},
+                          {"start_ms", launch.predicted_start_ms},
+                          {"finish_ms", launch.predicted_finish_ms}});
+    }
+    doc["launches"] = launches;
+  }
+  return doc.dump(1) + "\n";
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) user_error("{}: cannot create folder '{}': {}", path, target.parent_path().string(), ec.message());
+  // Same folder, so that rename() is atomic on one file system.
+  const fs::path temp = target.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) user_error("{}: cannot write (check the folder exists and is writable)", path);
+    out << contents;
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(temp, ec);
+      user_error("{}: write failed (disk full?)", path);
+    }
+  }
+  fs::rename(temp, target, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    user_error("{}: cannot replace the file: {}", path, ec.message());
+  }
+}
+
+void write_schedule(const std::string& path, const Schedule& schedule, const UnitGraph& graph) {
+  write_file_atomically(path, schedule_to_json(schedule, graph));
+}
+
+Schedule parse_schedule(const std::string& json_text, const std::string& path,
+                        const UnitGraph& graph) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    user_error("{}: not valid JSON at byte {} (is the file truncated?); regenerate it with "
+               "ios-optimize",
+               path, e.byte);
+  }
+  const Reader root(doc, "", path);
+  if (!doc.is_object() || root.string("format") != "ios-schedule") {
+    user_error("{}: not an ios schedule file (field 'format' must be \"ios-schedule\")", path);
+  }
+  const int64_t version = root.integer("version");
+  if (version != kScheduleFormatVersion) {
+    user_error("{}: schedule format version {} is not supported (this ios reads version {}); "
+               "regenerate it with this ios-optimize",
+               path, version, kScheduleFormatVersion);
+  }
+
+  Schedule schedule;
+  const Reader model = root.object("model");
+  schedule.model.path = model.string("path");
+  schedule.model.sha256 = model.string("sha256");
+  schedule.model.batch = model.integer("batch");
+  const json& inputs = model.array("inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Reader in(inputs[i], "model.inputs[" + std::to_string(i) + "]", path);
+    ir::Shape shape;
+    const json& dims = in.array("shape");
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (!dims[d].is_number_integer() || dims[d].get<int64_t>() <= 0) {
+        in.fail(in.join("shape[" + std::to_string(d) + "]"), "a positive integer");
+      }
+      shape.push_back(dims[d].get<int64_t>());
+    }
+    schedule.model.inputs.emplace_back(in.string("name"), shape);
+  }
+  const int64_t units = model.integer("units");
+  if (units != graph.size()) {
+    user_error("{}: the schedule covers {} units but the model has {}; it was made for another "
+               "model or with another ios version",
+               path, units, graph.size());
+  }
+
+  const Reader device = root.object("device");
+  schedule.device.name = device.string("name");
+  schedule.device.compute_capability = device.string("compute_capability");
+  schedule.device.driver = device.string("driver");
+  schedule.device.cudnn = device.string("cudnn");
+
+  const Reader scheduler = root.object("scheduler");
+  schedule.scheduler.name = scheduler.string("name");
+  schedule.scheduler.cost_model = scheduler.string("cost_model");
+  const json& params = scheduler.field("params", json::value_t::object);
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    if (!it->is_string()) scheduler.fail("scheduler.params." + it.key(), "a string");
+    schedule.scheduler.params.emplace_back(it.key(), it->get<std::string>());
+  }
+  schedule.predicted_latency_ms = root.number("predicted_latency_ms");
+
+  const std::string form = root.string("form");
+  if (form == "staged") {
+    StagedSchedule staged;
+    const json& stages = root.array("stages");
+    for (size_t s = 0; s < stages.size(); ++s) {
+      const std::string where = "stages[" + std::to_string(s) + "]";
+      const Reader stage_reader(stages[s], where, path);
+      Stage stage;
+      const std::string strategy = stage_reader.string("strategy");
+      if (strategy == "concurrent") {
+        stage.strategy = Strategy::kConcurrent;
+      } else if (strategy == "merge") {
+        stage.strategy = Strategy::kMerge;
+      } else {
+        stage_reader.fail(where + ".strategy", "\"concurrent\" or \"merge\"");
+      }
+      stage.predicted_ms = stage_reader.number("predicted_ms");
+      const json& groups = stage_reader.array("groups");
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const std::string gwhere = where + ".groups[" + std::to_string(g) + "]";
+        if (!groups[g].is_array()) stage_reader.fail(gwhere, "an array of unit ids");
+        std::vector<UnitId> group;
+        for (size_t i = 0; i < groups[g].size(); ++i) {
+          group.push_back(resolve(groups[g][i], gwhere + "[" + std::to_string(i) + "]", graph, path));
+        }
+        stage.groups.push_back(std::move(group));
+      }
+      staged.stages.push_back(std::move(stage));
+    }
+    schedule.body = std::move(staged);
+  } else if (form == "streamed") {
+    StreamedSchedule streamed;
+    streamed.num_streams = static_cast<int>(root.integer("num_streams"));
+    const json& launches = root.array("launches");
+    for (size_t i = 0; i < launches.size(); ++i) {
+      const std::string where = "launches[" + std::to_string(i) + "]";
+      const Reader launch_reader(launches[i], where, path);
+      StreamedSchedule::Launch launch;
+      launch.unit = resolve(launch_reader.field("unit", json::value_t::string), where + ".unit",
+                            graph, path);
+      launch.stream = static_cast<int>(launch_reader.integer("stream"));
+      launch.predicted_start_ms = launch_reader.number("start_ms");
+      launch.predicted_finish_ms = launch_reader.number("finish_ms");
+      streamed.launches.push_back(launch);
+    }
+    schedule.body = std::move(streamed);
+  } else {
+    root.fail("form", "\"staged\" or \"streamed\"");
+  }
+  validate_schedule(schedule, graph, path);
+  return schedule;
+}
+
+Schedule read_schedule(const std::string& path, const UnitGraph& graph) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) user_error("{}: cannot open the schedule file (does it exist?)", path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_schedule(buffer.str(), path, graph);
+}
+
+std::string_view strategy_name(Strategy strategy) {
+  return strategy == Strategy::kMerge ? "merge" : "concurrent";
+}
+
+}  // namespace ios::sched

@@ -1,0 +1,82 @@
+// Scheduler interface and registry. Schedulers are registered by name with
+// typed parameters; unknown or malformed parameters are user errors.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "sched/schedule.h"
+#include "sched/unit_graph.h"
+
+namespace ios::sched {
+
+// Search statistics of one block (IOS paper, Section 4.2 and Table 1).
+struct BlockStats {
+  int block = 0;
+  int units = 0;              // n
+  int width = 0;              // d
+  int64_t states = 0;         // distinct S visited
+  int64_t transitions = 0;    // (S, S') pairs evaluated
+  int64_t stages_costed = 0;  // distinct stages sent to the cost model
+  double search_ms = 0.0;
+  double predicted_ms = 0.0;  // the block's scheduled latency
+};
+
+struct SearchStats {
+  std::vector<BlockStats> blocks;
+  double total_search_ms = 0.0;
+};
+
+// A parameter: its declared type decides how "key=value" text is parsed.
+using ParamValue = std::variant<int64_t, double, bool, std::string>;
+
+struct ParamSpec {
+  std::string name;
+  ParamValue default_value;
+  std::string help;
+};
+
+class Params {
+ public:
+  Params() = default;
+  // Parses "r=3,s=8" against the specs; throws UserError naming the scheduler
+  // and the parameter for unknown keys or values of the wrong type.
+  static Params parse(const std::string& scheduler, const std::vector<ParamSpec>& specs,
+                      const std::string& text);
+  int64_t get_int(const std::string& name) const;
+  double get_double(const std::string& name) const;
+  bool get_bool(const std::string& name) const;
+  const std::string& get_string(const std::string& name) const;
+  // Effective values as text, sorted by name (written into schedule files).
+  std::vector<std::pair<std::string, std::string>> to_strings() const;
+
+ private:
+  std::map<std::string, ParamValue> values_;
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  // Fills the schedule body, its predicted latency and the search statistics.
+  // The caller fills model/device metadata.
+  virtual Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) = 0;
+};
+
+struct SchedulerEntry {
+  std::string name;
+  std::string description;  // one line, shown by --help and --list-schedulers
+  std::vector<ParamSpec> params;
+  std::function<std::unique_ptr<Scheduler>(const Params&)> make;
+};
+
+// All registered schedulers, in registration order.
+const std::vector<SchedulerEntry>& scheduler_registry();
+// Throws UserError listing the known names when `name` is unknown.
+const SchedulerEntry& find_scheduler(const std::string& name);
+
+}  // namespace ios::sched

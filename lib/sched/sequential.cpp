@@ -1,0 +1,50 @@
+// The sequential baseline: one unit per stage, in UnitId (topological) order.
+#include <chrono>
+
+#include "sched/builtin_schedulers.h"
+
+namespace ios::sched {
+
+namespace {
+
+class SequentialScheduler : public Scheduler {
+ public:
+  explicit SequentialScheduler(Params params) : params_(std::move(params)) {}
+
+  Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
+    Schedule schedule = new_schedule("sequential", params_, cost);
+    StagedSchedule staged;
+    for (int b = 0; b < static_cast<int>(graph.blocks().size()); ++b) {
+      const auto start = std::chrono::steady_clock::now();
+      const Block& block = graph.blocks()[static_cast<size_t>(b)];
+      double block_ms = 0.0;
+      for (UnitId u = block.begin; u < block.end; ++u) {
+        Stage stage;
+        stage.groups = {{u}};
+        stage.predicted_ms = cost.stage_latency(stage);
+        block_ms += stage.predicted_ms;
+        staged.stages.push_back(std::move(stage));
+      }
+      const double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      BlockStats block_stats = plain_block_stats(graph, b, block_ms, ms);
+      block_stats.stages_costed = block.size();
+      stats.blocks.push_back(block_stats);
+      stats.total_search_ms += ms;
+      schedule.predicted_latency_ms += block_ms;
+    }
+    schedule.body = std::move(staged);
+    return schedule;
+  }
+
+ private:
+  Params params_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_sequential_scheduler(const Params& params) {
+  return std::make_unique<SequentialScheduler>(params);
+}
+
+}  // namespace ios::sched

@@ -1,0 +1,402 @@
+#!/usr/bin/python3
+"""Export the CNN benchmarks of ios to ONNX (opset 13), deterministically.
+
+Run with Debian's Python (it has torch 1.13, torchvision 0.14, onnx 1.12):
+
+    /usr/bin/python3 onnx_models/export_models.py                 # all models
+    /usr/bin/python3 onnx_models/export_models.py --models inception_v3,randwire
+    /usr/bin/python3 onnx_models/export_models.py --models randwire --image-size 64x64
+    /usr/bin/python3 onnx_models/export_models.py --self-test     # determinism check
+    /usr/bin/python3 onnx_models/export_models.py --list
+
+There is no network: every model has random weights (fixed seed).  Batch-norm
+statistics are calibrated on random N(0,1) images (train mode, cumulative
+average, no_grad), and the classifier is rescaled so that the logits have
+standard deviation ~1 on the calibration data; activations therefore stay
+finite and O(1) through the deepest nets.  Same seed + same arguments + same
+machine/torch -> byte-identical file.
+
+File names (in --out-dir, default: this script's folder):
+    <name>[-b<N>|-bdyn][-<H>x<W>].onnx
+    -b<N>    only when the batch is not 1 (--batch N)
+    -bdyn    with --dynamic-batch (dim 0 of input and output is "batch")
+    -<H>x<W> only when the image size is not the model's default
+e.g. inception_v3.onnx, inception_v3-b2-75x75.onnx, randwire-64x64.onnx,
+     resnet50-bdyn.onnx.
+
+Every exported model is checked: onnx.checker, only op types the ios importer
+supports (others are listed and the script exits with status 1 without
+writing the file), finite outputs in eval mode.  One line per model is
+printed: name, path, size, node count, export time, op-type histogram.
+"""
+
+import argparse
+import hashlib
+import io
+import os
+import random
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Optional, Tuple
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+import torch
+import torch.nn as nn
+import torchvision.models as tvm
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nets  # noqa: E402  (sibling module)
+
+SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
+# <repo>/onnx_models -> <repo>/../shared/data/ios-randwire-graphs
+DEFAULT_GRAPH_DIR = os.path.normpath(
+    os.path.join(SCRIPT_DIR, "..", "..", "shared", "data", "ios-randwire-graphs"))
+OPSET = 13
+PRODUCER = "ios onnx_models/export_models.py"
+
+# Op types the ios ONNX importer accepts.  Shape arithmetic (Shape, Gather,
+# Unsqueeze, Constant) is accepted because the importer constant-folds it.
+SUPPORTED_OPS = {
+    "Conv", "Relu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Add", "Mul",
+    "Concat", "Split", "Slice", "MaxPool", "AveragePool", "GlobalAveragePool",
+    "ReduceMean", "Flatten", "Reshape", "Transpose", "Gemm", "MatMul", "Softmax",
+    "Pad", "BatchNormalization", "Identity", "Dropout",
+    "Shape", "Gather", "Unsqueeze", "Constant",
+}
+
+
+@dataclass
+class ModelSpec:
+    build: Callable[["argparse.Namespace"], nn.Module]
+    size: Tuple[int, int]        # default input H, W
+    min_size: Tuple[int, int]    # smallest H, W whose shapes stay valid
+    test_size: Tuple[int, int]   # small size used by --self-test
+    doc: str
+    calib: Tuple[int, int] = (3, 4)  # (batches, images per batch) for BN calibration
+
+
+def _tv(fn, **kw):
+    return lambda args: fn(weights=None, **kw)
+
+
+# The registry: adding a model is one line.
+MODELS = {
+    "inception_v3": ModelSpec(
+        _tv(tvm.inception_v3, aux_logits=False, init_weights=True, transform_input=False),
+        (299, 299), (75, 75), (75, 75), "torchvision Inception-V3 (no aux head)"),
+    "squeezenet1_1": ModelSpec(_tv(tvm.squeezenet1_1), (224, 224), (32, 32), (64, 64),
+                               "torchvision SqueezeNet 1.1"),
+    "resnet50": ModelSpec(_tv(tvm.resnet50), (224, 224), (32, 32), (64, 64), "torchvision ResNet-50"),
+    "mobilenet_v2": ModelSpec(_tv(tvm.mobilenet_v2), (224, 224), (32, 32), (64, 64),
+                              "torchvision MobileNet-V2"),
+    "densenet121": ModelSpec(_tv(tvm.densenet121), (224, 224), (32, 32), (64, 64),
+                             "torchvision DenseNet-121"),
+    "googlenet": ModelSpec(
+        _tv(tvm.googlenet, aux_logits=False, init_weights=True, transform_input=False),
+        (224, 224), (32, 32), (64, 64), "torchvision GoogLeNet (no aux heads)"),
+    "randwire": ModelSpec(
+        lambda a: nets.RandWire("regular", 154, a.randwire_graphs, a.seed),
+        (224, 224), (32, 32), (64, 64),
+        "RandWire-WS regular C=154, WS(16)+3xWS(32) (IOS randwire_large; nets.py)"),
+    "randwire_small": ModelSpec(
+        lambda a: nets.RandWire("small", 78, a.randwire_graphs, a.seed),
+        (224, 224), (32, 32), (64, 64), "RandWire-WS small C=78, 3xWS(32) (nets.py)"),
+    "nasnet_a_large": ModelSpec(lambda a: nets.NASNetALarge(), (331, 331), (32, 32), (99, 99),
+                                "NASNet-A Large 6@4032 (nets.py)", calib=(2, 4)),
+    "nasnet_a_mobile": ModelSpec(lambda a: nets.NASNetALarge(1000, 32, 1056, 4), (224, 224), (32, 32),
+                                 (64, 64), "NASNet-A Mobile 4@1056, same cells (nets.py)"),
+}
+
+
+def seed_everything(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+# Ops whose all-constant instances are evaluated here.  torch 1.13 builds the
+# `pads` input of every F.pad as ConstantOfShape/Cast/Concat/Reshape/Slice
+# (step -1)/Transpose on constants and its constant folder gives up on the
+# negative-step Slice; we finish the job so that the file only holds a Pad
+# with an initializer `pads`.
+FOLDABLE_OPS = {"ConstantOfShape", "Cast", "Concat", "Reshape", "Slice", "Transpose", "Unsqueeze"}
+
+
+def _eval_node(node, args):
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    op = node.op_type
+    if op == "ConstantOfShape":
+        value = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+        return np.full(tuple(int(d) for d in args[0]), value.reshape(-1)[0], dtype=value.dtype)
+    if op == "Cast":
+        return args[0].astype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[attrs["to"]])
+    if op == "Concat":
+        return np.concatenate(args, axis=attrs["axis"])
+    if op == "Reshape":
+        shape = [int(d) if d != 0 else args[0].shape[i] for i, d in enumerate(args[1])]
+        return args[0].reshape(shape)
+    if op == "Transpose":
+        return np.transpose(args[0], attrs.get("perm"))
+    if op == "Unsqueeze":
+        out = args[0]
+        for ax in sorted(int(a) % (out.ndim + len(args[1])) for a in args[1]):
+            out = np.expand_dims(out, ax)
+        return out
+    if op == "Slice":
+        data, starts, ends = args[0], args[1], args[2]
+        axes = args[3] if len(args) > 3 and args[3] is not None else range(len(starts))
+        steps = args[4] if len(args) > 4 and args[4] is not None else [1] * len(starts)
+        sl = [slice(None)] * data.ndim
+        for st, en, ax, sp in zip(starts, ends, axes, steps):
+            sl[int(ax)] = slice(int(st), int(en), int(sp))
+        return data[tuple(sl)]
+    raise KeyError(op)
+
+
+def fold_constants(graph):
+    """Evaluate FOLDABLE_OPS nodes with constant inputs into initializers,
+    then drop Constant/foldable nodes nobody reads.  Returns #nodes removed."""
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and len(n.attribute) == 1 and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    new_inits = []
+    for n in graph.node:
+        if n.op_type in FOLDABLE_OPS and all(i == "" or i in consts for i in n.input):
+            val = _eval_node(n, [consts[i] if i else None for i in n.input])
+            consts[n.output[0]] = val
+            new_inits.append(numpy_helper.from_array(np.ascontiguousarray(val), n.output[0]))
+    if not new_inits:
+        return 0
+    before = len(graph.node)
+    folded = {t.name for t in new_inits}
+    keep = [n for n in graph.node if n.output[0] not in folded]
+    graph.initializer.extend(new_inits)
+    # dead code elimination of constant-only producers
+    while True:
+        used = {i for n in keep for i in n.input} | {o.name for o in graph.output}
+        nxt = [n for n in keep if n.op_type != "Constant" or n.output[0] in used]
+        if len(nxt) == len(keep):
+            break
+        keep = nxt
+    used = {i for n in keep for i in n.input} | {o.name for o in graph.output}
+    inits = [i for i in graph.initializer if i.name in used]
+    del graph.node[:]
+    graph.node.extend(keep)
+    del graph.initializer[:]
+    graph.initializer.extend(inits)
+    return before - len(keep)
+
+
+def final_layer(model):
+    """The classifier: the last Linear/Conv2d registered in the model."""
+    last = None
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            last = m
+    return last
+
+
+@torch.no_grad()
+def calibrate(model, spec, hw, seed):
+    """BN running stats from random data, then logits scaled to std ~1."""
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None  # cumulative moving average
+    gen = torch.Generator().manual_seed(seed + 1)
+    batches, bs = spec.calib
+    data = [torch.randn(bs, 3, hw[0], hw[1], generator=gen) for _ in range(batches)]
+    model.train()
+    for x in data:
+        model(x)
+    model.eval()
+    for m in model.modules():  # restore the default so the module is ordinary again
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.momentum = 0.1
+    std = model(data[0]).std().item()
+    fc = final_layer(model)
+    if np.isfinite(std) and std > 0:
+        fc.weight.mul_(1.0 / std)
+        if fc.bias is not None:
+            fc.bias.mul_(1.0 / std)
+
+
+def file_name(name, spec, args, hw):
+    parts = [name]
+    if args.dynamic_batch:
+        parts.append("bdyn")
+    elif args.batch != 1:
+        parts.append(f"b{args.batch}")
+    if tuple(hw) != spec.size:
+        parts.append(f"{hw[0]}x{hw[1]}")
+    return "-".join(parts) + ".onnx"
+
+
+def export_one(name, args, hw, out_path):
+    """Build, calibrate, check and export one model.  Returns a result dict."""
+    spec = MODELS[name]
+    t0 = time.time()
+    seed_everything(args.seed)
+    model = spec.build(args)
+    calibrate(model, spec, hw, args.seed)
+    model.eval()
+
+    batch = 1 if args.dynamic_batch else args.batch
+    gen = torch.Generator().manual_seed(args.seed + 2)
+    dummy = torch.randn(batch, 3, hw[0], hw[1], generator=gen)
+    with torch.no_grad():
+        ref = model(dummy)
+    if not torch.isfinite(ref).all():
+        raise RuntimeError(f"{name}: non-finite outputs in eval mode")
+    max_abs = ref.abs().max().item()
+
+    dyn = {"input": {0: "batch"}, "output": {0: "batch"}} if args.dynamic_batch else None
+    buf = io.BytesIO()
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch 1.13 exporter chatter (Slice folding, prim::Constant)
+        torch.onnx.export(model, dummy, buf, export_params=True, opset_version=OPSET,
+                          do_constant_folding=True, input_names=["input"],
+                          output_names=["output"], dynamic_axes=dyn,
+                          training=torch.onnx.TrainingMode.EVAL,
+                          keep_initializers_as_inputs=False)
+    proto = onnx.load_from_string(buf.getvalue())
+    fold_constants(proto.graph)
+    proto.producer_name = PRODUCER
+    proto.producer_version = f"torch-{torch.__version__}"
+    proto.doc_string = f"{name}: {spec.doc}; random weights, seed {args.seed}"
+    meta = {"ios.model": name, "ios.seed": str(args.seed),
+            "ios.image_size": f"{hw[0]}x{hw[1]}",
+            "ios.batch": "dynamic" if args.dynamic_batch else str(args.batch)}
+    if hasattr(model, "graph_sources"):
+        meta["ios.randwire_graphs"] = ",".join(model.graph_sources)
+    del proto.metadata_props[:]
+    for k in sorted(meta):
+        p = proto.metadata_props.add()
+        p.key, p.value = k, meta[k]
+    onnx.checker.check_model(proto)
+
+    hist = Counter(n.op_type for n in proto.graph.node)
+    bad = sorted(set(hist) - SUPPORTED_OPS)
+    data = proto.SerializeToString()
+    if not bad:
+        tmp = out_path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, out_path)
+
+    inits = {i.name: i for i in proto.graph.initializer}
+    dw = 0
+    for n in proto.graph.node:
+        if n.op_type == "Conv":
+            g = next((a.i for a in n.attribute if a.name == "group"), 1)
+            if g > 1 and len(n.input) > 1 and n.input[1] in inits and inits[n.input[1]].dims[1] == 1:
+                dw += 1
+    return {"name": name, "path": out_path, "bytes": len(data), "nodes": len(proto.graph.node),
+            "hist": hist, "bad": bad, "secs": time.time() - t0, "max_abs": max_abs,
+            "sha256": hashlib.sha256(data).hexdigest(), "depthwise": dw,
+            "sources": getattr(model, "graph_sources", None)}
+
+
+def report(r):
+    hist = " ".join(f"{k}:{v}" for k, v in sorted(r["hist"].items(), key=lambda kv: (-kv[1], kv[0])))
+    extra = f" dwconv={r['depthwise']}" if r["depthwise"] else ""
+    print(f"{r['name']:<15} {r['path']}  {r['bytes'] / 1e6:.1f} MB  nodes={r['nodes']}{extra}  "
+          f"{r['secs']:.1f}s  max|out|={r['max_abs']:.3g}  [{hist}]", flush=True)
+    if r["sources"] and any(s.startswith("generated") for s in r["sources"]):
+        print(f"  note: randwire graph files not found, generated: {', '.join(r['sources'])}")
+    if r["bad"]:
+        print(f"error: {r['name']}: unsupported op types {', '.join(r['bad'])}; file not written",
+              file=sys.stderr)
+
+
+def parse_size(s):
+    try:
+        h, w = (int(v) for v in s.lower().split("x"))
+        if h <= 0 or w <= 0:
+            raise ValueError
+        return h, w
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad image size '{s}', expected HxW, e.g. 224x224")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Output file name: <name>[-b<N>|-bdyn][-<H>x<W>].onnx (suffixes only for a batch "
+               "other than 1, --dynamic-batch, an image size other than the model's default); "
+               "e.g. inception_v3-b2-75x75.onnx.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="all", help="comma-separated names, or 'all' (default)")
+    ap.add_argument("--out-dir", default=SCRIPT_DIR, help="output folder (default: %(default)s)")
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--batch", type=int, default=1, help="static batch size (default 1)")
+    g.add_argument("--dynamic-batch", action="store_true", help="symbolic batch dim 'batch'")
+    ap.add_argument("--image-size", type=parse_size, help="HxW (default: per model, see --list)")
+    ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    ap.add_argument("--randwire-graphs", default=DEFAULT_GRAPH_DIR,
+                    help="folder with ws-N-K-P-stage.txt graphs (default: %(default)s; "
+                         "missing files are generated with a fixed seed)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch CPU threads")
+    ap.add_argument("--list", action="store_true", help="list the models and exit")
+    ap.add_argument("--self-test", action="store_true",
+                    help="export each selected model twice (at its small test size unless "
+                         "--image-size is given) and check the files are byte-identical")
+    args = ap.parse_args(argv)
+    if args.batch < 1:
+        ap.error("--batch must be >= 1")
+    torch.set_num_threads(max(1, args.threads))
+
+    if args.list:
+        for n, s in MODELS.items():
+            print(f"{n:<15} default {s.size[0]}x{s.size[1]}  min {s.min_size[0]}x{s.min_size[1]}  {s.doc}")
+        return 0
+
+    if args.models == "all":
+        names = list(MODELS)
+    else:
+        names = [n.strip() for n in args.models.split(",") if n.strip()]
+        unknown = [n for n in names if n not in MODELS]
+        if unknown:
+            ap.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+
+    if args.self_test and args.models == "all":
+        names = ["squeezenet1_1", "randwire", "nasnet_a_large"]
+    for n in names:
+        s = MODELS[n]
+        hw = args.image_size or (s.test_size if args.self_test else s.size)
+        if hw[0] < s.min_size[0] or hw[1] < s.min_size[1]:
+            ap.error(f"{n} needs an image size of at least {s.min_size[0]}x{s.min_size[1]}, "
+                     f"got {hw[0]}x{hw[1]}")
+
+    failed = False
+    if args.self_test:
+        with tempfile.TemporaryDirectory() as tmp:
+            for n in names:
+                hw = args.image_size or MODELS[n].test_size
+                runs = [export_one(n, args, hw, os.path.join(tmp, f"{n}-{i}.onnx")) for i in range(2)]
+                report(runs[0])
+                same = runs[0]["sha256"] == runs[1]["sha256"]
+                print(f"self-test {n}: {'identical' if same else 'DIFFERENT'} sha256 {runs[0]['sha256'][:16]}"
+                      + ("" if same else f" vs {runs[1]['sha256'][:16]}"))
+                failed |= not same or bool(runs[0]["bad"])
+        print("self-test:", "FAILED" if failed else "ok")
+        return 1 if failed else 0
+
+    os.makedirs(args.out_dir, exist_ok=True)
+    for n in names:
+        hw = args.image_size or MODELS[n].size
+        r = export_one(n, args, hw, os.path.join(args.out_dir, file_name(n, MODELS[n], args, hw)))
+        report(r)
+        failed |= bool(r["bad"])
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+// The persistent profile database and canonical stage signatures.
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/error.h"
+#include "cost/ir_builder.h"
+#include "cost/profile_db.h"
+#include "cost/temp_dir.h"
+#include "sched/unit_graph.h"
+
+using ios::cost::ProfileDb;
+using ios::cost::ProfileEntry;
+using ios::cost::ProfileKey;
+using ios::cost::stage_signature;
+using ios::sched::Stage;
+using ios::sched::Strategy;
+using ios::sched::UnitGraph;
+using ios::sched::UnitId;
+using ios::test::IrBuilder;
+using ios::test::TempDir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+ProfileKey key(const std::string& signature, int64_t batch = 1) {
+  return ProfileKey{"NVIDIA H100 80GB HBM3", "570.86.15", "9.19.0", "fp32", batch, signature};
+}
+
+std::string open_error(const std::filesystem::path& path) {
+  try {
+    ProfileDb db(path);
+  } catch (const ios::UserError& e) {
+    return e.what();
+  }
+  FAIL("no UserError opening " << path);
+  return {};
+}
+
+// An Inception-style module: four branches over `x`, concatenated into 4*c
+// channels. With 4*c equal to x's channels, chained modules are identical.
+ios::ir::TensorId module(IrBuilder& b, const std::string& p, ios::ir::TensorId x, int64_t c) {
+  const auto b1 = b.conv(p + "b1", x, c, 1);
+  const auto b2 = b.conv(p + "b2b", b.conv(p + "b2a", x, c / 2, 1), c, 5, 1, 2);
+  const auto b3 = b.conv(p + "b3c", b.conv(p + "b3b", b.conv(p + "b3a", x, c / 2, 1), c, 3, 1, 1),
+                         c, 3, 1, 1);
+  const auto b4 = b.conv(p + "b4", b.avg_pool(p + "pool", x, 3, 1, 1), c, 1);
+  return b.concat(p + "cat", {b1, b2, b3, b4});
+}
+
+UnitId unit(const UnitGraph& g, const std::string& id) {
+  const auto u = g.find(id);
+  REQUIRE(u.has_value());
+  return *u;
+}
+
+Stage stage(Strategy strategy, std::vector<std::vector<UnitId>> groups) {
+  Stage s;
+  s.strategy = strategy;
+  s.groups = std::move(groups);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("profile db: store and look up", "[cost][profile_db]") {
+  TempDir dir;
+  ProfileDb db(dir / "nested" / "dirs" / "profile.sqlite");  // directories are created
+  CHECK(db.count() == 0);
+  CHECK_FALSE(db.lookup(key("s1")).has_value());
+
+  db.store(key("s1"), 0.125, 50);
+  REQUIRE(db.lookup(key("s1")).has_value());
+  CHECK(*db.lookup(key("s1")) == 0.125);
+  const auto entry = db.find(key("s1"));
+  REQUIRE(entry.has_value());
+  CHECK(entry->repetitions == 50);
+  CHECK(entry->measured_at > 1600000000);  // "now", as Unix seconds
+
+  // Every key field takes part in the key.
+  CHECK_FALSE(db.lookup(key("s1", 2)).has_value());
+  ProfileKey other = key("s1");
+  other.precision = "tf32";
+  CHECK_FALSE(db.lookup(other).has_value());
+  other = key("s1");
+  other.cudnn = "9.20.0";
+  CHECK_FALSE(db.lookup(other).has_value());
+  other = key("s1");
+  other.driver = "580.0";
+  CHECK_FALSE(db.lookup(other).has_value());
+  other = key("s1");
+  other.device = "NVIDIA H200";
+  CHECK_FALSE(db.lookup(other).has_value());
+
+  db.store(key("s1"), ProfileEntry{0.25, 10, 1700000000});  // replaces
+  CHECK(db.count() == 1);
+  CHECK(db.find(key("s1"))->latency_ms == 0.25);
+  CHECK(db.find(key("s1"))->measured_at == 1700000000);
+
+  db.store_all({{key("s2"), {1.0, 3, 0}}, {key("s3"), {2.0, 3, 0}}});
+  CHECK(db.count() == 3);
+  db.clear();
+  CHECK(db.count() == 0);
+}
+
+TEST_CASE("profile db: entries persist across reopening and connections", "[cost][profile_db]") {
+  TempDir dir;
+  const auto path = dir / "profile.sqlite";
+  {
+    ProfileDb db(path);
+    db.store(key("persist"), 0.5, 7);
+  }
+  ProfileDb reopened(path);
+  CHECK(reopened.count() == 1);
+  CHECK(reopened.lookup(key("persist")) == 0.5);
+
+  // A second connection to the same file (as another process would have)
+  // sees the first one's writes and can write itself.
+  ProfileDb second(path);
+  second.store(key("other"), 0.75, 7);
+  CHECK(reopened.lookup(key("other")) == 0.75);
+  reopened.store(key("third"), 1.5, 7);
+  CHECK(second.count() == 3);
+
+  ProfileDb moved = std::move(second);
+  CHECK(moved.count() == 3);
+  CHECK(moved.path() == path);
+}
+
+TEST_CASE("profile db: a file that is not a profile database is a user error",
+          "[cost][profile_db]") {
+  TempDir dir;
+  SECTION("garbage bytes") {
+    const auto path = dir / "profile.sqlite";
+    std::ofstream(path) << std::string(4096, 'x');
+    const std::string message = open_error(path);
+    CHECK_THAT(message, Contains(path.string()));
+    CHECK_THAT(message, Contains("delete"));
+  }
+  SECTION("another program's SQLite database") {
+    const auto path = dir / "foreign.sqlite";
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "CREATE TABLE users (name TEXT)", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
+    sqlite3_close(db);
+    const std::string message = open_error(path);
+    CHECK_THAT(message, Contains(path.string()));
+    CHECK_THAT(message, Contains("not an ios profile database"));
+  }
+  SECTION("a database of another schema version") {
+    const auto path = dir / "future.sqlite";
+    { ProfileDb created(path); }
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr,
+                         nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+    const std::string message = open_error(path);
+    CHECK_THAT(message, Contains("schema version 99"));
+    CHECK_THAT(message, Contains(path.string()));
+  }
+}
+
+TEST_CASE("profile db: default path follows XDG_CACHE_HOME, then HOME", "[cost][profile_db]") {
+  const char* old_xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_xdg = old_xdg ? old_xdg : "";
+  setenv("XDG_CACHE_HOME", "/tmp/xdg-cache", 1);
+  CHECK(ProfileDb::default_path() == "/tmp/xdg-cache/ios/profile.sqlite");
+  unsetenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home != '\0') {
+    CHECK(ProfileDb::default_path() == std::filesystem::path(home) / ".cache/ios/profile.sqlite");
+  }
+  if (old_xdg) setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+}
+
+TEST_CASE("stage signatures: identical Inception modules share keys", "[cost][signature]") {
+  IrBuilder b;
+  const auto x = b.input("x", {1, 64, 17, 17});
+  const auto m1 = module(b, "m1_", x, 16);
+  const auto m2 = module(b, "m2_", m1, 16);
+  IrBuilder other;  // the same module on a larger feature map
+  module(other, "m1_", other.input("x", {1, 64, 35, 35}), 16);
+  b.output(m2);
+  const UnitGraph g = UnitGraph::form(b.graph);
+  const UnitGraph big = UnitGraph::form(other.graph);
+
+  auto first_stage = [](const UnitGraph& graph, const std::string& p) {
+    return stage(Strategy::kConcurrent, {{unit(graph, p + "b1")},
+                                         {unit(graph, p + "b2a"), unit(graph, p + "b2b")},
+                                         {unit(graph, p + "b3a")},
+                                         {unit(graph, p + "pool"), unit(graph, p + "b4")}});
+  };
+  const std::string s1 = stage_signature(g, first_stage(g, "m1_"));
+  const std::string s2 = stage_signature(g, first_stage(g, "m2_"));
+  CHECK(s1 == s2);
+  CHECK(s1.find("m1_") == std::string::npos);  // names never enter a signature
+
+  // Concurrent groups are unordered.
+  const Stage reordered =
+      stage(Strategy::kConcurrent, {{unit(g, "m2_pool"), unit(g, "m2_b4")},
+                                    {unit(g, "m2_b3a")},
+                                    {unit(g, "m2_b1")},
+                                    {unit(g, "m2_b2a"), unit(g, "m2_b2b")}});
+  CHECK(stage_signature(g, reordered) == s1);
+
+  // ... but the order inside a group matters, and so do shapes and strategy.
+  CHECK(stage_signature(big, first_stage(big, "m1_")) != s1);
+  const Stage split = stage(Strategy::kConcurrent, {{unit(g, "m1_b2a")}, {unit(g, "m1_b2b")}});
+  const Stage chain = stage(Strategy::kConcurrent, {{unit(g, "m1_b2a"), unit(g, "m1_b2b")}});
+  CHECK(stage_signature(g, split) != stage_signature(g, chain));
+  const Stage merged = stage(Strategy::kMerge, {{unit(g, "m1_b1"), unit(g, "m1_b2a")}});
+  const Stage side_by_side = stage(Strategy::kConcurrent, {{unit(g, "m1_b1")}, {unit(g, "m1_b2a")}});
+  CHECK(stage_signature(g, merged) != stage_signature(g, side_by_side));
+  CHECK(stage_signature(g, merged) ==
+        stage_signature(g, stage(Strategy::kMerge, {{unit(g, "m2_b1"), unit(g, "m2_b2a")}})));
+
+  // Convs with equal shapes reading the same tensor differ from ones reading
+  // two different tensors of that shape.
+  const Stage shared = stage(Strategy::kConcurrent, {{unit(g, "m1_b1")}, {unit(g, "m1_b3a")}});
+  const Stage apart = stage(Strategy::kConcurrent, {{unit(g, "m1_b1")}, {unit(g, "m2_b3a")}});
+  CHECK(stage_signature(g, shared) != stage_signature(g, apart));
+}

@@ -1,0 +1,222 @@
+// Bad inputs: each must give one UserError whose single-line message names
+// the file (and the node or tensor) and says what to do.
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "model_builder.h"
+#include "onnx/importer.h"
+
+namespace {
+
+using ios::test::ModelBuilder;
+
+// Imports and returns the UserError's message; fails the test otherwise.
+std::string import_error(const std::string& path, const ios::onnx::ImportOptions& options = {}) {
+  try {
+    ios::onnx::import_model(path, options);
+  } catch (const ios::UserError& e) {
+    const std::string message = e.what();
+    CHECK(message.find('\n') == std::string::npos);
+    CHECK(message.find(path) != std::string::npos);
+    return message;
+  }
+  FAIL("no UserError for " << path);
+  return {};
+}
+
+// x[1x3x8x8] -> Conv(4 filters, 3x3, pad 1) -> Relu -> y
+ModelBuilder small_model(int64_t batch = 1) {
+  ModelBuilder b;
+  b.input("x", {batch, 3, 8, 8});
+  b.ramp_weight("w", {4, 3, 3, 3});
+  b.ramp_weight("bias", {4});
+  auto& conv = b.node("Conv", {"x", "w", "bias"}, {"c"}, "conv1");
+  ModelBuilder::ints(conv, "pads", {1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"y"}, "relu1");
+  b.output("y", 4);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("a missing file is a UserError naming the path", "[onnx][errors]") {
+  const std::string path = (ios::test::scratch_dir() / "does_not_exist.onnx").string();
+  const std::string message = import_error(path);
+  CHECK(message.find("no such file") != std::string::npos);
+}
+
+TEST_CASE("a file that is not ONNX is a UserError", "[onnx][errors]") {
+  const auto path = ios::test::scratch_dir() / "not_onnx.onnx";
+  ios::test::write_bytes(path, "this is a plain text file, not a protobuf\n\x01\x02\xff\xfe garbage");
+  const std::string message = import_error(path.string());
+  CHECK(message.find("not a valid ONNX model") != std::string::npos);
+
+  const auto empty = ios::test::scratch_dir() / "empty.onnx";
+  ios::test::write_bytes(empty, "");
+  CHECK(import_error(empty.string()).find("empty") != std::string::npos);
+
+  const auto dir = ios::test::scratch_dir() / "a_directory.onnx";
+  std::filesystem::create_directories(dir);
+  CHECK(import_error(dir.string()).find("directory") != std::string::npos);
+}
+
+TEST_CASE("a truncated model is a UserError, wherever it is cut", "[onnx][errors]") {
+  const std::string bytes = small_model().bytes();
+  // Every cut must fail cleanly (parse failure, missing parts, or short weights).
+  int cuts = 0;
+  for (size_t keep = 1; keep < bytes.size(); keep += std::max<size_t>(1, bytes.size() / 40)) {
+    const auto path = ios::test::scratch_dir() / "truncated.onnx";
+    ios::test::write_bytes(path, bytes.substr(0, keep));
+    import_error(path.string());
+    ++cuts;
+  }
+  CHECK(cuts >= 30);
+  const auto path = ios::test::scratch_dir() / "truncated_half.onnx";
+  ios::test::write_bytes(path, bytes.substr(0, bytes.size() / 2));
+  CHECK(import_error(path.string()).find("ONNX model") != std::string::npos);
+}
+
+TEST_CASE("a graph with a cycle is a UserError naming a node on it", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.node("Add", {"x", "back"}, {"sum"}, "add_in_cycle");
+  b.node("Relu", {"sum"}, {"back"}, "relu_in_cycle");
+  b.node("Relu", {"back"}, {"y"}, "after_cycle");
+  b.output("y", 2);
+  const std::string message = import_error(b.save("cycle.onnx"));
+  CHECK(message.find("cycle") != std::string::npos);
+  const bool names_cycle_node = message.find("add_in_cycle") != std::string::npos ||
+                                message.find("relu_in_cycle") != std::string::npos;
+  CHECK(names_cycle_node);
+  CHECK(message.find("after_cycle") == std::string::npos);
+}
+
+TEST_CASE("an unsupported operator names the node, its type and the supported list", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.node("Relu", {"x"}, {"r"}, "relu0");
+  b.node("LeakyRelu", {"r"}, {"y"}, "leaky_1");
+  b.output("y", 2);
+  const std::string message = import_error(b.save("unsupported.onnx"));
+  CHECK(message.find("leaky_1") != std::string::npos);
+  CHECK(message.find("LeakyRelu") != std::string::npos);
+  CHECK(message.find("not supported") != std::string::npos);
+  CHECK(message.find("supported operators: Conv, Relu") != std::string::npos);
+  CHECK(message.find("HardSwish") != std::string::npos);
+
+  ModelBuilder custom;
+  custom.input("x", {1, 4});
+  auto& n = custom.node("FancyOp", {"x"}, {"y"}, "fancy");
+  n.set_domain("com.example");
+  auto* imp = custom.model.add_opset_import();
+  imp->set_domain("com.example");
+  imp->set_version(1);
+  custom.output("y", 2);
+  const std::string custom_message = import_error(custom.save("custom_domain.onnx"));
+  CHECK(custom_message.find("com.example.FancyOp") != std::string::npos);
+  CHECK(custom_message.find("fancy") != std::string::npos);
+}
+
+TEST_CASE("a gather on activations survives folding and is reported unsupported", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 3, 4, 4});
+  b.int_constant("idx", {}, {0});
+  auto& g = b.node("Gather", {"x", "idx"}, {"y"}, "pick_channel");
+  ModelBuilder::integer(g, "axis", 1);
+  b.output("y", 3);
+  const std::string message = import_error(b.save("gather_activation.onnx"));
+  CHECK(message.find("pick_channel") != std::string::npos);
+  CHECK(message.find("Gather is not supported") != std::string::npos);
+}
+
+TEST_CASE("a symbolic batch without --batch says to pass --batch N", "[onnx][errors]") {
+  const std::string path = small_model(-1).save("symbolic_batch.onnx");
+  const std::string message = import_error(path);
+  CHECK(message.find("'x'") != std::string::npos);
+  CHECK(message.find("symbolic batch") != std::string::npos);
+  CHECK(message.find("--batch N") != std::string::npos);
+
+  ios::onnx::ImportOptions options;
+  options.batch = 3;
+  const auto model = ios::onnx::import_model(path, options);
+  CHECK(model.batch == 3);
+  REQUIRE(model.inputs.size() == 1);
+  CHECK(model.inputs[0].second == ios::ir::Shape{3, 3, 8, 8});
+  CHECK(model.graph.tensor(model.graph.outputs().at(0)).shape == ios::ir::Shape{3, 4, 8, 8});
+}
+
+TEST_CASE("a symbolic spatial dimension needs a full --input-shape", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 3, -1, -1}, "height");
+  b.node("Relu", {"x"}, {"y"}, "relu");
+  b.output("y", 4);
+  const std::string path = b.save("symbolic_hw.onnx");
+  ios::onnx::ImportOptions batch_only;
+  batch_only.batch = 2;
+  CHECK(import_error(path, batch_only).find("--input-shape x:") != std::string::npos);
+
+  ios::onnx::ImportOptions full;
+  full.input_shapes["x"] = {2, 3, 5, 7};
+  const auto model = ios::onnx::import_model(path, full);
+  CHECK(model.graph.tensor(model.graph.outputs().at(0)).shape == ios::ir::Shape{2, 3, 5, 7});
+
+  ios::onnx::ImportOptions wrong_name;
+  wrong_name.input_shapes["input"] = {1, 3, 4, 4};
+  const std::string message = import_error(path, wrong_name);
+  CHECK(message.find("'input'") != std::string::npos);
+  CHECK(message.find("inputs are: x") != std::string::npos);
+
+  ios::onnx::ImportOptions wrong_rank;
+  wrong_rank.input_shapes["x"] = {3, 4, 4};
+  CHECK(import_error(path, wrong_rank).find("rank") != std::string::npos);
+
+  ios::onnx::ImportOptions zero_batch;
+  zero_batch.batch = 0;
+  CHECK(import_error(path, zero_batch).find("--batch") != std::string::npos);
+}
+
+TEST_CASE("the ONNX checker's complaints become one-line UserErrors", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.node("Relu", {"x", "extra"}, {"y"}, "relu_two_inputs");  // Relu takes one input
+  b.weight("extra", {1}, {0.0f});
+  b.output("y", 2);
+  const std::string message = import_error(b.save("checker.onnx"));
+  CHECK(message.find("checker") != std::string::npos);
+}
+
+TEST_CASE("weights that are not float32 are rejected by name", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.int_weight("offsets", {4}, {1, 2, 3, 4});
+  b.node("Add", {"x", "offsets"}, {"y"}, "add_int");
+  b.output("y", 2);
+  // ONNX's own type check (Add needs equal types) or ios's weight check.
+  const std::string message = import_error(b.save("int_weight.onnx"));
+  CHECK(message.find("add_int") != std::string::npos);
+}
+
+TEST_CASE("a weight whose data is shorter than its dims is rejected", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 3, 8, 8});
+  b.weight("w", {4, 3, 3, 3}, std::vector<float>(50, 0.5f));  // needs 108
+  b.node("Conv", {"x", "w"}, {"y"}, "conv_short");
+  b.output("y", 4);
+  const std::string message = import_error(b.save("short_weight.onnx"));
+  CHECK(message.find("'w'") != std::string::npos);
+  CHECK(message.find("corrupt or truncated") != std::string::npos);
+}
+
+TEST_CASE("a run-time Reshape target is rejected with the node name", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.input("target", {2});
+  b.model.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      ::onnx::TensorProto::INT64);
+  b.node("Reshape", {"x", "target"}, {"y"}, "dynamic_reshape");
+  b.output("y", 2);
+  const std::string message = import_error(b.save("dynamic_reshape.onnx"));
+  // Either the integer graph input or the run-time target is named.
+  const bool named = message.find("target") != std::string::npos;
+  CHECK(named);
+}

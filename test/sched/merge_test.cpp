@@ -1,0 +1,269 @@
+// Operator merge: padding geometry, legality on a real unit graph, and the
+// placement of weights in the merged kernel.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "sched/fused_epilogue.h"
+#include "sched/merge.h"
+#include "sched/merge_geometry.h"
+#include "sched/unit_graph.h"
+
+using namespace ios::sched;
+using ios::ir::ConvAttrs;
+
+namespace {
+
+// A convolution on an H x W input with kernel k, pads {top, left, bottom,
+// right}, stride, dilation; the output size follows from them.
+ConvGeometry conv(std::array<int64_t, 2> k, std::array<int64_t, 4> pads, int64_t stride = 1,
+                  int64_t dilation = 1, int64_t h = 17, int64_t w = 17) {
+  ConvGeometry g;
+  g.conv.kernel = k;
+  g.conv.pads = pads;
+  g.conv.stride = {stride, stride};
+  g.conv.dilation = {dilation, dilation};
+  g.input_hw = {h, w};
+  g.output_hw = {conv_output_size(h, k[0], stride, dilation, pads[0], pads[2]),
+                 conv_output_size(w, k[1], stride, dilation, pads[1], pads[3])};
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("merge geometry: 1x1 with 3x3", "[merge]") {
+  const auto r = merge_geometry({conv({1, 1}, {0, 0, 0, 0}), conv({3, 3}, {1, 1, 1, 1})});
+  REQUIRE(r.merged.has_value());
+  CHECK(r.merged->conv.kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+  CHECK(r.merged->kernel_offsets[0] == std::array<int64_t, 2>{1, 1});
+  CHECK(r.merged->kernel_offsets[1] == std::array<int64_t, 2>{0, 0});
+}
+
+TEST_CASE("merge geometry: 1x3, 3x1 and 3x3", "[merge]") {
+  const auto r = merge_geometry(
+      {conv({1, 3}, {0, 1, 0, 1}), conv({3, 1}, {1, 0, 1, 0}), conv({3, 3}, {1, 1, 1, 1})});
+  REQUIRE(r.merged.has_value());
+  CHECK(r.merged->conv.kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+  CHECK(r.merged->kernel_offsets[0] == std::array<int64_t, 2>{1, 0});
+  CHECK(r.merged->kernel_offsets[1] == std::array<int64_t, 2>{0, 1});
+  CHECK(r.merged->kernel_offsets[2] == std::array<int64_t, 2>{0, 0});
+}
+
+TEST_CASE("merge geometry: strides, dilation and larger kernels", "[merge]") {
+  // 5x5 / 3x3 / 1x1 "same" convolutions with stride 2.
+  auto r = merge_geometry({conv({5, 5}, {2, 2, 2, 2}, 2), conv({3, 3}, {1, 1, 1, 1}, 2),
+                           conv({1, 1}, {0, 0, 0, 0}, 2)});
+  REQUIRE(r.merged.has_value());
+  CHECK(r.merged->conv.kernel == std::array<int64_t, 2>{5, 5});
+  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{2, 2, 2, 2});
+  CHECK(r.merged->conv.stride == std::array<int64_t, 2>{2, 2});
+  CHECK(r.merged->kernel_offsets[1] == std::array<int64_t, 2>{1, 1});
+  CHECK(r.merged->kernel_offsets[2] == std::array<int64_t, 2>{2, 2});
+  // Dilation 2: the 1x1 sits one kernel step (two input rows) in.
+  r = merge_geometry({conv({3, 3}, {2, 2, 2, 2}, 1, 2), conv({1, 1}, {0, 0, 0, 0}, 1, 2)});
+  REQUIRE(r.merged.has_value());
+  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{2, 2, 2, 2});
+  CHECK(r.merged->conv.dilation == std::array<int64_t, 2>{2, 2});
+  // Valid (unpadded) 3x3 with 1x1: offsets line up only with zero-padded
+  // outputs of different size, rejected.
+  r = merge_geometry({conv({3, 3}, {0, 0, 0, 0}), conv({1, 1}, {0, 0, 0, 0})});
+  CHECK_FALSE(r.merged.has_value());
+  CHECK_THAT(r.reason, Catch::Contains("maps"));
+}
+
+TEST_CASE("merge geometry: rejects pads that do not line up", "[merge]") {
+  // Same output size, but the 3x3 pads 2 rows on top and none below: its
+  // kernel would have to sit one row higher than centred.
+  auto r = merge_geometry({conv({3, 3}, {2, 1, 0, 1}), conv({1, 1}, {0, 0, 0, 0})});
+  CHECK_FALSE(r.merged.has_value());
+  CHECK_THAT(r.reason, Catch::Contains("rows") && Catch::Contains("pad begin"));
+  // Different strides or dilations never merge.
+  r = merge_geometry({conv({3, 3}, {1, 1, 1, 1}, 1), conv({3, 3}, {1, 1, 1, 1}, 2)});
+  CHECK_FALSE(r.merged.has_value());
+  r = merge_geometry({conv({3, 3}, {2, 2, 2, 2}, 1, 2), conv({3, 3}, {1, 1, 1, 1}, 1, 1)});
+  CHECK_FALSE(r.merged.has_value());
+  // Grouped convolutions never merge.
+  ConvGeometry grouped = conv({3, 3}, {1, 1, 1, 1});
+  grouped.conv.group = 2;
+  r = merge_geometry({grouped, conv({3, 3}, {1, 1, 1, 1})});
+  CHECK_FALSE(r.merged.has_value());
+  CHECK_THAT(r.reason, Catch::Contains("group"));
+}
+
+TEST_CASE("merge geometry: the merged formula reproduces each member's rows", "[merge]") {
+  // For every accepted case, output row i of the merged conv reads input
+  // row i*stride - P + t*d at merged kernel row t; the member's kernel row t'
+  // = t - o must read the member's own row i*stride - p + t'*d.
+  const std::vector<std::vector<ConvGeometry>> cases = {
+      {conv({1, 1}, {0, 0, 0, 0}), conv({3, 3}, {1, 1, 1, 1})},
+      {conv({1, 3}, {0, 1, 0, 1}), conv({3, 1}, {1, 0, 1, 0}), conv({3, 3}, {1, 1, 1, 1})},
+      {conv({5, 5}, {2, 2, 2, 2}, 2, 1, 9, 9), conv({1, 1}, {0, 0, 0, 0}, 2, 1, 9, 9)},
+      {conv({3, 3}, {3, 3, 3, 3}, 1, 3), conv({1, 1}, {0, 0, 0, 0}, 1, 3)},
+  };
+  for (const auto& members : cases) {
+    const auto r = merge_geometry(members);
+    REQUIRE(r.merged.has_value());
+    const ConvAttrs& m = r.merged->conv;
+    for (size_t k = 0; k < members.size(); ++k) {
+      for (int axis = 0; axis < 2; ++axis) {
+        const ConvAttrs& c = members[k].conv;
+        const int64_t o = r.merged->kernel_offsets[k][axis];
+        REQUIRE(o >= 0);
+        REQUIRE(o + c.kernel[axis] <= m.kernel[axis]);
+        CHECK(conv_output_size(members[k].input_hw[axis], m.kernel[axis], m.stride[axis],
+                               m.dilation[axis], m.pads[axis], m.pads[axis + 2]) ==
+              members[k].output_hw[axis]);
+        for (int64_t i = 0; i < members[k].output_hw[axis]; ++i) {
+          for (int64_t t = 0; t < c.kernel[axis]; ++t) {
+            const int64_t merged_row = i * m.stride[axis] - m.pads[axis] + (t + o) * m.dilation[axis];
+            const int64_t member_row = i * c.stride[axis] - c.pads[axis] + t * c.dilation[axis];
+            CHECK(merged_row == member_row);
+          }
+        }
+      }
+    }
+  }
+}
+
+namespace {
+
+using namespace ios::ir;
+
+// X [1, 4, 8, 8] read by convolutions given as (kernel, pads, stride,
+// epilogue ops); a second input Y read by one more 1x1 conv.
+struct ConvGraph {
+  Graph graph;
+  std::vector<TensorId> outputs;
+};
+
+TensorId add_const(Graph& g, const std::string& name, Shape shape, float base) {
+  Tensor t;
+  t.name = name;
+  t.shape = shape;
+  auto data = std::make_shared<std::vector<float>>(static_cast<size_t>(num_elements(shape)));
+  for (size_t i = 0; i < data->size(); ++i) (*data)[i] = base + static_cast<float>(i);
+  t.data = data;
+  return g.add_tensor(t);
+}
+
+TensorId add_conv(Graph& g, TensorId x, const std::string& name, int64_t out_c,
+                  std::array<int64_t, 2> k, std::array<int64_t, 4> pads, int64_t stride,
+                  bool bias, float base, const std::vector<OpKind>& epilogue, float clip_max = 6.0f) {
+  const Shape in = g.tensor(x).shape;  // a copy: add_tensor may move tensors
+  Node conv;
+  conv.name = name;
+  conv.op = OpKind::kConv;
+  ConvAttrs a;
+  a.kernel = k;
+  a.pads = pads;
+  a.stride = {stride, stride};
+  conv.attrs = a;
+  conv.inputs = {x, add_const(g, name + ".w", {out_c, in[1], k[0], k[1]}, base)};
+  if (bias) conv.inputs.push_back(add_const(g, name + ".b", {out_c}, base * 10));
+  Tensor out;
+  out.name = name + ".out";
+  out.shape = {in[0], out_c, conv_output_size(in[2], k[0], stride, 1, pads[0], pads[2]),
+               conv_output_size(in[3], k[1], stride, 1, pads[1], pads[3])};
+  TensorId y = g.add_tensor(out);
+  conv.outputs = {y};
+  g.add_node(conv);
+  for (size_t i = 0; i < epilogue.size(); ++i) {
+    Node e;
+    e.name = name + ".act" + std::to_string(i);
+    e.op = epilogue[i];
+    if (e.op == OpKind::kClip) e.attrs = ClipAttrs{0.0f, clip_max};
+    e.inputs = {y};
+    Tensor t;
+    t.name = e.name + ".out";
+    t.shape = g.tensor(y).shape;
+    y = g.add_tensor(t);
+    e.outputs = {y};
+    g.add_node(e);
+  }
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("check_merge: legality on a unit graph and weight placement", "[merge]") {
+  Graph g;
+  Tensor xt;
+  xt.name = "X";
+  xt.shape = {1, 4, 8, 8};
+  const TensorId x = g.add_tensor(xt);
+  Tensor yt = xt;
+  yt.name = "Y";
+  const TensorId y = g.add_tensor(yt);
+  g.inputs() = {x, y};
+  const std::vector<OpKind> relu = {OpKind::kRelu};
+  std::vector<TensorId> outs;
+  outs.push_back(add_conv(g, x, "a1x1", 2, {1, 1}, {0, 0, 0, 0}, 1, true, 1.0f, relu));
+  outs.push_back(add_conv(g, x, "b3x3", 3, {3, 3}, {1, 1, 1, 1}, 1, false, 100.0f, relu));
+  outs.push_back(add_conv(g, x, "c1x3", 1, {1, 3}, {0, 1, 0, 1}, 1, true, 1000.0f, relu));
+  outs.push_back(add_conv(g, x, "d_s2", 2, {3, 3}, {1, 1, 1, 1}, 2, true, 1.0f, relu));
+  outs.push_back(add_conv(g, x, "e_clip", 2, {1, 1}, {0, 0, 0, 0}, 1, true, 1.0f, {OpKind::kClip}));
+  outs.push_back(add_conv(g, y, "f_other", 2, {1, 1}, {0, 0, 0, 0}, 1, true, 1.0f, relu));
+  outs.push_back(add_conv(g, x, "g_clip4", 2, {1, 1}, {0, 0, 0, 0}, 1, true, 1.0f, {OpKind::kClip}, 4.0f));
+  outs.push_back(add_conv(g, x, "h_clip", 2, {3, 3}, {1, 1, 1, 1}, 1, true, 1.0f, {OpKind::kClip}));
+  g.outputs() = outs;
+  const UnitGraph units = UnitGraph::form(g);
+  auto unit_of = [&](const std::string& conv_name) {
+    for (UnitId u = 0; u < units.size(); ++u) {
+      if (units.unit(u).anchor != kNone && g.node(units.unit(u).anchor).name == conv_name) return u;
+    }
+    FAIL("no unit for " << conv_name);
+    return UnitId{-1};
+  };
+  const UnitId a = unit_of("a1x1"), b = unit_of("b3x3"), c = unit_of("c1x3"), d = unit_of("d_s2"),
+               e = unit_of("e_clip"), f = unit_of("f_other"), gc = unit_of("g_clip4"), h = unit_of("h_clip");
+
+  CHECK(same_epilogue(g, units.unit(a), units.unit(b)));
+  CHECK_FALSE(same_epilogue(g, units.unit(a), units.unit(e)));
+  CHECK_FALSE(same_epilogue(g, units.unit(e), units.unit(gc)));  // Clip max 6 vs 4
+  CHECK(same_epilogue(g, units.unit(e), units.unit(h)));
+
+  MergeCheck ok = check_merge(units, {a, b, c});
+  REQUIRE(ok.spec.has_value());
+  const MergeSpec& spec = *ok.spec;
+  CHECK(spec.input == x);
+  CHECK(spec.in_channels == 4);
+  CHECK(spec.out_channels == 6);
+  CHECK(spec.conv.kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(spec.conv.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+  REQUIRE(spec.members.size() == 3);
+  CHECK(spec.members[0].channel_offset == 0);
+  CHECK(spec.members[1].channel_offset == 2);
+  CHECK(spec.members[2].channel_offset == 5);
+  CHECK(spec.members[0].kernel_offset == std::array<int64_t, 2>{1, 1});
+  CHECK(spec.members[2].kernel_offset == std::array<int64_t, 2>{1, 0});
+
+  CHECK_FALSE(check_merge(units, {a}).spec.has_value());
+  CHECK_THAT(check_merge(units, {a, d}).reason, Catch::Contains("stride"));
+  CHECK_THAT(check_merge(units, {a, e}).reason, Catch::Contains("differ"));
+  CHECK_THAT(check_merge(units, {a, f}).reason, Catch::Contains("different tensors"));
+  CHECK_FALSE(check_merge(units, {e, gc}).spec.has_value());
+  CHECK(check_merge(units, {e, h}).spec.has_value());
+
+  // Weights: member k's weight (o, ci, i, j) lands at (offset + o, ci, oh + i, ow + j).
+  const MergedWeights w = assemble_merged_weights(units, spec);
+  REQUIRE(w.weight.size() == 6u * 4 * 3 * 3);
+  REQUIRE(w.bias.size() == 6u);
+  auto at = [&](int64_t o, int64_t ci, int64_t i, int64_t j) {
+    return w.weight[static_cast<size_t>(((o * 4 + ci) * 3 + i) * 3 + j)];
+  };
+  // a1x1: weights base 1 + index over [2, 4, 1, 1]; centred.
+  CHECK(at(0, 0, 1, 1) == 1.0f);
+  CHECK(at(1, 3, 1, 1) == 1.0f + 7);
+  CHECK(at(0, 0, 0, 0) == 0.0f);
+  // b3x3: base 100, [3, 4, 3, 3] copied whole at channels 2..4.
+  CHECK(at(2, 0, 0, 0) == 100.0f);
+  CHECK(at(4, 3, 2, 2) == 100.0f + 3 * 4 * 9 - 1);
+  // c1x3: base 1000, [1, 4, 1, 3] at row 1.
+  CHECK(at(5, 2, 1, 0) == 1000.0f + 2 * 3);
+  CHECK(at(5, 2, 0, 0) == 0.0f);
+  CHECK(at(5, 2, 2, 2) == 0.0f);
+  // Biases: a has 10 + i, b has none (zeros), c has 10000.
+  CHECK(w.bias == std::vector<float>{10.0f, 11.0f, 0.0f, 0.0f, 0.0f, 10000.0f});
+}

@@ -1,0 +1,183 @@
+// The schedule file: round trip, atomic writes, and every kind of bad file.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "sched/schedule_io.h"
+#include "sched/validate.h"
+
+using namespace ios;
+using namespace ios::sched;
+
+namespace {
+
+// 0 -> {1, 2} -> 3
+UnitGraph diamond() { return UnitGraph::from_edges(4, {{0, 1}, {0, 2}, {1, 3}, {2, 3}}); }
+
+Schedule staged_schedule() {
+  Schedule s;
+  s.model = {"model.onnx", std::string(64, 'a'), 1, {{"input", {1, 3, 8, 8}}}};
+  s.device = {"NVIDIA H100 80GB HBM3", "9.0", "580.00", "9.19.0"};
+  s.scheduler = {"ios", {{"r", "3"}, {"s", "8"}}, "simulated"};
+  s.predicted_latency_ms = 0.5;
+  StagedSchedule staged;
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{0}}, 0.1});
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{1}, {2}}, 0.3});
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{3}}, 0.1});
+  s.body = staged;
+  return s;
+}
+
+std::string error_of(const std::string& text, const UnitGraph& g) {
+  try {
+    parse_schedule(text, "bad.json", g);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+nlohmann::json as_json(const Schedule& s, const UnitGraph& g) {
+  return nlohmann::json::parse(schedule_to_json(s, g));
+}
+
+}  // namespace
+
+TEST_CASE("a staged schedule survives a round trip", "[schedule_file]") {
+  const UnitGraph g = diamond();
+  const Schedule s = staged_schedule();
+  const Schedule back = parse_schedule(schedule_to_json(s, g), "x.json", g);
+  REQUIRE(back.is_staged());
+  CHECK(back.staged().stages.size() == 3);
+  CHECK(back.staged().stages[1].groups == std::vector<std::vector<UnitId>>{{1}, {2}});
+  CHECK(back.model.sha256 == s.model.sha256);
+  CHECK(back.model.inputs == s.model.inputs);
+  CHECK(back.device.compute_capability == "9.0");
+  CHECK(back.scheduler.params == s.scheduler.params);
+  CHECK(back.predicted_latency_ms == Approx(0.5));
+}
+
+TEST_CASE("a streamed schedule survives a round trip", "[schedule_file]") {
+  const UnitGraph g = diamond();
+  Schedule s = staged_schedule();
+  StreamedSchedule streamed;
+  streamed.num_streams = 2;
+  streamed.launches = {{0, 0, 0, 1}, {1, 0, 1, 2}, {2, 1, 1, 3}, {3, 0, 3, 4}};
+  s.body = streamed;
+  const Schedule back = parse_schedule(schedule_to_json(s, g), "x.json", g);
+  REQUIRE_FALSE(back.is_staged());
+  CHECK(back.streamed().num_streams == 2);
+  CHECK(back.streamed().launches[2].stream == 1);
+  CHECK(back.streamed().launches[3].predicted_finish_ms == Approx(4));
+}
+
+TEST_CASE("bad schedule files are rejected with the reason", "[schedule_file]") {
+  const UnitGraph g = diamond();
+  const std::string good = schedule_to_json(staged_schedule(), g);
+
+  SECTION("cut in half") {
+    const std::string e = error_of(good.substr(0, good.size() / 2), g);
+    CHECK(e.find("bad.json: not valid JSON") != std::string::npos);
+  }
+  SECTION("not JSON at all") { CHECK(error_of("\x89PNG\r\n", g).find("not valid JSON") != std::string::npos); }
+  SECTION("another format") {
+    CHECK(error_of(R"({"format": "x"})", g).find("not an ios schedule") != std::string::npos);
+  }
+  SECTION("a future version") {
+    auto j = as_json(staged_schedule(), g);
+    j["version"] = 99;
+    CHECK(error_of(j.dump(), g).find("version 99 is not supported") != std::string::npos);
+  }
+  SECTION("a missing field names its path") {
+    auto j = as_json(staged_schedule(), g);
+    j["model"].erase("sha256");
+    CHECK(error_of(j.dump(), g).find("'model.sha256' is missing") != std::string::npos);
+  }
+  SECTION("a field of the wrong type names its path") {
+    auto j = as_json(staged_schedule(), g);
+    j["stages"][1]["strategy"] = 7;
+    CHECK(error_of(j.dump(), g).find("'stages[1].strategy' must be a string") != std::string::npos);
+  }
+  SECTION("a dropped unit") {
+    auto j = as_json(staged_schedule(), g);
+    j["stages"][1]["groups"].erase(1);
+    CHECK(error_of(j.dump(), g).find("unit 'u2' is missing") != std::string::npos);
+  }
+  SECTION("a duplicated unit") {
+    auto j = as_json(staged_schedule(), g);
+    j["stages"][2]["groups"][0].push_back("u1");
+    CHECK(error_of(j.dump(), g).find("unit 'u1' is scheduled twice") != std::string::npos);
+  }
+  SECTION("a broken dependency") {
+    auto j = as_json(staged_schedule(), g);
+    std::swap(j["stages"][0], j["stages"][2]);
+    CHECK(error_of(j.dump(), g).find("runs before or beside its input") != std::string::npos);
+  }
+  SECTION("dependent units in concurrent groups of one stage") {
+    auto j = as_json(staged_schedule(), g);
+    j["stages"] = nlohmann::json::array(
+        {{{"strategy", "concurrent"}, {"predicted_ms", 0}, {"groups", {{"u0"}, {"u1"}, {"u2"}}}},
+         {{"strategy", "concurrent"}, {"predicted_ms", 0}, {"groups", {{"u3"}}}}});
+    CHECK(error_of(j.dump(), g).find("runs before or beside its input 'u0'") != std::string::npos);
+  }
+  SECTION("a unit id the model does not have") {
+    auto j = as_json(staged_schedule(), g);
+    j["stages"][0]["groups"][0][0] = "conv_999";
+    CHECK(error_of(j.dump(), g).find("'stages[0].groups[0][0]' names unit 'conv_999'") !=
+          std::string::npos);
+  }
+  SECTION("a schedule for a model with another unit count") {
+    auto j = as_json(staged_schedule(), g);
+    j["model"]["units"] = 40;
+    CHECK(error_of(j.dump(), g).find("covers 40 units but the model has 4") != std::string::npos);
+  }
+  SECTION("a streamed schedule with a stream out of range") {
+    auto j = as_json(staged_schedule(), g);
+    j.erase("stages");
+    j["form"] = "streamed";
+    j["num_streams"] = 1;
+    j["launches"] = nlohmann::json::array();
+    for (const char* u : {"u0", "u1", "u2", "u3"}) {
+      j["launches"].push_back({{"unit", u}, {"stream", 0}, {"start_ms", 0}, {"finish_ms", 0}});
+    }
+    j["launches"][2]["stream"] = 3;
+    CHECK(error_of(j.dump(), g).find("unit 'u2' is on stream 3, outside 0..0") != std::string::npos);
+  }
+}
+
+TEST_CASE("a schedule made for another model is refused unless forced", "[schedule_file]") {
+  const Schedule s = staged_schedule();
+  ModelInfo other = s.model;
+  other.path = "other.onnx";
+  other.sha256 = std::string(64, 'b');
+  CHECK_THROWS_WITH(check_schedule_matches_model(s, other, "s.json", false),
+                    Catch::Contains("made for another model") && Catch::Contains("--force"));
+  CHECK_NOTHROW(check_schedule_matches_model(s, other, "s.json", true));
+  ModelInfo batch8 = s.model;
+  batch8.batch = 8;
+  CHECK_THROWS_WITH(check_schedule_matches_model(s, batch8, "s.json", false),
+                    Catch::Contains("batch 1") && Catch::Contains("batch 8"));
+}
+
+TEST_CASE("writes are atomic and leave no temporary file", "[schedule_file]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "ios-schedule-test";
+  fs::remove_all(dir);
+  const UnitGraph g = diamond();
+  const std::string path = (dir / "sub" / "s.json").string();
+  write_schedule(path, staged_schedule(), g);
+  write_schedule(path, staged_schedule(), g);  // replaces
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(dir / "sub")) {
+    ++files;
+    CHECK(entry.path().filename() == "s.json");
+  }
+  CHECK(files == 1);
+  CHECK(read_schedule(path, g).staged().stages.size() == 3);
+  CHECK_THROWS_WITH(read_schedule((dir / "missing.json").string(), g),
+                    Catch::Contains("missing.json: cannot open"));
+  fs::remove_all(dir);
+}
