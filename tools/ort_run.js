@@ -6,8 +6,10 @@
 //   node tools/ort_run.js MODEL.onnx INPUT.npy OUTPUT.npy
 //
 // Graph optimizations are disabled so that ONNX Runtime evaluates the model as
-// written (no fusions of its own between the file and the numbers). The model
-// must have a single float32 input; ORT_THREADS sets the intra-op threads.
+// written (no fusions of its own between the file and the numbers);
+// ORT_GRAPH_OPTIMIZATION=basic|extended|all turns them on (the tests use the
+// difference as a measure of float32 rounding noise). The model must have a
+// single float32 input; ORT_THREADS sets the intra-op threads.
 // Requires the npm package onnxruntime-node (scripts/setup.sh installs it with
 // `npm install --ignore-scripts`). Exit status: 0 ok, 2 bad usage or input,
 // 1 anything else.
@@ -100,7 +102,11 @@ async function main() {
   } catch (e) {
     fail(2, e.message);
   }
-  const options = { executionProviders: ['cpu'], graphOptimizationLevel: 'disabled' };
+  const level = process.env.ORT_GRAPH_OPTIMIZATION || 'disabled';
+  if (!['disabled', 'basic', 'extended', 'all'].includes(level)) {
+    fail(2, `ORT_GRAPH_OPTIMIZATION must be disabled, basic, extended or all, not '${level}'`);
+  }
+  const options = { executionProviders: ['cpu'], graphOptimizationLevel: level };
   if (process.env.ORT_THREADS) options.intraOpNumThreads = Number(process.env.ORT_THREADS);
   let session;
   try {

@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
                  "split regions larger than this into parts (1-64)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--max-block-bound", options.max_block_log10_bound,
+                 "split blocks whose IOS search bound C(n/d+2,2)^d exceeds 10^X")
+      ->check(CLI::Range(1.0, 30.0))
+      ->capture_default_str();
+  app.add_option("--report-json", options.report_json,
+                 "also write the summary and per-block statistics as JSON (for scripts)");
   app.add_flag("--analyze", options.analyze,
                "print per-block structure and search statistics; write no schedule");
   app.add_flag("--list-schedulers", list, "list the schedulers and their parameters, then exit");

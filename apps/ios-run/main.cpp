@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("--duration", o.duration_s, "keep timing at least this many seconds")->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--check", o.check, "compare outputs with the sequential schedule's (and --reference)");
   app.add_option("--reference", o.references, "reference output NAME=file.npy or file.npy");
-  app.add_option("--rtol", o.rtol, "relative tolerance of --check")->capture_default_str();
-  app.add_option("--atol", o.atol, "absolute tolerance of --check")->capture_default_str();
+  app.add_option("--rtol", o.rtol, "relative tolerance of --check (default: cpu 1e-4, cuda fp32 1e-3, tf32 5e-2)");
+  app.add_option("--atol", o.atol, "absolute tolerance of --check (default: cpu 1e-5, cuda fp32 1e-3, tf32 5e-2)");
   app.add_option("--input", o.inputs, "input NAME=file.npy or file.npy (default: seeded random)");
   app.add_option("--seed", o.seed, "seed of the random inputs")->capture_default_str();
   app.add_option("--output-dir", o.output_dir, "write each output as NAME.npy here");

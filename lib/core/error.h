@@ -49,12 +49,6 @@ class NoDeviceError : public Error {
   ExitCode exit_code() const override { return ExitCode::kNoDevice; }
 };
 
-class MismatchError : public Error {
- public:
-  using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kMismatch; }
-};
-
 template <typename... Args>
 [[noreturn]] void user_error(fmt::format_string<Args...> format, Args&&... args) {
   throw UserError(fmt::format(format, std::forward<Args>(args)...));

@@ -32,6 +32,12 @@ class Sha256 {
  public:
   void update(const unsigned char* data, size_t size) {
     total_ += size;
+    // Whole blocks straight from the input (the common case for files).
+    while (used_ == 0 && size >= block_.size()) {
+      compress(data);
+      data += block_.size();
+      size -= block_.size();
+    }
     while (size > 0) {
       const size_t take = std::min(size, block_.size() - used_);
       std::memcpy(block_.data() + used_, data, take);
@@ -64,7 +70,7 @@ class Sha256 {
 
  private:
   void compress(const unsigned char* p) {
-    std::array<uint32_t, 64> w{};
+    std::array<uint32_t, 64> w;  // every entry written below
     for (size_t i = 0; i < 16; ++i) {
       w[i] = (uint32_t{p[4 * i]} << 24) | (uint32_t{p[4 * i + 1]} << 16) |
              (uint32_t{p[4 * i + 2]} << 8) | uint32_t{p[4 * i + 3]};

@@ -46,7 +46,8 @@ class FieldReader {
     used_.insert(field);
     auto it = object_.find(field);
     if (it == object_.end()) return {};
-    if (!it->is_string()) user_error("device profile {}: field '{}' must be a string", source_, field);
+    if (!it->is_string())
+      user_error("device profile {}: field '{}' must be a string", source_, field);
     return it->get<std::string>();
   }
 
@@ -74,7 +75,8 @@ class FieldReader {
     }
     const auto x = value.get<int64_t>();
     if (x < 0) user_error("device profile {}: field '{}' is negative ({})", source_, field, x);
-    if (x < min) user_error("device profile {}: field '{}' must be >= {}, got {}", source_, field, min, x);
+    if (x < min)
+      user_error("device profile {}: field '{}' must be >= {}, got {}", source_, field, min, x);
     return x;
   }
 
@@ -115,7 +117,8 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   } catch (const json::parse_error& e) {
     user_error("device profile {}: not valid JSON ({})", source, e.what());
   }
-  if (!root.is_object()) user_error("device profile {}: the top level must be a JSON object", source);
+  if (!root.is_object())
+    user_error("device profile {}: the top level must be a JSON object", source);
 
   constexpr double kHuge = 1e12;
   FieldReader r(root, source);
@@ -138,8 +141,10 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   p.concurrency_interference = r.number("concurrency_interference", 0.0, false, 10.0);
   r.reject_unknown();
   if (p.peak_tf32_tflops > 0.0 && p.tensor_core_efficiency == 0.0) {
-    user_error("device profile {}: field 'tensor_core_efficiency' must be > 0 when "
-               "'peak_tf32_tflops' is > 0", source);
+    user_error(
+        "device profile {}: field 'tensor_core_efficiency' must be > 0 when "
+        "'peak_tf32_tflops' is > 0",
+        source);
   }
   return p;
 }
@@ -147,8 +152,7 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
 DeviceProfile load_device_profile(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   const bool looks_like_path = name_or_path.find('/') != std::string::npos ||
-                               (name_or_path.size() > 5 &&
-                                name_or_path.ends_with(".json"));
+                               (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
   if (!looks_like_path) {
     const std::string wanted = lower(name_or_path);
     for (const auto& [name, text] : detail::shipped_profile_texts()) {
@@ -156,9 +160,10 @@ DeviceProfile load_device_profile(const std::string& name_or_path) {
     }
     std::error_code ec;
     if (!fs::is_regular_file(name_or_path, ec)) {
-      user_error("unknown device profile '{}': shipped profiles are {}; or give the path of a "
-                 "JSON profile (docs/cost-model.md)",
-                 name_or_path, fmt::join(shipped_device_profiles(), ", "));
+      user_error(
+          "unknown device profile '{}': shipped profiles are {}; or give the path of a "
+          "JSON profile (docs/cost-model.md)",
+          name_or_path, fmt::join(shipped_device_profiles(), ", "));
     }
   }
   std::ifstream in(name_or_path, std::ios::binary);

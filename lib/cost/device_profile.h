@@ -23,12 +23,12 @@ struct DeviceProfile {
   double event_sync_overhead_us = 0.0;  // fork/join of a stage that uses > 1 stream
   int64_t max_concurrent_kernels = 0;   // kernels resident at once across streams
   // Efficiency knobs (docs/cost-model.md, "Knobs").
-  double compute_efficiency = 0.0;      // of peak FP32, reached by a kernel filling the device
-  double tensor_core_efficiency = 0.0;  // of peak TF32, same
-  double memory_efficiency = 0.0;       // of peak bandwidth, same
-  int64_t blocks_per_sm = 0;            // resident thread blocks per SM to fill it
-  int64_t outputs_per_block = 0;        // output elements one thread block computes
-  int64_t split_k_length = 0;           // reduction chunk when libraries split K
+  double compute_efficiency = 0.0;        // of peak FP32, reached by a kernel filling the device
+  double tensor_core_efficiency = 0.0;    // of peak TF32, same
+  double memory_efficiency = 0.0;         // of peak bandwidth, same
+  int64_t blocks_per_sm = 0;              // resident thread blocks per SM to fill it
+  int64_t outputs_per_block = 0;          // output elements one thread block computes
+  int64_t split_k_length = 0;             // reduction chunk when libraries split K
   double concurrency_interference = 0.0;  // slowdown while kernels share the device
 };
 

@@ -66,8 +66,9 @@ std::filesystem::path ProfileDb::default_path() {
   if (home != nullptr && *home != '\0') {
     return std::filesystem::path(home) / ".cache" / "ios" / "profile.sqlite";
   }
-  user_error("cannot place the profile database: neither XDG_CACHE_HOME nor HOME is set; "
-             "give its path explicitly (--profile-db FILE)");
+  user_error(
+      "cannot place the profile database: neither XDG_CACHE_HOME nor HOME is set; "
+      "give its path explicitly (--profile-db FILE)");
 }
 
 ProfileDb::ProfileDb(const std::filesystem::path& path) : path_(path) {
@@ -98,8 +99,10 @@ ProfileDb::ProfileDb(const std::filesystem::path& path) : path_(path) {
                         "('schema_version', 'stage_latency')");
       if (!foreign.ok() || foreign.step() != SQLITE_ROW) fail("reading the schema");
       if (sqlite3_column_int64(foreign.get(), 0) > 0) {
-        user_error("profile database {}: is an SQLite file but not an ios profile database; "
-                   "delete it or choose another path (--profile-db)", path_.string());
+        user_error(
+            "profile database {}: is an SQLite file but not an ios profile database; "
+            "delete it or choose another path (--profile-db)",
+            path_.string());
       }
     }
     exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
@@ -115,8 +118,10 @@ ProfileDb::ProfileDb(const std::filesystem::path& path) : path_(path) {
     if (rc == SQLITE_ROW) {
       const int64_t found = sqlite3_column_int64(version.get(), 0);
       if (found != kSchemaVersion) {
-        user_error("profile database {}: schema version {} (this ios uses {}); delete the file "
-                   "to start a new database", path_.string(), found, kSchemaVersion);
+        user_error(
+            "profile database {}: schema version {} (this ios uses {}); delete the file "
+            "to start a new database",
+            path_.string(), found, kSchemaVersion);
       }
     } else if (rc == SQLITE_DONE) {
       exec(fmt::format("INSERT INTO schema_version (version) VALUES ({})", kSchemaVersion).c_str());
@@ -149,8 +154,10 @@ void ProfileDb::fail(const char* what) const {
   const int code = sqlite3_extended_errcode(db_) & 0xff;
   const std::string message = sqlite3_errmsg(db_);
   if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
-    user_error("profile database {}: not a valid profile database ({} while {}); delete the "
-               "file to start a new one", path_.string(), message, what);
+    user_error(
+        "profile database {}: not a valid profile database ({} while {}); delete the "
+        "file to start a new one",
+        path_.string(), message, what);
   }
   user_error("profile database {}: {} failed: {}", path_.string(), what, message);
 }
@@ -163,7 +170,9 @@ void ProfileDb::exec(const char* sql) const {
 std::optional<ProfileEntry> ProfileDb::find(const ProfileKey& key) const {
   IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
   Statement q(db_, fmt::format("SELECT latency_ms, repetitions, measured_at FROM stage_latency "
-                               "WHERE {}", kKeyWhere).c_str());
+                               "WHERE {}",
+                               kKeyWhere)
+                       .c_str());
   if (!q.ok()) fail("preparing a lookup");
   q.bind_key(key);
   const int rc = q.step();
@@ -268,7 +277,9 @@ std::string attrs_text(const ir::Attrs& attrs) {
             return fmt::format("axes={},keepdims={}", fmt::join(a.axes, ","), a.keepdims);
           },
           [](const ir::ReshapeAttrs& a) { return fmt::format("shape={}", ir::to_string(a.shape)); },
-          [](const ir::TransposeAttrs& a) { return fmt::format("perm={}", fmt::join(a.perm, ",")); },
+          [](const ir::TransposeAttrs& a) {
+            return fmt::format("perm={}", fmt::join(a.perm, ","));
+          },
           [](const ir::GemmAttrs& a) {
             return fmt::format("alpha={},beta={},ta={},tb={}", a.alpha, a.beta, a.trans_a,
                                a.trans_b);
@@ -286,9 +297,9 @@ std::string attrs_text(const ir::Attrs& attrs) {
 // group. External tensors are numbered only after the groups are sorted, so
 // the sort key must not depend on their identity.
 struct GroupText {
-  std::vector<std::string> pieces;        // pieces.size() == externals.size() + 1
+  std::vector<std::string> pieces;  // pieces.size() == externals.size() + 1
   std::vector<ir::TensorId> externals;
-  std::string key;                        // pieces joined with "x" for each external
+  std::string key;  // pieces joined with "x" for each external
 
   void text(const std::string& s) { pieces.back() += s; }
   void external(ir::TensorId t) {
@@ -314,7 +325,8 @@ GroupText render_group(const sched::UnitGraph& graph, const std::vector<sched::U
     out.text(fmt::format("{}{}{{", ui ? ";" : "", sched::unit_kind_name(unit.kind)));
     for (size_t ni = 0; ni < unit.nodes.size(); ++ni) {
       const ir::Node& node = g.node(unit.nodes[ni]);
-      out.text(fmt::format("{}{}({})[", ni ? " " : "", ir::op_name(node.op), attrs_text(node.attrs)));
+      out.text(
+          fmt::format("{}{}({})[", ni ? " " : "", ir::op_name(node.op), attrs_text(node.attrs)));
       for (size_t ii = 0; ii < node.inputs.size(); ++ii) {
         const ir::TensorId t = node.inputs[ii];
         const ir::Tensor& tensor = g.tensor(t);
@@ -331,8 +343,8 @@ GroupText render_group(const sched::UnitGraph& graph, const std::vector<sched::U
       out.text("]->[");
       for (size_t oi = 0; oi < node.outputs.size(); ++oi) {
         const ir::TensorId t = node.outputs[oi];
-        const bool leaves = std::find(unit.outputs.begin(), unit.outputs.end(), t) !=
-                            unit.outputs.end();
+        const bool leaves =
+            std::find(unit.outputs.begin(), unit.outputs.end(), t) != unit.outputs.end();
         out.text(fmt::format("{}{}{}", oi ? "," : "", ir::to_string(g.tensor(t).shape),
                              leaves ? "*" : ""));
         local.emplace_back(t, fmt::format("u{}.n{}.{}", ui, ni, oi));

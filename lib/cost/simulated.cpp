@@ -12,8 +12,10 @@ namespace ios::cost {
 
 std::string_view precision_name(Precision precision) {
   switch (precision) {
-    case Precision::kFp32: return "fp32";
-    case Precision::kTf32: return "tf32";
+    case Precision::kFp32:
+      return "fp32";
+    case Precision::kTf32:
+      return "tf32";
   }
   return "?";
 }
@@ -44,11 +46,11 @@ KernelTiming SimulatedCostModel::time_kernel(const KernelWork& k) const {
 
   // Roofline: compute on the SMs the kernel occupies, memory at the device's
   // usable bandwidth.
-  const bool tensor_cores = k.matmul_like && options_.precision == Precision::kTf32 &&
-                            p.peak_tf32_tflops > 0.0;
-  const double peak_flops_per_us =
-      tensor_cores ? p.peak_tf32_tflops * 1e6 * p.tensor_core_efficiency
-                   : p.peak_fp32_tflops * 1e6 * p.compute_efficiency;
+  const bool tensor_cores =
+      k.matmul_like && options_.precision == Precision::kTf32 && p.peak_tf32_tflops > 0.0;
+  const double peak_flops_per_us = tensor_cores
+                                       ? p.peak_tf32_tflops * 1e6 * p.tensor_core_efficiency
+                                       : p.peak_fp32_tflops * 1e6 * p.compute_efficiency;
   const double bytes_per_us = p.mem_bandwidth_gbs * 1e3 * p.memory_efficiency;
   const double compute_us = k.flops / (peak_flops_per_us * t.sm_share);
   const double memory_us = k.bytes() / bytes_per_us;
@@ -57,7 +59,8 @@ KernelTiming SimulatedCostModel::time_kernel(const KernelWork& k) const {
   return t;
 }
 
-double SimulatedCostModel::simulate_us(const std::vector<std::vector<KernelTiming>>& streams) const {
+double SimulatedCostModel::simulate_us(
+    const std::vector<std::vector<KernelTiming>>& streams) const {
   // Fluid model. Each stream is in one of: launching its next kernel (a fixed
   // delay that uses no device resources), queued (launched, but the device
   // already holds max_concurrent_kernels kernels), working, or done. While
@@ -66,7 +69,7 @@ double SimulatedCostModel::simulate_us(const std::vector<std::vector<KernelTimin
   // (1 + concurrency_interference) when more than one works.
   enum class Phase { kLaunch, kQueued, kWork, kDone };
   struct State {
-    size_t next = 0;         // index of the current kernel
+    size_t next = 0;  // index of the current kernel
     Phase phase = Phase::kDone;
     double remaining = 0.0;  // kLaunch: us of launch left; kWork: solo us of work left
   };

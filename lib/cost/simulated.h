@@ -26,9 +26,9 @@ struct SimulatedOptions {
 // A kernel as the device sees it when it runs alone (derived from KernelWork
 // and the profile).
 struct KernelTiming {
-  double launch_us = 0.0;   // fixed per-kernel overhead on its stream
-  double work_us = 0.0;     // roofline time after the launch
-  double sm_share = 0.0;    // fraction of the SMs it occupies, (0, 1]
+  double launch_us = 0.0;        // fixed per-kernel overhead on its stream
+  double work_us = 0.0;          // roofline time after the launch
+  double sm_share = 0.0;         // fraction of the SMs it occupies, (0, 1]
   double bandwidth_share = 0.0;  // fraction of the usable bandwidth it draws, [0, 1]
   double total_us() const { return launch_us + work_us; }
 };

@@ -70,17 +70,21 @@ double gemm_k(const ir::Graph& g, const ir::Node& n) {
 double node_reduction(const ir::Graph& g, const ir::Node& n) {
   const double out = elements(g, n.outputs.at(0));
   switch (n.op) {
-    case OpKind::kConv: return conv_reduction(g, n);
+    case OpKind::kConv:
+      return conv_reduction(g, n);
     case OpKind::kGemm:
-    case OpKind::kMatMul: return gemm_k(g, n);
+    case OpKind::kMatMul:
+      return gemm_k(g, n);
     case OpKind::kMaxPool:
     case OpKind::kAveragePool: {
       const auto& a = n.attr<ir::PoolAttrs>();
       return static_cast<double>(a.kernel[0] * a.kernel[1]);
     }
     case OpKind::kGlobalAveragePool:
-    case OpKind::kReduceMean: return out > 0 ? elements(g, n.inputs.at(0)) / out : 1.0;
-    default: return 1.0;
+    case OpKind::kReduceMean:
+      return out > 0 ? elements(g, n.inputs.at(0)) / out : 1.0;
+    default:
+      return 1.0;
   }
 }
 
@@ -104,22 +108,32 @@ double node_flops(const ir::Graph& g, ir::NodeId id) {
       const bool bias = n.inputs.size() > 2;
       return 2.0 * out * gemm_k(g, n) + (bias ? out : 0.0);
     }
-    case OpKind::kMatMul: return 2.0 * out * gemm_k(g, n);
+    case OpKind::kMatMul:
+      return 2.0 * out * gemm_k(g, n);
     // Element-wise: operations per output element.
     case OpKind::kRelu:
     case OpKind::kAdd:
-    case OpKind::kMul: return out;
+    case OpKind::kMul:
+      return out;
     case OpKind::kClip:
-    case OpKind::kBatchNorm: return 2.0 * out;
-    case OpKind::kHardSigmoid: return 3.0 * out;
-    case OpKind::kSigmoid: return 4.0 * out;  // exp, add, divide, negate
-    case OpKind::kHardSwish: return 5.0 * out;
-    case OpKind::kSoftmax: return 5.0 * out;  // max, subtract, exp, sum, divide
+    case OpKind::kBatchNorm:
+      return 2.0 * out;
+    case OpKind::kHardSigmoid:
+      return 3.0 * out;
+    case OpKind::kSigmoid:
+      return 4.0 * out;  // exp, add, divide, negate
+    case OpKind::kHardSwish:
+      return 5.0 * out;
+    case OpKind::kSoftmax:
+      return 5.0 * out;  // max, subtract, exp, sum, divide
     case OpKind::kMaxPool:
-    case OpKind::kAveragePool: return out * node_reduction(g, n);
+    case OpKind::kAveragePool:
+      return out * node_reduction(g, n);
     case OpKind::kGlobalAveragePool:
-    case OpKind::kReduceMean: return elements(g, n.inputs.at(0));
-    default: return 0.0;  // data movement only
+    case OpKind::kReduceMean:
+      return elements(g, n.inputs.at(0));
+    default:
+      return 0.0;  // data movement only
   }
 }
 

@@ -18,13 +18,13 @@ inline constexpr double kBytesPerElement = 4.0;  // every tensor is float32
 // node before them (prologue ones into the first); views (Flatten, Reshape)
 // and the zero-copy Concat launch nothing.
 struct KernelWork {
-  std::string what;          // the node that starts the kernel, e.g. "Conv", for messages
-  double flops = 0.0;        // a multiply-add counts as 2
-  double bytes_read = 0.0;   // activations read from outside the kernel + weights
+  std::string what;            // the node that starts the kernel, e.g. "Conv", for messages
+  double flops = 0.0;          // a multiply-add counts as 2
+  double bytes_read = 0.0;     // activations read from outside the kernel + weights
   double bytes_written = 0.0;  // tensors that leave the kernel
-  double outputs = 0.0;      // output elements of the kernel's main node: the parallelism
-  double reduction = 1.0;    // reduction length per output (Cin/g*kh*kw for a conv, K for a GEMM)
-  bool matmul_like = false;  // Conv with group 1, Gemm, MatMul: may use tensor cores
+  double outputs = 0.0;        // output elements of the kernel's main node: the parallelism
+  double reduction = 1.0;      // reduction length per output (Cin/g*kh*kw for a conv, K for a GEMM)
+  bool matmul_like = false;    // Conv with group 1, Gemm, MatMul: may use tensor cores
 
   double bytes() const { return bytes_read + bytes_written; }
 };

@@ -9,12 +9,11 @@
 namespace ios::cpu {
 namespace {
 
-// Register tile (MR x NR) and cache blocks. A KC x NR panel of B (8 KiB)
-// stays in L1 while the micro-kernel runs; an MC x KC block of A (120 KiB)
-// stays in L2; a KC x NC block of B (1 MiB) in L3.
+// Register tile (MR x NR) and cache blocks. With the default K block, a
+// KC x NR panel of B (8 KiB) stays in L1 while the micro-kernel runs; an
+// MC x KC block of A (120 KiB) stays in L2; a KC x NC block of B (1 MiB) in L3.
 constexpr int64_t kMR = 6;
 constexpr int64_t kNR = 8;
-constexpr int64_t kKC = 256;
 constexpr int64_t kMC = 120;
 constexpr int64_t kNC = 1024;
 
@@ -97,15 +96,17 @@ void micro_kernel(int64_t kc, const float* ap, const float* bp, float* c, int64_
   }
 }
 
-void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc) {
+void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc, int64_t k_block) {
+  // Long K blocks get narrower B blocks, so a packed B block stays ~1 MiB.
+  const int64_t nc_block = std::clamp(kNC * kDefaultKBlock / k_block / kNR * kNR, 8 * kNR, kNC);
   // Per-thread packing buffers, kept between calls on the same thread.
   thread_local std::vector<float> a_pack, b_pack;
-  a_pack.resize(static_cast<size_t>((kMC + kMR) * kKC));
-  b_pack.resize(static_cast<size_t>((kNC + kNR) * kKC));
-  for (int64_t jc = 0; jc < n; jc += kNC) {
-    const int64_t nc = std::min(kNC, n - jc);
-    for (int64_t pc = 0; pc < k; pc += kKC) {
-      const int64_t kc = std::min(kKC, k - pc);
+  a_pack.resize(static_cast<size_t>((kMC + kMR) * k_block));
+  b_pack.resize(static_cast<size_t>((nc_block + kNR) * k_block));
+  for (int64_t jc = 0; jc < n; jc += nc_block) {
+    const int64_t nc = std::min(nc_block, n - jc);
+    for (int64_t pc = 0; pc < k; pc += k_block) {
+      const int64_t kc = std::min(k_block, k - pc);
       pack_b(b, pc, kc, jc, nc, b_pack.data());
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min(kMC, m - ic);
@@ -125,23 +126,24 @@ void gemm_serial(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, floa
 }  // namespace
 
 void gemm_accumulate(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
-                     int threads) {
+                     int threads, int64_t k_block) {
   if (m <= 0 || n <= 0 || k <= 0) return;
+  k_block = std::max<int64_t>(k_block, 1);
   const int t = threads_for(m * n * k, threads);
   if (t <= 1) {
-    gemm_serial(m, n, k, a, b, c, ldc);
+    gemm_serial(m, n, k, a, b, c, ldc, k_block);
     return;
   }
   // Split the output along its larger side; each thread packs its own panels.
   if (n >= m) {
     parallel_for(n, t, kNR, [&](int64_t j0, int64_t j1) {
       MatrixRef bj{b.data + j0 * b.col_stride, b.row_stride, b.col_stride};
-      gemm_serial(m, j1 - j0, k, a, bj, c + j0, ldc);
+      gemm_serial(m, j1 - j0, k, a, bj, c + j0, ldc, k_block);
     });
   } else {
     parallel_for(m, t, kMR, [&](int64_t i0, int64_t i1) {
       MatrixRef ai{a.data + i0 * a.row_stride, a.row_stride, a.col_stride};
-      gemm_serial(i1 - i0, n, k, ai, b, c + i0 * ldc, ldc);
+      gemm_serial(i1 - i0, n, k, ai, b, c + i0 * ldc, ldc, k_block);
     });
   }
 }

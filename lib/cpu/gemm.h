@@ -20,9 +20,16 @@ struct MatrixRef {
   float at(int64_t i, int64_t j) const { return data[i * row_stride + j * col_stride]; }
 };
 
+// The default length of the K blocks: each block's products are summed in
+// registers, in order, and the block sum is then added to C.
+inline constexpr int64_t kDefaultKBlock = 256;
+
 // C[m x n] += A[m x k] * B[k x n], where C is row-major with leading dimension
-// ldc. Uses up to `threads` threads (split along the larger of m and n).
+// ldc. Uses up to `threads` threads (split along the larger of m and n; the
+// result does not depend on the split). `k_block` sets where the K blocks
+// start (multiples of it), which fixes the rounding of every sum: callers
+// that must reproduce another GEMM's sums bit for bit choose it (conv2d).
 void gemm_accumulate(int64_t m, int64_t n, int64_t k, MatrixRef a, MatrixRef b, float* c, int64_t ldc,
-                     int threads);
+                     int threads, int64_t k_block = kDefaultKBlock);
 
 }  // namespace ios::cpu

@@ -95,6 +95,13 @@ void check_rank(const char* kernel, const ir::Shape& shape, size_t rank) {
 
 // --- Convolution ------------------------------------------------------------
 
+// The GEMM's K blocks hold whole input channels, the same number whatever
+// the kernel size. A member of a merged convolution (its kernel zero-padded
+// into the larger merged one) then sums the same products, in the same order
+// and the same blocks, as its own convolution: the extra products are exact
+// zeros, so merged and unmerged outputs are equal bit for bit.
+constexpr int64_t kConvChannelsPerBlock = 64;
+
 struct ConvGeometry {
   int64_t n, c, h, w;      // input
   int64_t m, oh, ow;       // output
@@ -256,7 +263,8 @@ void conv2d(const KernelContext& ctx, const ConstView& x, const float* weight, c
         im2col(g, xg, col.data(), ctx.threads);
         b = MatrixRef{col.data(), p, 1};
       }
-      gemm_accumulate(g.mg, p, k, MatrixRef{weight + grp * g.mg * k, k, 1}, b, yg, p, ctx.threads);
+      gemm_accumulate(g.mg, p, k, MatrixRef{weight + grp * g.mg * k, k, 1}, b, yg, p, ctx.threads,
+                      kConvChannelsPerBlock * g.kh * g.kw);
     }
   }
 }

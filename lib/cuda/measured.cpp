@@ -12,19 +12,10 @@
 #include "cuda/check.h"
 #include "cuda/context.h"
 #include "cuda/runtime.h"
+#include "exec/stats.h"
 
 namespace ios::cuda {
 namespace {
-
-double median_of(std::vector<double> v) {
-  IOS_ASSERT(!v.empty(), "median of no samples");
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return 0.5 * (lower + upper);
-}
 
 // A stage as an ExecPlan: one stream per group, or one merged launch.
 exec::ExecPlan stage_plan(const sched::Stage& stage) {
@@ -122,7 +113,7 @@ class MeasuredModel final : public MeasuredCostModel {
                                            events_[static_cast<size_t>(2 * r + 1)].get()));
         samples.push_back(ms);
       }
-      median = median_of(samples);
+      median = exec::compute_stats(samples, 1).median;
       if (static_cast<int>(samples.size()) >= options_.min_repetitions && previous > 0.0 &&
           std::abs(median - previous) <= options_.stable_tolerance * previous) {
         break;

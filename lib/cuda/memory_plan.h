@@ -9,6 +9,7 @@
 // size placement of TFLite's arena planner, with this conflict relation).
 #pragma once
 
+#include <cstddef>  // core/bitset.h uses size_t without including it
 #include <cstdint>
 #include <vector>
 

@@ -165,6 +165,11 @@ class Lowerer {
         lower_unit(launch, ug_.unit(kernel.units[0]));
       }
     }
+    // Outputs were named by IR tensor until their storage was decided.
+    for (auto& io : p_.outputs) {
+      IOS_ASSERT(value_of_[static_cast<size_t>(io.second)] >= 0, "output '{}' is never computed", io.first);
+      io.second = value_of_[static_cast<size_t>(io.second)];
+    }
     return std::move(p_);
   }
 

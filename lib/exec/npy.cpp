@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace ios::exec {
 namespace {
@@ -305,25 +306,7 @@ std::vector<uint8_t> to_npy_bytes(const HostTensor& tensor) {
 
 void write_npy(const std::filesystem::path& path, const HostTensor& tensor) {
   const auto bytes = to_npy_bytes(tensor);
-  const std::filesystem::path tmp = path.string() + fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) user_error("{}: cannot write the .npy file ({})", path.string(), std::strerror(errno));
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      user_error("{}: cannot write the .npy file (write failed; disk full?)", path.string());
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    user_error("{}: cannot write the .npy file ({})", path.string(), ec.message());
-  }
+  write_file_atomically(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 HostTensor random_tensor(const ir::Shape& shape, uint64_t seed, float lo, float hi) {

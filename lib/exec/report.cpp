@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace ios::exec {
 namespace {
@@ -28,10 +29,11 @@ std::string iso8601_utc(int64_t unix_ms) {
 
 }  // namespace
 
-std::string format_summary(const TimedRun& run, const LatencyStats& s, const ReportOptions& options) {
-  std::string out = fmt::format("=== Performance summary: {} ({}, batch {}, {} iterations) ===\n",
-                                run.name, run.backend.empty() ? "?" : run.backend, run.batch,
-                                s.count);
+std::string format_summary(const TimedRun& run, const LatencyStats& s,
+                           const ReportOptions& options) {
+  std::string out =
+      fmt::format("=== Performance summary: {} ({}, batch {}, {} iterations) ===\n", run.name,
+                  run.backend.empty() ? "?" : run.backend, run.batch, s.count);
   out += fmt::format("Throughput: {:.2f} qps\n", s.throughput);
   out += fmt::format(
       "Latency: min = {:.4f} ms, max = {:.4f} ms, mean = {:.4f} ms, median = {:.4f} ms, "
@@ -40,10 +42,12 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s, const Rep
   out += fmt::format("Latency stddev = {:.4f} ms, coefficient of variation = {:.2f}%\n", s.stddev,
                      s.cv * 100.0);
   if (s.cv > options.cv_warning) {
-    out += fmt::format(
-        "[W] Latency is unstable: coefficient of variation {:.2f}% > {:.0f}%. Lock the GPU clocks "
-        "(nvidia-smi -lgc), stop other GPU work, or raise --iterations.\n",
-        s.cv * 100.0, options.cv_warning * 100.0);
+    const char* advice = run.backend == "cpu"
+                             ? "Stop other work on the machine, or raise --iterations."
+                             : "Lock the GPU clocks (nvidia-smi -lgc), stop other GPU work, or "
+                               "raise --iterations.";
+    out += fmt::format("[W] Latency is unstable: coefficient of variation {:.2f}% > {:.0f}%. {}\n",
+                       s.cv * 100.0, options.cv_warning * 100.0, advice);
   }
   return out;
 }
@@ -95,10 +99,17 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     r["batch"] = run.batch;
     r["warmup_iterations"] = run.warmup_iterations;
     r["started_at"] = iso8601_utc(run.started_at_unix_ms);
-    r["summary"] = {{"count", s.count},       {"min_ms", s.min},       {"max_ms", s.max},
-                    {"mean_ms", s.mean},      {"median_ms", s.median}, {"p90_ms", s.p90},
-                    {"p95_ms", s.p95},        {"p99_ms", s.p99},       {"stddev_ms", s.stddev},
-                    {"cv", s.cv},             {"throughput_qps", s.throughput}};
+    r["summary"] = {{"count", s.count},
+                    {"min_ms", s.min},
+                    {"max_ms", s.max},
+                    {"mean_ms", s.mean},
+                    {"median_ms", s.median},
+                    {"p90_ms", s.p90},
+                    {"p95_ms", s.p95},
+                    {"p99_ms", s.p99},
+                    {"stddev_ms", s.stddev},
+                    {"cv", s.cv},
+                    {"throughput_qps", s.throughput}};
     auto& iterations = r["iterations"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < run.latencies_ms.size(); ++i) {
       nlohmann::ordered_json it;
@@ -110,45 +121,6 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     doc["runs"].push_back(std::move(r));
   }
   return doc.dump(2) + "\n";
-}
-
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  static std::atomic<int> counter{0};
-  fs::path temp = path;
-  temp += fmt::format(".tmp-{}-{}", static_cast<long>(::getpid()), counter++);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    user_error("cannot write {}: cannot create {} ({})", path.string(), temp.string(),
-               std::strerror(errno));
-  }
-  auto discard = [&](const std::string& why) {
-    ::close(fd);
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    user_error("cannot write {}: {}", path.string(), why);
-  };
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) discard(std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
-  // Data on disk before the rename makes the new name visible.
-  if (::fsync(fd) != 0) discard(std::strerror(errno));
-  if (::close(fd) != 0) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    user_error("cannot write {}: {}", path.string(), std::strerror(errno));
-  }
-  std::error_code ec;
-  fs::rename(temp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    user_error("cannot write {}: {}", path.string(), ec.message());
-  }
 }
 
 void export_times(const std::filesystem::path& path, const std::vector<TimedRun>& runs) {

@@ -69,8 +69,5 @@ std::string times_json(const std::vector<TimedRun>& runs);
 // Writes times_json(runs) to `path` atomically; UserError naming the path on failure.
 void export_times(const std::filesystem::path& path, const std::vector<TimedRun>& runs);
 
-// Writes `text` to `path` through a temporary file in the same directory and
-// a rename, so readers never see a partial file. UserError on failure.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace ios::exec

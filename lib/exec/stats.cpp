@@ -20,7 +20,8 @@ double percentile(std::span<const double> sorted, double p) {
 }
 
 LatencyStats compute_stats(std::span<const double> latencies_ms, int64_t batch) {
-  if (latencies_ms.empty()) user_error("no timed iterations to report on (--iterations must be >= 1)");
+  if (latencies_ms.empty())
+    user_error("no timed iterations to report on (--iterations must be >= 1)");
   IOS_ASSERT(batch >= 1, "batch {} < 1", batch);
   std::vector<double> sorted(latencies_ms.begin(), latencies_ms.end());
   for (double x : sorted) {

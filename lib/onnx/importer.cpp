@@ -12,7 +12,6 @@
 #include <functional>
 #include <queue>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -71,12 +70,14 @@ std::string read_file(const std::string& path) {
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) user_error("{}: no such file; check the path", path);
   if (fs::is_directory(status)) user_error("{}: is a directory; give the path of a .onnx file", path);
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) user_error("{}: cannot open the file ({})", path, std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) user_error("{}: read error", path);
-  return std::move(buffer).str();
+  const std::streamoff size = in.tellg();
+  if (size < 0) user_error("{}: cannot determine the file size", path);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  if (!in.read(bytes.data(), size)) user_error("{}: read error ({})", path, std::strerror(errno));
+  return bytes;
 }
 
 ModelProto parse(const std::string& bytes, const std::string& path) {

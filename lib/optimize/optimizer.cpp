@@ -6,8 +6,10 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/log.h"
 #include "cost/device_profile.h"
 #include "cost/simulated.h"
@@ -72,7 +74,7 @@ sched::ModelInfo PreparedModel::info() const {
 
 std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t batch,
                                              const std::vector<std::string>& input_shapes,
-                                             int max_block_units) {
+                                             const sched::FormationOptions& formation) {
   onnx::ImportOptions import_options;
   if (batch > 0) import_options.batch = batch;
   for (const std::string& spec : input_shapes) {
@@ -84,8 +86,6 @@ std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t ba
   }
   auto prepared = std::make_unique<PreparedModel>();
   prepared->model = onnx::import_model(path, import_options);
-  sched::FormationOptions formation;
-  formation.max_block_units = max_block_units;
   prepared->units = std::make_unique<sched::UnitGraph>(
       sched::UnitGraph::form(prepared->model.graph, formation));
   return prepared;
@@ -168,6 +168,66 @@ std::string describe_schedulers() {
   return out;
 }
 
+namespace {
+
+void write_report_json(const std::string& path, const OptimizeOptions& options,
+                       const PreparedModel& prepared, const sched::Schedule& schedule,
+                       const sched::SearchStats& stats, const CostChoice& cost,
+                       double sequential_ms, double import_ms, const std::string& output) {
+  const sched::UnitGraph& units = *prepared.units;
+  nlohmann::json blocks = nlohmann::json::array();
+  for (size_t b = 0; b < units.blocks().size(); ++b) {
+    const sched::Block& block = units.blocks()[b];
+    nlohmann::json entry = {{"index", b},
+                            {"first_unit", units.unit(block.begin).id},
+                            {"units", block.size()},
+                            {"width", block.width},
+                            {"split_by_cap", block.split_by_cap}};
+    if (b < stats.blocks.size()) {
+      const sched::BlockStats& s = stats.blocks[b];
+      entry["states"] = s.states;
+      entry["transitions"] = s.transitions;
+      entry["stages_costed"] = s.stages_costed;
+      entry["search_ms"] = s.search_ms;
+      entry["predicted_ms"] = s.predicted_ms;
+    }
+    blocks.push_back(entry);
+  }
+  int64_t states = 0, transitions = 0, costed = 0;
+  for (const auto& s : stats.blocks) {
+    states += s.states;
+    transitions += s.transitions;
+    costed += s.stages_costed;
+  }
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : schedule.scheduler.params) params[k] = v;
+  const nlohmann::json doc = {
+      {"format", "ios-optimize-report"},
+      {"version", 1},
+      {"model", prepared.model.path},
+      {"batch", prepared.model.batch},
+      {"units", units.size()},
+      {"blocks", blocks},
+      {"scheduler", schedule.scheduler.name},
+      {"params", params},
+      {"cost_model", cost.model->name()},
+      {"cost_note", cost.note},
+      {"device", schedule.device.name},
+      {"predicted_latency_ms", schedule.predicted_latency_ms},
+      {"sequential_predicted_ms", sequential_ms},
+      {"search_ms", stats.total_search_ms},
+      {"import_ms", import_ms},
+      {"states", states},
+      {"transitions", transitions},
+      {"stages_costed", costed},
+      {"schedule_file", output},
+      {"stages", schedule.is_staged() ? static_cast<int64_t>(schedule.staged().stages.size()) : 0},
+      {"analyze_only", options.analyze}};
+  write_file_atomically(path, doc.dump(1) + "\n");
+}
+
+}  // namespace
+
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   auto log = logger("cli");
   const auto start = std::chrono::steady_clock::now();
@@ -182,8 +242,10 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   const sched::SchedulerEntry& entry = sched::find_scheduler(options.scheduler);
   sched::Params::parse(entry.name, entry.params, options.scheduler_params);
 
-  auto prepared = prepare_model(options.model_path, options.batch, options.input_shapes,
-                                options.max_block_units);
+  sched::FormationOptions formation;
+  formation.max_block_units = options.max_block_units;
+  formation.max_block_log10_bound = options.max_block_log10_bound;
+  auto prepared = prepare_model(options.model_path, options.batch, options.input_shapes, formation);
   const sched::UnitGraph& units = *prepared->units;
   const double import_ms = ms_since(start);
   CostChoice cost = make_cost_model(units, options);
@@ -224,6 +286,10 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
     out << fmt::format("total  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}\n",
                        units.size(), widest_width, "", states, transitions, costed,
                        stats.total_search_ms, schedule.predicted_latency_ms);
+    if (!options.report_json.empty()) {
+      write_report_json(options.report_json, options, *prepared, schedule, stats, cost, 0.0,
+                        import_ms, "");
+    }
     return 0;
   }
 
@@ -237,6 +303,10 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   const std::string output =
       options.output_path.empty() ? default_output(options.model_path, entry.name) : options.output_path;
   sched::write_schedule(output, schedule, units);
+  if (!options.report_json.empty()) {
+    write_report_json(options.report_json, options, *prepared, schedule, stats, cost,
+                      sequential_ms, import_ms, output);
+  }
 
   if (options.quiet) return 0;
   int stages = 0, merges = 0, streams = 1;

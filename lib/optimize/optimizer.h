@@ -28,6 +28,8 @@ struct OptimizeOptions {
   std::string profile_db;
   std::string precision = "tf32";
   int max_block_units = 40;
+  double max_block_log10_bound = 9.0;
+  std::string report_json;  // also write the summary and per-block statistics as JSON
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;
@@ -44,7 +46,7 @@ struct PreparedModel {
 // Imports and forms units. `input_shapes` entries are NAME:DxDxD.
 std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t batch,
                                              const std::vector<std::string>& input_shapes,
-                                             int max_block_units);
+                                             const sched::FormationOptions& formation = {});
 
 // The cost model the options ask for, and the device it stands for.
 struct CostChoice {

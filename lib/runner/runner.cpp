@@ -74,7 +74,6 @@ class CudaSession : public Session {
   TensorMap run(const TensorMap& inputs) override {
     cuda::TensorMap flat;
     for (const auto& [name, t] : inputs) flat[name] = t.data;
-    shapes_.clear();
     const cuda::TensorMap out = engine_.run(flat);
     TensorMap result;
     for (const auto& [name, data] : out) result[name] = HostTensor(output_shape(name), data);
@@ -94,7 +93,6 @@ class CudaSession : public Session {
  private:
   ir::Shape output_shape(const std::string& name) const { return output_shapes_.at(name); }
   cuda::Engine engine_;
-  std::map<std::string, ir::Shape> shapes_;
   std::map<std::string, ir::Shape> output_shapes_;
 };
 
@@ -165,7 +163,7 @@ int run(const RunOptions& options, std::ostream& out) {
   }
   int64_t batch = options.batch;
   if (batch == 0 && !options.schedule_paths.empty()) batch = peek_batch(options.schedule_paths[0]);
-  auto prepared = optimize::prepare_model(options.model_path, batch, options.input_shapes, 40);
+  auto prepared = optimize::prepare_model(options.model_path, batch, options.input_shapes);
   const sched::UnitGraph& units = *prepared->units;
   const sched::ModelInfo model = prepared->info();
 
@@ -266,7 +264,13 @@ int run(const RunOptions& options, std::ostream& out) {
   // --check: every schedule against the sequential one, and against references.
   bool mismatch = false;
   if (options.check) {
-    const exec::Tolerance tol{options.atol, options.rtol};
+    // Schedules differ from the sequential one in summation order only where
+    // merges or other convolution algorithms change it; on the GPU cuDNN
+    // picks algorithms per launch shape, and TF32 rounds inputs to 10 bits.
+    const double default_tol = on_cpu ? -1.0 : (options.precision == "fp32" ? 1e-3 : 5e-2);
+    const exec::Tolerance tol{
+        options.atol >= 0 ? options.atol : (on_cpu ? 1e-5 : default_tol),
+        options.rtol >= 0 ? options.rtol : (on_cpu ? 1e-4 : default_tol)};
     TensorMap reference;
     const bool first_is_sequential = schedules[0].path.empty();
     if (first_is_sequential) {
@@ -335,7 +339,7 @@ int run(const RunOptions& options, std::ostream& out) {
   if (!options.export_times.empty()) exec::export_times(options.export_times, runs);
   if (!options.trace.empty()) sessions[0]->write_trace(options.trace, schedules[0].name);
   if (mismatch) {
-    out << "FAILED: outputs differ beyond tolerance (rtol " << options.rtol << ", atol " << options.atol << ")\n";
+    out << "FAILED: outputs differ beyond tolerance (see the reports above)\n";
     return static_cast<int>(ExitCode::kMismatch);
   }
   return 0;

@@ -34,8 +34,8 @@ class Solver {
         can_merge_(can_merge),
         r_(options.max_group_units),
         s_(options.max_groups),
-        memo_(1024),
-        stages_(4096) {
+        memo_(1 << 10),
+        stages_(1 << 14) {
     use_concurrent_ = options.strategies != StrategySet::kMerge;
     use_merge_ = options.strategies != StrategySet::kConcurrent;
     // Merge-only stages are single units or merges, both antichains of units
@@ -69,7 +69,7 @@ class Solver {
       } else if (r_ == 0 && s_ == 0) {
         enumerate_any(level, candidates, 0);
       } else {
-        enumerate_any_pruned(level, candidates, 0, nullptr, 0);
+        enumerate_any_pruned(level, candidates, 0, 0, 0);
       }
     }
     IOS_ASSERT(level.best.cost < kInf, "no schedulable ending for state {:#x}", s);
@@ -118,6 +118,23 @@ class Solver {
 
   // One candidate last stage `e` of `level.state`.
   void evaluate(Level& level, uint64_t e) {
+    if (use_concurrent_) {
+      // Every ending is a candidate stage. Stage latencies are non-negative,
+      // so when the rest alone is no better than the best so far the stage
+      // cannot win: it is counted but neither looked up nor costed (most
+      // transitions end here, and a measured cost model profiles fewer
+      // stages).
+      ++transitions_;
+      const double rest = solve(level.state & ~e);
+      if (rest >= level.best.cost) return;
+      const StageEntry stage = stage_cost(e);
+      if (rest + stage.cost < level.best.cost) {
+        level.best.cost = rest + stage.cost;
+        level.best.choice = e;
+        level.best.strategy = stage.strategy;
+      }
+      return;
+    }
     const StageEntry stage = stage_cost(e);
     if (stage.cost == kInf) return;  // merge-only and not mergeable: not a stage
     ++transitions_;
@@ -170,28 +187,35 @@ class Solver {
   // a group over r units prunes the whole branch; the group count can drop
   // (a new closure may join two groups), so s is checked per ending, and
   // |E| > r*s prunes the branch.
-  void enumerate_any_pruned(Level& level, uint64_t candidates, uint64_t e, const uint64_t* comps,
+  void enumerate_any_pruned(Level& level, uint64_t candidates, uint64_t e, size_t comps_begin,
                             int num_comps) {
-    std::array<uint64_t, kMaxBlockUnits> next_comps;
+    // The groups live on comp_stack_ (indices, not pointers: it may grow);
+    // each call pushes its children's groups above its own and pops them.
     for (uint64_t c = candidates; c; c &= c - 1) {
       const int x = lowest(c);
       const uint64_t cx = level.closure[static_cast<size_t>(x)];
+      const size_t top = comp_stack_.size();
       uint64_t joined = cx;
-      int kept = 0;
       for (int i = 0; i < num_comps; ++i) {
-        if (comps[i] & cx) {
-          joined |= comps[i];
+        const uint64_t comp = comp_stack_[comps_begin + static_cast<size_t>(i)];
+        if (comp & cx) {
+          joined |= comp;
         } else {
-          next_comps[static_cast<size_t>(kept++)] = comps[i];
+          comp_stack_.push_back(comp);
         }
       }
-      if (r_ != 0 && popcount(joined) > r_) continue;
-      next_comps[static_cast<size_t>(kept++)] = joined;
+      if (r_ != 0 && popcount(joined) > r_) {
+        comp_stack_.resize(top);
+        continue;
+      }
+      comp_stack_.push_back(joined);
+      const int kept = static_cast<int>(comp_stack_.size() - top);
       const uint64_t next = e | cx;
       if (s_ == 0 || kept <= s_) evaluate(level, next);
-      if (r_ != 0 && s_ != 0 && popcount(next) >= r_ * s_) continue;
-      enumerate_any_pruned(level, (c & (c - 1)) & ~dag_.desc[static_cast<size_t>(x)], next,
-                           next_comps.data(), kept);
+      if (r_ == 0 || s_ == 0 || popcount(next) < r_ * s_) {
+        enumerate_any_pruned(level, (c & (c - 1)) & ~dag_.desc[static_cast<size_t>(x)], next, top, kept);
+      }
+      comp_stack_.resize(top);
     }
   }
 
@@ -234,6 +258,7 @@ class Solver {
       fill_groups(e, scratch_);
       best.cost = cost_.stage_latency(scratch_);
       best.strategy = Strategy::kConcurrent;
+      IOS_ASSERT(best.cost >= 0.0, "cost model '{}' gave stage latency {}", cost_.name(), best.cost);
       ++stages_costed_;
     }
     if (use_merge_ && !single && can_merge_ && is_antichain(e)) {
@@ -244,6 +269,7 @@ class Solver {
         merged.strategy = Strategy::kMerge;
         merged.groups.push_back(std::move(units));
         const double latency = cost_.stage_latency(merged);
+        IOS_ASSERT(latency >= 0.0, "cost model '{}' gave merge latency {}", cost_.name(), latency);
         ++stages_costed_;
         if (latency < best.cost) {
           best.cost = latency;
@@ -267,6 +293,7 @@ class Solver {
   MaskMap<MemoEntry> memo_;
   MaskMap<StageEntry> stages_;
   Stage scratch_;
+  std::vector<uint64_t> comp_stack_;
   int64_t states_ = 0;
   int64_t transitions_ = 0;
   int64_t stages_costed_ = 0;

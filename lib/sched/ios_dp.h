@@ -29,7 +29,8 @@
 //    allowed (a one-unit stage is both). With kMerge alone, multi-unit
 //    endings that cannot merge are skipped, so IOS-Merge schedules are single
 //    units and merges (as in the IOS reference implementation). kBoth costs
-//    both where legal and keeps the faster.
+//    both where legal and keeps the faster. Merge candidates obey the same
+//    pruning: a merge of k units counts as k groups of one unit under s.
 //
 // Counting convention (reproduces the IOS paper's Table 1 and the reference
 // implementation's debug counters):
@@ -40,7 +41,12 @@
 //    pruning rejects are never generated). For kMerge alone, multi-unit
 //    endings that cannot merge are not transitions. The pair (S, S) leading to
 //    the empty state is a transition.
-//  - stages_costed: calls to the cost model (distinct (E, strategy) pairs).
+//  - stages_costed: calls to the cost model. Each distinct (E, strategy) is
+//    costed at most once, and only when it can matter: stage latencies are
+//    non-negative, so a transition whose rest cost[S - E] is already no
+//    better than the best found for S is counted without costing E (with
+//    concurrent execution enabled; merge-only must cost E to know whether it
+//    is a stage at all).
 // With kConcurrent, no pruning and single-entry groups this gives 180 states
 // and 4,871 transitions for Inception V3's last block, 12 and 51 for the
 // SqueezeNet fire module with bypass, 1,170,663 transitions for RandWire

@@ -1,17 +1,14 @@
 #include "sched/schedule_io.h"
 
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "sched/validate.h"
 
 namespace ios::sched {
@@ -152,32 +149,6 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
     doc["launches"] = launches;
   }
   return doc.dump(1) + "\n";
-}
-
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec) user_error("{}: cannot create folder '{}': {}", path, target.parent_path().string(), ec.message());
-  // Same folder, so that rename() is atomic on one file system.
-  const fs::path temp = target.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) user_error("{}: cannot write (check the folder exists and is writable)", path);
-    out << contents;
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(temp, ec);
-      user_error("{}: write failed (disk full?)", path);
-    }
-  }
-  fs::rename(temp, target, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    user_error("{}: cannot replace the file: {}", path, ec.message());
-  }
 }
 
 void write_schedule(const std::string& path, const Schedule& schedule, const UnitGraph& graph) {

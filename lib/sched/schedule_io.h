@@ -15,12 +15,9 @@ inline constexpr int kScheduleFormatVersion = 1;
 // Serializes a schedule (must be valid for `graph`).
 std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph);
 
-// Writes atomically: a temporary file in the same folder, then rename, so an
-// interrupted run never leaves a truncated schedule. Creates the folder.
+// Writes atomically (core/file_io.h): an interrupted run never leaves a
+// truncated schedule. Creates the folder.
 void write_schedule(const std::string& path, const Schedule& schedule, const UnitGraph& graph);
-
-// Writes any text file atomically (same mechanism).
-void write_file_atomically(const std::string& path, const std::string& contents);
 
 // Parses and resolves unit ids against `graph`, then validates (validate.h).
 // Every problem is a UserError that starts with `path` and names the field.

@@ -16,6 +16,8 @@
 //     Conv starts a separable conv). An Add of two activations whose output's
 //     only use is such a prologue (or the Conv itself) joins too, and so do
 //     the Adds feeding it: the "sum of predecessors" of a RandWire node.
+//     A chain of Adds whose intermediate sums have no other use is one
+//     element-wise unit (the sum of a RandWire stage's sinks).
 //  5. Everything else is a unit of its own (kElementwise: residual Add, gating
 //     Mul, activations after a Concat...), and rule 3 applies to it as well:
 //     a Relu after a residual Add joins the Add's unit.
@@ -172,7 +174,13 @@ UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& option
     const Node& node = graph.node(n);
     if (owner_of(n) != ir::kNone) continue;
     const TensorId out = node.outputs[0];
-    if (!single_internal_use(graph, out)) continue;
+    if (!single_internal_use(graph, out)) {
+      if (options.fuse_input_sums && is_binary_elementwise(graph, node) && node.op == OpKind::kAdd) {
+        owner[static_cast<size_t>(n)] = n;  // the last Add of a sum chain anchors it
+        kind_of_anchor[n] = UnitKind::kElementwise;
+      }
+      continue;
+    }
     const NodeId consumer = graph.tensor(out).consumers[0];
     if (prologue[static_cast<size_t>(n)]) {
       // The consumer Conv's unit (its owner is set: anchors were decided above).
@@ -186,10 +194,21 @@ UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& option
         prologue[static_cast<size_t>(consumer)] ||
         (user.op == OpKind::kConv && user.inputs[0] == out &&
          kind_of_anchor.at(owner_of(consumer)) != UnitKind::kElementwise);
-    if (options.fuse_input_sums && is_binary_elementwise(graph, node) && node.op == OpKind::kAdd &&
-        owner_of(consumer) != ir::kNone && feeds_conv_unit) {
+    if (!options.fuse_input_sums || !is_binary_elementwise(graph, node) || node.op != OpKind::kAdd) {
+      continue;
+    }
+    if (owner_of(consumer) != ir::kNone && feeds_conv_unit) {
       owner[static_cast<size_t>(n)] = owner_of(consumer);
       prologue[static_cast<size_t>(n)] = 1;
+    } else if (user.op == OpKind::kAdd && owner_of(consumer) != ir::kNone &&
+               kind_of_anchor.count(owner_of(consumer)) &&
+               kind_of_anchor.at(owner_of(consumer)) == UnitKind::kElementwise) {
+      // A chain of Adds (the unweighted sum of a RandWire stage's sinks) is
+      // one element-wise unit.
+      owner[static_cast<size_t>(n)] = owner_of(consumer);
+    } else {
+      owner[static_cast<size_t>(n)] = n;
+      kind_of_anchor[n] = UnitKind::kElementwise;
     }
   }
 
@@ -315,6 +334,7 @@ UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& option
     }
   }
   result.max_block_units_ = std::clamp(options.max_block_units, 1, 64);
+  result.max_block_log10_bound_ = options.max_block_log10_bound;
   result.finish();
   return result;
 }

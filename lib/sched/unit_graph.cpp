@@ -3,6 +3,7 @@
 #include "sched/unit_graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "core/error.h"
@@ -24,10 +25,11 @@ std::string_view unit_kind_name(UnitKind kind) {
 }
 
 UnitGraph UnitGraph::from_edges(int num_units, const std::vector<std::pair<int, int>>& edges,
-                                int max_block_units) {
+                                int max_block_units, double max_block_log10_bound) {
   IOS_ASSERT(num_units > 0, "a unit graph needs units");
   UnitGraph graph;
   graph.max_block_units_ = max_block_units;
+  graph.max_block_log10_bound_ = max_block_log10_bound;
   graph.units_.resize(static_cast<size_t>(num_units));
   for (int u = 0; u < num_units; ++u) {
     graph.units_[static_cast<size_t>(u)].id = "u" + std::to_string(u);
@@ -65,6 +67,12 @@ int UnitGraph::block_of(UnitId u) const { return block_of_.at(static_cast<size_t
 UnitId UnitGraph::producer_unit(ir::TensorId t) const {
   if (t < 0 || static_cast<size_t>(t) >= tensor_producer_.size()) return ir::kNone;
   return tensor_producer_[static_cast<size_t>(t)];
+}
+
+double log10_search_bound(int units, int width) {
+  if (units <= 0 || width <= 0) return 0.0;
+  const double per_chain = static_cast<double>(units) / width;
+  return width * std::log10((per_chain + 2.0) * (per_chain + 1.0) / 2.0);
 }
 
 int block_width(const UnitGraph& graph, UnitId begin, UnitId end) {
@@ -143,20 +151,29 @@ void UnitGraph::finish() {
     merged.push_back(range);
   }
 
-  // Regions larger than the cap are split into near-equal consecutive parts;
-  // a prefix of a topological order is dependency-closed, so parts run in
-  // sequence like blocks.
+  // Regions larger than the caps (units, search bound) are split into the
+  // fewest near-equal consecutive parts that fit; a prefix of a topological
+  // order is dependency-closed, so parts run in sequence like blocks.
   blocks_.clear();
   for (auto [begin, end] : merged) {
     const int size = end - begin;
-    const int parts = (size + max_block_units_ - 1) / max_block_units_;
-    for (int p = 0; p < parts; ++p) {
-      Block block;
-      block.begin = begin + static_cast<UnitId>(static_cast<int64_t>(size) * p / parts);
-      block.end = begin + static_cast<UnitId>(static_cast<int64_t>(size) * (p + 1) / parts);
-      block.split_by_cap = parts > 1;
-      block.width = block_width(*this, block.begin, block.end);
-      blocks_.push_back(block);
+    for (int parts = (size + max_block_units_ - 1) / max_block_units_;; ++parts) {
+      std::vector<Block> split;
+      bool fits = true;
+      for (int p = 0; p < parts && fits; ++p) {
+        Block block;
+        block.begin = begin + static_cast<UnitId>(static_cast<int64_t>(size) * p / parts);
+        block.end = begin + static_cast<UnitId>(static_cast<int64_t>(size) * (p + 1) / parts);
+        block.split_by_cap = parts > 1;
+        block.width = block_width(*this, block.begin, block.end);
+        fits = block.size() <= 1 ||
+               log10_search_bound(block.size(), block.width) <= max_block_log10_bound_;
+        split.push_back(block);
+      }
+      if (fits) {
+        blocks_.insert(blocks_.end(), split.begin(), split.end());
+        break;
+      }
     }
   }
   block_of_.assign(n, 0);

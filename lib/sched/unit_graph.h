@@ -61,6 +61,11 @@ struct FormationOptions {
   bool fuse_sepconv = true;      // [ReLU ->] depthwise -> pointwise becomes one unit
   bool fuse_input_sums = true;   // an Add feeding a unit's prologue ReLU joins it
   int max_block_units = 40;      // cap on units per block; wider regions are split
+  // Cap on the IOS paper's bound on the DP transitions of a block,
+  // C(n/d + 2, 2)^d (Section 4.2), as log10: a part above it is split
+  // further. 9 keeps the search of NASNet-A's two-cell regions (30+ units,
+  // width 8-10) to seconds; docs/unit-formation.md has the measurements.
+  double max_block_log10_bound = 9.0;
 };
 
 class UnitGraph {
@@ -71,7 +76,7 @@ class UnitGraph {
   // For tests and synthetic workloads: a unit graph from explicit edges
   // (u -> v means v reads u's output), with no IR behind it.
   static UnitGraph from_edges(int num_units, const std::vector<std::pair<int, int>>& edges,
-                              int max_block_units = 64);
+                              int max_block_units = 64, double max_block_log10_bound = 1e9);
 
   const ir::Graph* ir() const { return ir_; }  // null for synthetic graphs
   const std::vector<Unit>& units() const { return units_; }
@@ -99,7 +104,12 @@ class UnitGraph {
   std::vector<int> block_of_;
   std::vector<UnitId> tensor_producer_;
   int max_block_units_ = 40;
+  double max_block_log10_bound_ = 9.0;
 };
+
+// log10 of the IOS paper's bound C(n/d + 2, 2)^d on the transitions of a
+// block with n units and width d.
+double log10_search_bound(int units, int width);
 
 // Width (largest antichain) of the sub-DAG on units [begin, end).
 int block_width(const UnitGraph& graph, UnitId begin, UnitId end);

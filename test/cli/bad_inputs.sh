@@ -1,5 +1,5 @@
 # Every bad input gets its one-line error and documented exit code, no crash.
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/common.bash"
 PY=/usr/bin/python3
 model="$BAD/tiny_conv.onnx"
 [ -f "$model" ] || { echo "FAIL: $model missing: run scripts/setup.sh"; exit 1; }

@@ -1,18 +1,18 @@
 // Device profiles: the shipped ones, loading by name or path, and validation.
-#include <catch2/catch.hpp>
+#include "cost/device_profile.h"
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
-#include "cost/device_profile.h"
 #include "cost/temp_dir.h"
 #include "test_paths.h"
 
+using Catch::Matchers::Contains;
 using ios::cost::DeviceProfile;
 using ios::cost::load_device_profile;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -123,7 +123,8 @@ TEST_CASE("profile validation names the file and the field", "[cost][profile]") 
   SECTION("wrong type") {
     nlohmann::json j = good;
     j["sm_count"] = "many";
-    CHECK_THAT(error_of(write(dir, "type.json", j.dump())), Contains("'sm_count' must be an integer"));
+    CHECK_THAT(error_of(write(dir, "type.json", j.dump())),
+               Contains("'sm_count' must be an integer"));
   }
   SECTION("efficiency above 1") {
     nlohmann::json j = good;

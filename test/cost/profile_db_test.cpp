@@ -1,16 +1,18 @@
 // The persistent profile database and canonical stage signatures.
-#include <catch2/catch.hpp>
+#include "cost/profile_db.h"
+
 #include <sqlite3.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 
 #include "core/error.h"
 #include "cost/ir_builder.h"
-#include "cost/profile_db.h"
 #include "cost/temp_dir.h"
 #include "sched/unit_graph.h"
 
+using Catch::Matchers::Contains;
 using ios::cost::ProfileDb;
 using ios::cost::ProfileEntry;
 using ios::cost::ProfileKey;
@@ -21,7 +23,6 @@ using ios::sched::UnitGraph;
 using ios::sched::UnitId;
 using ios::test::IrBuilder;
 using ios::test::TempDir;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -44,8 +45,8 @@ std::string open_error(const std::filesystem::path& path) {
 ios::ir::TensorId module(IrBuilder& b, const std::string& p, ios::ir::TensorId x, int64_t c) {
   const auto b1 = b.conv(p + "b1", x, c, 1);
   const auto b2 = b.conv(p + "b2b", b.conv(p + "b2a", x, c / 2, 1), c, 5, 1, 2);
-  const auto b3 = b.conv(p + "b3c", b.conv(p + "b3b", b.conv(p + "b3a", x, c / 2, 1), c, 3, 1, 1),
-                         c, 3, 1, 1);
+  const auto b3 =
+      b.conv(p + "b3c", b.conv(p + "b3b", b.conv(p + "b3a", x, c / 2, 1), c, 3, 1, 1), c, 3, 1, 1);
   const auto b4 = b.conv(p + "b4", b.avg_pool(p + "pool", x, 3, 1, 1), c, 1);
   return b.concat(p + "cat", {b1, b2, b3, b4});
 }
@@ -155,8 +156,8 @@ TEST_CASE("profile db: a file that is not a profile database is a user error",
     { ProfileDb created(path); }
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr,
-                         nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "UPDATE schema_version SET version = 99", nullptr, nullptr, nullptr) ==
+            SQLITE_OK);
     sqlite3_close(db);
     const std::string message = open_error(path);
     CHECK_THAT(message, Contains("schema version 99"));
@@ -200,11 +201,10 @@ TEST_CASE("stage signatures: identical Inception modules share keys", "[cost][si
   CHECK(s1.find("m1_") == std::string::npos);  // names never enter a signature
 
   // Concurrent groups are unordered.
-  const Stage reordered =
-      stage(Strategy::kConcurrent, {{unit(g, "m2_pool"), unit(g, "m2_b4")},
-                                    {unit(g, "m2_b3a")},
-                                    {unit(g, "m2_b1")},
-                                    {unit(g, "m2_b2a"), unit(g, "m2_b2b")}});
+  const Stage reordered = stage(Strategy::kConcurrent, {{unit(g, "m2_pool"), unit(g, "m2_b4")},
+                                                        {unit(g, "m2_b3a")},
+                                                        {unit(g, "m2_b1")},
+                                                        {unit(g, "m2_b2a"), unit(g, "m2_b2b")}});
   CHECK(stage_signature(g, reordered) == s1);
 
   // ... but the order inside a group matters, and so do shapes and strategy.
@@ -213,7 +213,8 @@ TEST_CASE("stage signatures: identical Inception modules share keys", "[cost][si
   const Stage chain = stage(Strategy::kConcurrent, {{unit(g, "m1_b2a"), unit(g, "m1_b2b")}});
   CHECK(stage_signature(g, split) != stage_signature(g, chain));
   const Stage merged = stage(Strategy::kMerge, {{unit(g, "m1_b1"), unit(g, "m1_b2a")}});
-  const Stage side_by_side = stage(Strategy::kConcurrent, {{unit(g, "m1_b1")}, {unit(g, "m1_b2a")}});
+  const Stage side_by_side =
+      stage(Strategy::kConcurrent, {{unit(g, "m1_b1")}, {unit(g, "m1_b2a")}});
   CHECK(stage_signature(g, merged) != stage_signature(g, side_by_side));
   CHECK(stage_signature(g, merged) ==
         stage_signature(g, stage(Strategy::kMerge, {{unit(g, "m2_b1"), unit(g, "m2_b2a")}})));

@@ -2,14 +2,14 @@
 // behaviour the IOS paper relies on (small kernels gain from running
 // concurrently, large ones do not; merging small convs beats running them
 // side by side).
-#include <catch2/catch.hpp>
+#include "cost/simulated.h"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "core/error.h"
 #include "cost/device_profile.h"
 #include "cost/ir_builder.h"
-#include "cost/simulated.h"
 #include "cost/unit_work.h"
 #include "sched/merge.h"
 #include "sched/unit_graph.h"
@@ -72,9 +72,9 @@ TEST_CASE("the simulated model is deterministic", "[cost][simulated]") {
 TEST_CASE("latency grows with FLOPs", "[cost][simulated]") {
   IrBuilder b;
   const auto x = b.input("x", {1, 64, 28, 28});
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {
-      {8, 1}, {16, 1}, {32, 1}, {64, 1}, {128, 1}, {256, 1}, {512, 1},
-      {64, 3}, {128, 3}, {256, 3}, {512, 3}, {1024, 3}};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 1},   {16, 1},  {32, 1},  {64, 1},
+                                                           {128, 1}, {256, 1}, {512, 1}, {64, 3},
+                                                           {128, 3}, {256, 3}, {512, 3}, {1024, 3}};
   std::vector<std::string> names;
   for (const auto& [cout, k] : shapes) {
     names.push_back("c" + std::to_string(cout) + "k" + std::to_string(k));
@@ -113,8 +113,7 @@ TEST_CASE("latency grows with the batch", "[cost][simulated]") {
   }
 }
 
-TEST_CASE("two tiny convs run faster concurrently than one after the other",
-          "[cost][simulated]") {
+TEST_CASE("two tiny convs run faster concurrently than one after the other", "[cost][simulated]") {
   IrBuilder b = two_convs({1, 64, 8, 8}, 64, 1);
   const UnitGraph g = UnitGraph::form(b.graph);
   for (const std::string& device : ios::cost::shipped_device_profiles()) {
@@ -213,7 +212,7 @@ TEST_CASE("one kernel follows the documented roofline", "[cost][simulated]") {
   const DeviceProfile p = load_device_profile("h100");
   SimulatedCostModel model(g, p);
 
-  const double outputs = 512.0 * 14 * 14;                       // 100352
+  const double outputs = 512.0 * 14 * 14;                        // 100352
   const double flops = 2.0 * outputs * 256 + outputs + outputs;  // MACs, bias, ReLU
   const double bytes = 4.0 * (256 * 196 + 512 * 256 + 512 + outputs);
   const double fill = static_cast<double>(p.sm_count * p.blocks_per_sm);

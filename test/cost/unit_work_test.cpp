@@ -1,10 +1,11 @@
 // FLOPs, bytes and kernels of schedule units (lib/cost/unit_work.h). Expected
 // values are worked out here from the textbook formulas, not by the library.
+#include "cost/unit_work.h"
+
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
 #include "cost/ir_builder.h"
-#include "cost/unit_work.h"
 #include "sched/merge.h"
 #include "sched/unit_graph.h"
 
@@ -76,10 +77,10 @@ TEST_CASE("separable conv unit: two kernels, the intermediate goes through memor
 TEST_CASE("pools, GEMM, views and zero-copy concat", "[cost][work]") {
   IrBuilder b;
   const auto x = b.input("x", {1, 4, 8, 8});
-  const auto p = b.max_pool("p", x, 2, 2);          // 1x4x4x4
-  const auto q = b.avg_pool("q", x, 3, 1, 1);       // 1x4x8x8
-  const auto f = b.flatten("f", p);                 // 1x64
-  const auto y = b.gemm("fc", f, 10);               // 1x10
+  const auto p = b.max_pool("p", x, 2, 2);     // 1x4x4x4
+  const auto q = b.avg_pool("q", x, 3, 1, 1);  // 1x4x8x8
+  const auto f = b.flatten("f", p);            // 1x64
+  const auto y = b.gemm("fc", f, 10);          // 1x10
   const auto c = b.concat("cat", {q, x});
   b.output(y);
   b.output(c);

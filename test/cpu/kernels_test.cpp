@@ -415,8 +415,8 @@ TEST_CASE("Concat and Split along channels and other axes", "[cpu][kernels]") {
 
 TEST_CASE("Concat skips inputs already written into their slice", "[cpu][kernels]") {
   // The first input is a view into the output's channels [0, 2) (a producer
-  // wrote there); the kernel must not copy it (we poison the source pointer's
-  // neighbours to notice) and must copy the second.
+  // wrote there): it must stay as written (a memcpy onto itself would be
+  // undefined behaviour, so the kernel skips it), and the second is copied.
   std::vector<float> y(2 * 3 * 4, 0.0f);
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t i = 0; i < 8; ++i) y[static_cast<size_t>(n * 12 + i)] = static_cast<float>(100 * n + i);

@@ -169,7 +169,7 @@ TEST_CASE("npy: rejects what it cannot read, naming the file and the problem", "
   CHECK(parse_npy(with_header("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", 0), "e").data.empty());
 }
 
-TEST_CASE("npy: write then read gives the same tensor; numpy's layout rules hold", "[exec][npy]") {
+TEST_CASE("npy: write then read gives the same tensor, laid out as numpy does", "[exec][npy]") {
   for (const ir::Shape& shape : {ir::Shape{}, ir::Shape{5}, ir::Shape{2, 3, 4, 5}, ir::Shape{0, 2}}) {
     const HostTensor t = random_tensor(shape, 42);
     const auto bytes = to_npy_bytes(t);

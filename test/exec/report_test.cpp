@@ -1,11 +1,12 @@
 // Latency statistics and reports (lib/exec/stats.h, report.h). Expected values
 // are worked out by hand from the definitions (nearest-rank percentiles,
 // population standard deviation).
-#include <catch2/catch.hpp>
+#include "exec/report.h"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,12 +15,11 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "exec/report.h"
 #include "exec/stats.h"
 
+using Catch::Matchers::Contains;
 using ios::exec::compute_stats;
 using ios::exec::TimedRun;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -43,8 +43,8 @@ TimedRun run(const std::string& name, std::vector<double> latencies) {
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("ios-report-test-" + std::to_string(::getpid()));
+    path =
+        std::filesystem::temp_directory_path() / ("ios-report-test-" + std::to_string(::getpid()));
     std::filesystem::remove_all(path);
     std::filesystem::create_directories(path);
   }

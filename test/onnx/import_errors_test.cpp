@@ -60,7 +60,7 @@ TEST_CASE("a file that is not ONNX is a UserError", "[onnx][errors]") {
   CHECK(import_error(dir.string()).find("directory") != std::string::npos);
 }
 
-TEST_CASE("a truncated model is a UserError, wherever it is cut", "[onnx][errors]") {
+TEST_CASE("a truncated model is a UserError wherever it is cut", "[onnx][errors]") {
   const std::string bytes = small_model().bytes();
   // Every cut must fail cleanly (parse failure, missing parts, or short weights).
   int cuts = 0;
@@ -91,7 +91,7 @@ TEST_CASE("a graph with a cycle is a UserError naming a node on it", "[onnx][err
   CHECK(message.find("after_cycle") == std::string::npos);
 }
 
-TEST_CASE("an unsupported operator names the node, its type and the supported list", "[onnx][errors]") {
+TEST_CASE("an unsupported operator names the node and its type and lists the supported ones", "[onnx][errors]") {
   ModelBuilder b;
   b.input("x", {1, 4});
   b.node("Relu", {"x"}, {"r"}, "relu0");

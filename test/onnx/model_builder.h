@@ -20,11 +20,19 @@
 
 namespace ios::test {
 
-// A per-process scratch folder for model files.
+// A per-process scratch folder for model files, removed at exit.
 inline std::filesystem::path scratch_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / ("ios_onnx_tests_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
+  struct Scratch {
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("ios_onnx_tests_" + std::to_string(::getpid()));
+    ~Scratch() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  };
+  static const Scratch scratch;
+  std::filesystem::create_directories(scratch.dir);
+  return scratch.dir;
 }
 
 inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {

@@ -36,16 +36,20 @@ ios::onnx::ImportedModel import(const ModelBuilder& b, const std::string& file,
   return ios::onnx::import_model(b.save(file), options);
 }
 
-// x.view(x.size(0), -1) as PyTorch exports it (opset 13).
-ModelBuilder view_model(int64_t batch) {
-  ModelBuilder b;
+// x.view(x.size(0), -1) as PyTorch exports it.
+ModelBuilder view_model(int64_t batch, int64_t opset = 13) {
+  ModelBuilder b(opset);
   b.input("x", {batch, 3, 4, 4});
   b.node("Shape", {"x"}, {"shape"});
   b.int_constant("zero", {}, {0});
   auto& g = b.node("Gather", {"shape", "zero"}, {"n"});
   ModelBuilder::integer(g, "axis", 0);
-  b.int_constant("axes0", {1}, {0});
-  b.node("Unsqueeze", {"n", "axes0"}, {"n1"});
+  if (opset >= 13) {
+    b.int_constant("axes0", {1}, {0});
+    b.node("Unsqueeze", {"n", "axes0"}, {"n1"});
+  } else {
+    ModelBuilder::ints(b.node("Unsqueeze", {"n"}, {"n1"}), "axes", {0});
+  }
   b.int_constant("minus1", {1}, {-1});
   auto& c = b.node("Concat", {"n1", "minus1"}, {"target"});
   ModelBuilder::integer(c, "axis", 0);
@@ -69,6 +73,77 @@ TEST_CASE("Shape/Gather/Unsqueeze/Concat reshape targets fold into a static Resh
   options.batch = 5;
   const auto dynamic = import(view_model(-1), "view_dyn.onnx", options);
   CHECK(only(dynamic.graph, OpKind::kReshape).attr<ios::ir::ReshapeAttrs>().shape == Shape{5, 48});
+  const auto opset11 = import(view_model(-1, 11), "view_dyn11.onnx", options);
+  CHECK(opset11.graph.num_nodes() == 2);
+  CHECK(only(opset11.graph, OpKind::kReshape).attr<ios::ir::ReshapeAttrs>().shape == Shape{5, 48});
+}
+
+TEST_CASE("the F.pad paddings chain folds and the Pad joins the conv", "[onnx][fold]") {
+  // What torch's exporter writes for F.pad(x, [1, 1, 2, 2]) when it does not
+  // fold it: ConstantOfShape, Concat, Reshape, reversing Slice, Transpose,
+  // Reshape, Cast, then Pad.
+  ModelBuilder b;
+  b.input("x", {1, 2, 5, 5});
+  b.int_constant("torch_pads", {4}, {1, 1, 2, 2});
+  b.int_constant("extension", {1}, {4});
+  auto& zeros = b.node("ConstantOfShape", {"extension"}, {"zeros"});
+  auto* value = zeros.add_attribute();
+  value->set_name("value");
+  value->set_type(::onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(::onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(1);
+  value->mutable_t()->add_int64_data(0);
+  ModelBuilder::integer(b.node("Concat", {"torch_pads", "zeros"}, {"all"}), "axis", 0);
+  b.int_constant("pairs_shape", {2}, {-1, 2});
+  b.node("Reshape", {"all", "pairs_shape"}, {"pairs"});
+  b.int_constant("rs", {1}, {-1});
+  b.int_constant("re", {1}, {-9223372036854775807LL});
+  b.int_constant("ra", {1}, {0});
+  b.int_constant("rst", {1}, {-1});
+  b.node("Slice", {"pairs", "rs", "re", "ra", "rst"}, {"reversed"});
+  ModelBuilder::ints(b.node("Transpose", {"reversed"}, {"transposed"}), "perm", {1, 0});
+  b.int_constant("flat_shape", {1}, {-1});
+  b.node("Reshape", {"transposed", "flat_shape"}, {"flat"});
+  ModelBuilder::integer(b.node("Cast", {"flat"}, {"onnx_pads"}), "to", ::onnx::TensorProto::INT64);
+  b.node("Pad", {"x", "onnx_pads"}, {"padded"}, "pad");
+  b.ramp_weight("w", {3, 2, 3, 3});
+  b.node("Conv", {"padded", "w"}, {"y"}, "conv");
+  b.output("y", 4);
+  const auto model = import(b, "torch_pad_chain.onnx");
+  REQUIRE(model.graph.num_nodes() == 1);
+  CHECK(model.graph.node(0).attr<ios::ir::ConvAttrs>().pads == std::array<int64_t, 4>{2, 1, 2, 1});
+  CHECK(model.graph.tensor(model.graph.outputs()[0]).shape == Shape{1, 3, 7, 5});
+}
+
+TEST_CASE("Range Equal Where Expand Squeeze and integer arithmetic fold", "[onnx][fold]") {
+  ModelBuilder b;
+  b.input("x", {2, 3, 4, 4});
+  b.node("Shape", {"x"}, {"s"});
+  b.int_constant("zero", {}, {0});
+  b.node("Gather", {"s", "zero"}, {"n"});                     // 2
+  b.int_constant("ax", {1}, {0});
+  b.node("Unsqueeze", {"n", "ax"}, {"n_1"});
+  b.node("Squeeze", {"n_1", "ax"}, {"n_back"});               // 2 again
+  b.int_constant("one", {}, {1});
+  b.int_constant("two", {}, {2});
+  b.node("Div", {"n_back", "one"}, {"d"});
+  b.node("Mul", {"d", "two"}, {"m"});
+  b.node("Sub", {"m", "n_back"}, {"n2"});                     // 2 * 2 - 2 = 2
+  b.int_constant("three", {}, {3});
+  b.node("Range", {"zero", "three", "one"}, {"r"});           // [0, 1, 2]
+  b.node("Equal", {"r", "one"}, {"is1"});                     // [F, T, F]
+  b.int_constant("minus1", {1}, {-1});
+  b.int_constant("len3", {1}, {3});
+  b.node("Expand", {"minus1", "len3"}, {"all_minus1"});       // [-1, -1, -1]
+  b.node("Unsqueeze", {"n2", "ax"}, {"n2_1"});
+  b.int_constant("four", {1}, {4});
+  ModelBuilder::integer(b.node("Concat", {"n2_1", "four", "four"}, {"base"}), "axis", 0);  // [2, 4, 4]
+  b.node("Where", {"is1", "all_minus1", "base"}, {"target"});  // [2, -1, 4]
+  b.node("Reshape", {"x", "target"}, {"y"}, "reshape");
+  b.output("y", 3);
+  const auto model = import(b, "fold_misc.onnx");
+  REQUIRE(model.graph.num_nodes() == 1);
+  CHECK(model.graph.node(0).attr<ios::ir::ReshapeAttrs>().shape == Shape{2, 12, 4});
 }
 
 TEST_CASE("opset 11 and opset 13 spellings normalize alike", "[onnx][fold]") {
@@ -116,7 +191,7 @@ TEST_CASE("opset 11 and opset 13 spellings normalize alike", "[onnx][fold]") {
   }
 }
 
-TEST_CASE("Split without sizes splits evenly; Slice clamps huge ends", "[onnx][fold]") {
+TEST_CASE("Split without sizes splits evenly and Slice clamps huge ends", "[onnx][fold]") {
   ModelBuilder b;
   b.input("x", {1, 8, 5, 5});
   b.node("Split", {"x"}, {"a", "b"}, "halves");  // axis 0 default: wrong on purpose below
@@ -141,7 +216,7 @@ TEST_CASE("Split without sizes splits evenly; Slice clamps huge ends", "[onnx][f
   CHECK(model.graph.tensor(model.graph.outputs()[0]).shape == Shape{1, 4, 4, 4});
 }
 
-TEST_CASE("Conv attributes: groups, dilation, asymmetric pads, auto_pad", "[onnx][fold]") {
+TEST_CASE("Conv attributes: groups dilation asymmetric pads and auto_pad", "[onnx][fold]") {
   ModelBuilder b;
   b.input("x", {1, 8, 9, 10});
   b.ramp_weight("w1", {8, 2, 3, 3});
@@ -207,7 +282,7 @@ TEST_CASE("pooling attributes and Pad folding through the importer", "[onnx][fol
   CHECK(g.tensor(g.outputs()[0]).shape == Shape{1, 3});
 }
 
-TEST_CASE("BatchNorm after a conv folds, a standalone one stays; Identity and Dropout vanish", "[onnx][fold]") {
+TEST_CASE("BatchNorm after a conv folds and a standalone one stays and Identity/Dropout vanish", "[onnx][fold]") {
   ModelBuilder b;
   b.input("x", {1, 2, 4, 4});
   b.ramp_weight("w", {3, 2, 1, 1}, 0.5f);
@@ -254,7 +329,7 @@ TEST_CASE("nested Concats on one axis become one", "[onnx][fold]") {
   CHECK(model.graph.tensor(model.graph.outputs()[0]).shape == Shape{1, 8, 3, 3});
 }
 
-TEST_CASE("HardSigmoid, HardSwish, Mul, Transpose, MatMul, ReduceMean, Pad(reflect)", "[onnx][fold]") {
+TEST_CASE("HardSigmoid HardSwish Mul Transpose MatMul ReduceMean and reflect Pad", "[onnx][fold]") {
   ModelBuilder b(14);
   b.input("x", {1, 4, 6, 6});
   auto& hs = b.node("HardSigmoid", {"x"}, {"h"}, "hsig");
@@ -317,4 +392,16 @@ TEST_CASE("constant weight arithmetic folds into a new initializer", "[onnx][fol
   const auto& w = model.graph.tensor(model.graph.node(0).inputs[1]);
   REQUIRE(w.is_constant());
   CHECK(*w.data == std::vector<float>{2.0f, 4.0f, 6.0f});
+}
+
+TEST_CASE("nodes listed out of order are sorted before the checker sees them", "[onnx][fold]") {
+  ModelBuilder b;
+  b.input("x", {1, 3});
+  b.node("Sigmoid", {"r"}, {"y"}, "second");
+  b.node("Relu", {"x"}, {"r"}, "first");
+  b.output("y", 2);
+  const auto model = import(b, "unsorted.onnx");
+  REQUIRE(model.graph.num_nodes() == 2);
+  CHECK(model.graph.node(0).name == "first");
+  CHECK(model.graph.node(1).name == "second");
 }

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "schedule_check.h"
 #include "sched/scheduler.h"
+#include "sched/validate.h"
 #include "synthetic_cost.h"
 
 using namespace ios::sched;
@@ -108,6 +109,7 @@ TEST_CASE("schedulers: valid schedules, IOS never worse than sequential and gree
       CHECK(s.scheduler.name == entry.name);
       CHECK(s.scheduler.cost_model == cost.name());
       CHECK(check_schedule(graph, s) == "");
+      CHECK_NOTHROW(validate_schedule(s, graph, "random.schedule.json"));
       if (s.is_staged()) {
         double sum = 0;
         for (const Stage& st : s.staged().stages) {

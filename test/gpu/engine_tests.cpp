@@ -1,0 +1,216 @@
+// Engine behaviour on a GPU: merges and concurrent schedules against the
+// CPU reference, input validation, timing, traces, and the measured cost
+// model with its profile database.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "cost/profile_db.h"
+#include "cpu/reference.h"
+#include "cuda/measured.h"
+#include "gpu_util.h"
+#include "sched/validate.h"
+
+namespace ios::gputest {
+namespace {
+
+using ir::OpKind;
+
+// x -> three branches (1x1 + relu, 3x3 + relu, 5x5 + clip) -> concat
+ir::Graph branches(int64_t batch) {
+  GraphBuilder b;
+  const auto x = b.input("x", {batch, 8, 12, 12});
+  const auto a = b.node(OpKind::kRelu, "a", {b.conv("a_conv", x, 4, 1)});
+  const auto c = b.node(OpKind::kRelu, "c", {b.conv("c_conv", x, 6, 3, 1, {1, 1, 1, 1})});
+  ir::ClipAttrs clip;
+  clip.min = 0.0f;
+  clip.max = 0.7f;
+  const auto d = b.node(OpKind::kClip, "d", {b.conv("d_conv", x, 5, 5, 1, {2, 2, 2, 2})}, clip);
+  ir::AxisAttrs axis;
+  b.output(b.node(OpKind::kConcat, "y", {a, c, d}, axis));
+  return std::move(b.graph());
+}
+
+sched::Schedule staged(std::vector<sched::Stage> stages) {
+  sched::Schedule s;
+  s.body = sched::StagedSchedule{std::move(stages)};
+  return s;
+}
+
+sched::Stage concurrent(std::vector<std::vector<sched::UnitId>> groups) {
+  sched::Stage s;
+  s.groups = std::move(groups);
+  return s;
+}
+
+sched::Stage merge(std::vector<sched::UnitId> units) {
+  sched::Stage s;
+  s.strategy = sched::Strategy::kMerge;
+  s.groups = {std::move(units)};
+  return s;
+}
+
+void check_schedule(const sched::UnitGraph& units, const sched::Schedule& schedule, const std::string& what) {
+  sched::validate_schedule(schedule, units, what);
+  const HostMap inputs = random_inputs(*units.ir(), 11);
+  const HostMap expected = cpu::run_graph_reference(*units.ir(), inputs);
+  const exec::ExecPlan plan = exec::lower(units, schedule);
+  for (bool graph : {true, false}) {
+    cuda::EngineOptions options;
+    options.precision = cuda::Precision::kFp32;
+    options.cuda_graph = graph;
+    check_outputs(run_gpu(units, plan, inputs, options), expected, {1e-4, 1e-3},
+                  what + (graph ? " (CUDA graph)" : " (plain)"));
+  }
+}
+
+TEST_CASE("merged, concurrent and streamed schedules match the reference", "[gpu][engine]") {
+  for (int64_t batch : {1, 4}) {
+    const ir::Graph graph = branches(batch);
+    const sched::UnitGraph units = sched::UnitGraph::form(graph);
+    const auto a = *units.find("a"), c = *units.find("c"), d = *units.find("d"), y = *units.find("y");
+    const std::string at = " at batch " + std::to_string(batch);
+    check_schedule(units, staged({merge({a, c}), concurrent({{d}}), concurrent({{y}})}), "merge of relu convs" + at);
+    check_schedule(units, staged({concurrent({{a}, {c}, {d}}), concurrent({{y}})}), "three streams" + at);
+    check_schedule(units, staged({concurrent({{a, c}, {d}}), concurrent({{y}})}), "two streams, two in a row" + at);
+    sched::StreamedSchedule streamed;
+    streamed.num_streams = 3;
+    streamed.launches = {{d, 2, 0, 0}, {a, 0, 0, 0}, {c, 1, 0, 0}, {y, 1, 0, 0}};
+    sched::Schedule s;
+    s.body = streamed;
+    check_schedule(units, s, "streamed on three streams" + at);
+  }
+}
+
+TEST_CASE("a merge of convolutions with a clip epilogue", "[gpu][engine]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 6, 9, 9});
+  ir::ClipAttrs clip;
+  clip.min = -0.2f;
+  clip.max = 0.4f;
+  const auto a = b.node(OpKind::kClip, "a", {b.conv("a_conv", x, 3, 3, 1, {1, 1, 1, 1})}, clip);
+  const auto c = b.node(OpKind::kClip, "c", {b.conv("c_conv", x, 5, 1)}, clip);
+  b.output(b.node(OpKind::kAdd, "sum", {a, b.node(OpKind::kSlice, "cs", {c}, [] {
+                                          ir::SliceAttrs s;
+                                          s.axes = {1};
+                                          s.starts = {0};
+                                          s.ends = {3};
+                                          s.steps = {1};
+                                          return s;
+                                        }())}));
+  b.output(c);
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  std::vector<sched::Stage> stages{merge({*units.find("a"), *units.find("c")})};
+  for (sched::UnitId u = 0; u < units.size(); ++u) {
+    if (units.unit(u).id != "a" && units.unit(u).id != "c") stages.push_back(concurrent({{u}}));
+  }
+  check_schedule(units, staged(stages), "merge with clip epilogues, members read as strided slices");
+}
+
+TEST_CASE("run() validates inputs by name and size", "[gpu][engine]") {
+  const ir::Graph graph = branches(1);
+  const sched::UnitGraph units = sched::UnitGraph::form(graph);
+  cuda::Engine engine(units, exec::lower(units, sequential_schedule(units)));
+  cuda::TensorMap inputs = to_tensor_map(random_inputs(graph, 3));
+  CHECK_NOTHROW(engine.run(inputs));
+  inputs["x"].pop_back();
+  CHECK_THROWS_WITH(engine.run(inputs), Catch::Matchers::Contains("'x'") && Catch::Matchers::Contains("1x8x12x12"));
+  CHECK_THROWS_AS(engine.run({}), UserError);
+  cuda::TensorMap extra = to_tensor_map(random_inputs(graph, 3));
+  extra["z"] = {1.0f};
+  CHECK_THROWS_WITH(engine.run(extra), Catch::Matchers::Contains("unknown input 'z'"));
+}
+
+TEST_CASE("timing, repeated runs and traces", "[gpu][engine]") {
+  const ir::Graph graph = branches(2);
+  const sched::UnitGraph units = sched::UnitGraph::form(graph);
+  const auto a = *units.find("a"), c = *units.find("c"), d = *units.find("d"), y = *units.find("y");
+  const exec::ExecPlan plan = exec::lower(units, staged({concurrent({{a}, {c}, {d}}), concurrent({{y}})}));
+  for (bool graph_mode : {true, false}) {
+    cuda::EngineOptions options;
+    options.cuda_graph = graph_mode;
+    cuda::Engine engine(units, plan, options);
+    CHECK(engine.info().cuda_graph == graph_mode);
+    CHECK(engine.info().num_streams == 3);
+    CHECK(engine.info().concat_inputs_zero_copy == 3);
+    CHECK(engine.info().arena_bytes > 0);
+    cuda::TimingOptions timing;
+    timing.warmup_iterations = 2;
+    timing.iterations = 7;
+    const std::vector<double> times = engine.time(timing);
+    CHECK(times.size() == 7);
+    for (double t : times) CHECK(t > 0.0);
+    timing.iterations = 1;
+    timing.min_duration_ms = 5.0;
+    double total = 0.0;
+    for (double t : engine.time(timing)) total += t;
+    CHECK(total >= 5.0);
+    // Repeated runs give identical outputs (no state leaks between iterations).
+    const cuda::TensorMap in = to_tensor_map(random_inputs(graph, 5));
+    CHECK(engine.run(in) == engine.run(in));
+
+    const cuda::TraceIteration trace = engine.trace();
+    CHECK(trace.num_streams == 3);
+    CHECK(trace.events.size() == 3);  // the concat's inputs were all written in place: no work
+    std::set<int> streams;
+    for (const auto& e : trace.events) {
+      streams.insert(e.stream);
+      CHECK(e.duration_us > 0.0);
+      CHECK(e.start_us + e.duration_us <= trace.total_us + 1.0);
+    }
+    CHECK(streams.size() == 3);
+    const auto path = std::filesystem::temp_directory_path() / "ios_gpu_trace_test.json";
+    engine.write_trace(path.string(), "branches");
+    std::ifstream in_file(path);
+    const nlohmann::json doc = nlohmann::json::parse(in_file);
+    int complete = 0;
+    for (const auto& e : doc.at("traceEvents")) complete += e.at("ph") == "X" ? 1 : 0;
+    CHECK(complete == 3);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST_CASE("the measured cost model measures once and remembers", "[gpu][measured]") {
+  const ir::Graph graph = branches(1);
+  const sched::UnitGraph units = sched::UnitGraph::form(graph);
+  const auto db = std::filesystem::temp_directory_path() / "ios_gpu_measured_test.sqlite";
+  std::filesystem::remove(db);
+  const auto a = *units.find("a"), c = *units.find("c"), d = *units.find("d");
+  cuda::MeasuredOptions options;
+  options.db_path = db.string();
+  int reports = 0;
+  options.progress = [&](const cuda::MeasureProgress&) { ++reports; };
+  double alone = 0.0, together = 0.0, merged = 0.0;
+  {
+    auto model = cuda::make_measured_cost_model(units, options);
+    model->expect(4);
+    alone = model->unit_latency(a);
+    sched::Stage stage = concurrent({{a}, {c}, {d}});
+    together = model->stage_latency(stage);
+    merged = model->stage_latency(merge({a, c}));
+    CHECK(model->stage_latency(stage) == together);  // memo
+    CHECK(model->progress().measured == 3);
+    CHECK(model->progress().cache_hits == 1);
+    CHECK(model->progress().eta_s >= 0.0);
+    CHECK(reports == 4);
+  }
+  CHECK(alone > 0.0);
+  CHECK(together >= alone * 0.5);  // the stage contains unit a
+  CHECK(merged > 0.0);
+  {
+    auto model = cuda::make_measured_cost_model(units, options);
+    CHECK(model->unit_latency(a) == alone);  // from the database, not measured again
+    CHECK(model->stage_latency(merge({a, c})) == merged);
+    CHECK(model->progress().measured == 0);
+    CHECK(model->progress().cache_hits == 2);
+  }
+  CHECK(cost::ProfileDb(db).count() == 3);
+  std::filesystem::remove(db);
+}
+
+}  // namespace
+}  // namespace ios::gputest

@@ -1,0 +1,337 @@
+// [host] tests: run with or without a GPU (see main.cpp). In a build with
+// CUDA they check the device-independent parts of the backend (memory
+// planning by liveness, lowering to GPU operations); in every build they
+// check the no-device behaviour.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "core/error.h"
+#include "cuda/engine.h"
+#include "cuda/measured.h"
+#include "gpu_util.h"
+
+#ifdef IOS_HAVE_CUDA
+#include "cuda/memory_plan.h"
+#include "cuda/program.h"
+#endif
+
+namespace ios::gputest {
+namespace {
+
+using ir::OpKind;
+
+TEST_CASE("require_device agrees with probe_device and names the missing device", "[host]") {
+  const auto probed = cuda::probe_device();
+  if (probed) {
+    const cuda::DeviceSummary summary = cuda::require_device();
+    CHECK(summary.name == probed->name);
+    CHECK(summary.sm_count > 0);
+    CHECK(!summary.cudnn.empty());
+  } else {
+    try {
+      cuda::require_device();
+      FAIL("require_device() returned without a usable device");
+    } catch (const NoDeviceError& e) {
+      CHECK(std::string(e.what()).rfind("no CUDA device: ", 0) == 0);
+      CHECK(e.exit_code() == ExitCode::kNoDevice);
+    }
+  }
+}
+
+TEST_CASE("without a device every entry point throws NoDeviceError", "[host]") {
+  if (cuda::probe_device()) return;  // covered by the GPU tests
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 3, 8, 8});
+  b.output(b.node(OpKind::kRelu, "y", {x}));
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  const exec::ExecPlan plan = exec::lower(units, sequential_schedule(units));
+  CHECK_THROWS_AS(cuda::Engine(units, plan), NoDeviceError);
+  CHECK_THROWS_WITH(cuda::Engine(units, plan), Catch::Matchers::StartsWith("no CUDA device"));
+  CHECK_THROWS_AS(cuda::make_measured_cost_model(units), NoDeviceError);
+}
+
+TEST_CASE("precision names parse both ways", "[host]") {
+  CHECK(cuda::parse_precision("tf32") == cuda::Precision::kTf32);
+  CHECK(cuda::parse_precision("fp32") == cuda::Precision::kFp32);
+  CHECK(cuda::precision_name(cuda::Precision::kFp32) == "fp32");
+  CHECK_THROWS_AS(cuda::parse_precision("fp16"), UserError);
+}
+
+#ifdef IOS_HAVE_CUDA
+
+exec::Step launch(int stream, int kernel) { return {exec::Step::Kind::kLaunch, stream, kernel, -1}; }
+exec::Step record(int stream, int event) { return {exec::Step::Kind::kRecord, stream, -1, event}; }
+exec::Step wait(int stream, int event) { return {exec::Step::Kind::kWait, stream, -1, event}; }
+
+TEST_CASE("happens-before follows stream order and event waits", "[host]") {
+  // stream 0: L0 record(e0) L2 ; stream 1: L1 wait(e0) L3 record(e1); stream 0: wait(e1) L4
+  const std::vector<exec::Step> steps{launch(0, 0), record(0, 0), launch(1, 1), wait(1, 0),
+                                      launch(1, 3), launch(0, 2), record(1, 1), wait(0, 1), launch(0, 4)};
+  const cuda::HappensBefore order(5, 2, 2, steps);
+  CHECK(order.before(0, 2));
+  CHECK(order.before(0, 3));   // through e0
+  CHECK_FALSE(order.before(0, 1));  // L1 was issued before the wait
+  CHECK(order.before(1, 3));
+  CHECK_FALSE(order.before(2, 3));
+  CHECK_FALSE(order.before(3, 2));
+  CHECK(order.before(3, 4));   // through e1
+  CHECK(order.before(1, 4));
+  CHECK(order.before(2, 4));
+  CHECK_FALSE(order.before(4, 4));
+}
+
+TEST_CASE("memory planning shares only buffers that are never live together", "[host]") {
+  // Two streams, no events: launches on different streams are unordered.
+  const std::vector<exec::Step> steps{launch(0, 0), launch(0, 1), launch(1, 2), launch(0, 3)};
+  const cuda::HappensBefore order(4, 2, 0, steps);
+  std::vector<cuda::MemoryRequest> r(5);
+  r[0] = {1000, false, {0, 1}};  // dies at L1
+  r[1] = {1000, false, {3}};     // born at L3: may reuse r[0]
+  r[2] = {1000, false, {2}};     // on stream 1: unordered with everything on stream 0
+  r[3] = {500, true, {3}};       // persistent: never shared
+  r[4] = {100, false, {1}};      // used by L1 together with r[0]
+  CHECK(cuda::may_share(r[0], r[1], order));
+  CHECK_FALSE(cuda::may_share(r[0], r[2], order));
+  CHECK_FALSE(cuda::may_share(r[1], r[2], order));
+  CHECK_FALSE(cuda::may_share(r[0], r[4], order));
+  CHECK_FALSE(cuda::may_share(r[3], r[1], order));
+  const cuda::MemoryLayout layout = cuda::plan_memory(r, order, 256);
+  auto overlap = [&](size_t a, size_t b) {
+    const int64_t ea = layout.offsets[a] + r[a].bytes, eb = layout.offsets[b] + r[b].bytes;
+    return layout.offsets[a] < eb && layout.offsets[b] < ea;
+  };
+  for (size_t a = 0; a < r.size(); ++a) {
+    CHECK(layout.offsets[a] % 256 == 0);
+    for (size_t b = a + 1; b < r.size(); ++b) {
+      if (!cuda::may_share(r[a], r[b], order)) {
+        INFO("requests " << a << " and " << b);
+        CHECK_FALSE(overlap(a, b));
+      }
+    }
+  }
+  CHECK(layout.offsets[0] == layout.offsets[1]);  // reuse happened
+  CHECK(layout.total_bytes < layout.unshared_bytes);
+  CHECK(layout.unshared_bytes == 1024 + 1024 + 1024 + 512 + 256);
+}
+
+// x -> conv a, conv b, maxpool -> concat (axis 1) -> relu
+ir::Graph inception_like(int64_t batch) {
+  GraphBuilder b;
+  const auto x = b.input("x", {batch, 8, 10, 10});
+  const auto a = b.node(OpKind::kRelu, "a", {b.conv("a_conv", x, 4, 1)});
+  const auto c = b.conv("b", x, 6, 3, 1, {1, 1, 1, 1});
+  ir::PoolAttrs pool;
+  pool.kernel = {3, 3};
+  pool.pads = {1, 1, 1, 1};
+  const auto p = b.node(OpKind::kMaxPool, "p", {x}, pool);
+  ir::AxisAttrs axis;
+  const auto cat = b.node(OpKind::kConcat, "cat", {a, c, p, x}, axis);
+  b.output(b.node(OpKind::kRelu, "out", {cat}));
+  return std::move(b.graph());
+}
+
+const cuda::Value& value_named(const cuda::Program& p, const std::string& name) {
+  for (const cuda::Value& v : p.values) {
+    if (v.name == name) return v;
+  }
+  FAIL("no value named " << name);
+  return p.values.front();
+}
+
+TEST_CASE("concat inputs are written in place as strided channel slices", "[host]") {
+  for (int64_t batch : {1, 3}) {
+    INFO("batch " << batch);
+    const ir::Graph graph = inception_like(batch);
+    const sched::UnitGraph units = sched::UnitGraph::form(graph);
+    const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+    const cuda::Value& cat = value_named(p, "cat");
+    const int64_t hw = 100, total = 4 + 6 + 8 + 8;
+    CHECK(cat.shape == ir::Shape{batch, total, 10, 10});
+    // Producers a (its conv writes, the ReLU runs in place), b and p are slices.
+    const std::vector<std::pair<std::string, int64_t>> slices{{"a", 0}, {"b", 4}, {"p", 10}};
+    for (const auto& [name, channel] : slices) {
+      const cuda::Value& v = value_named(p, name);
+      INFO(name);
+      CHECK(v.buffer == cat.buffer);
+      CHECK(v.offset == cat.offset + channel * hw);
+      CHECK(v.batch_stride == total * hw);
+      CHECK(v.dense() == (batch == 1));
+    }
+    // x is a graph input (also read by the convs): copied into its slice.
+    CHECK(p.concat_inputs_zero_copy == 3);
+    CHECK(p.concat_inputs_copied == 1);
+    CHECK(value_named(p, "x").buffer != cat.buffer);
+    // The conv of unit a writes the slice and ReLU is fused by cuDNN.
+    bool found = false;
+    for (const cuda::Launch& l : p.launches) {
+      for (const cuda::Op& op : l.ops) {
+        if (const auto* conv = std::get_if<cuda::ConvOp>(&op); conv && conv->label == "a_conv") {
+          found = true;
+          CHECK(p.values[static_cast<size_t>(conv->y)].buffer == cat.buffer);
+          CHECK(conv->fused);
+          CHECK(conv->relu);
+        }
+      }
+    }
+    CHECK(found);
+  }
+}
+
+TEST_CASE("element-wise chains after a convolution run in place in one operation", "[host]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 4, 9, 9});
+  // Asymmetric pads (0,0,1,1) need an explicit pad in front of cuDNN.
+  const auto c = b.conv("c", x, 8, 3, 2, {0, 0, 1, 1});
+  ir::ClipAttrs clip;
+  clip.min = 0.0f;
+  clip.max = 6.0f;
+  const auto y = b.node(OpKind::kHardSwish, "y", {b.node(OpKind::kClip, "clip", {c}, clip)});
+  b.output(y);
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  REQUIRE(units.size() == 1);
+  const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+  REQUIRE(p.launches.size() == 1);
+  const auto& ops = p.launches[0].ops;
+  REQUIRE(ops.size() == 3);
+  const auto* pad = std::get_if<cuda::PadOp>(&ops[0]);
+  const auto* conv = std::get_if<cuda::ConvOp>(&ops[1]);
+  const auto* ew = std::get_if<cuda::EwOp>(&ops[2]);
+  REQUIRE(pad != nullptr);
+  REQUIRE(conv != nullptr);
+  REQUIRE(ew != nullptr);
+  CHECK(pad->begin == std::vector<int64_t>{0, 0, 0, 0});
+  CHECK(p.values[static_cast<size_t>(pad->y)].shape == ir::Shape{2, 4, 10, 10});
+  CHECK(conv->x == pad->y);
+  CHECK(conv->pad == std::array<int64_t, 2>{0, 0});
+  CHECK_FALSE(conv->fused);
+  CHECK(p.values[static_cast<size_t>(conv->y)].name == "y");  // the conv writes the chain's output
+  CHECK(ew->x.is_value());
+  CHECK(ew->x.index == ew->y);
+  CHECK(ew->y == conv->y);
+  REQUIRE(ew->steps.size() == 3);  // bias, clip, hardswish
+  CHECK(ew->steps[0].kind == cuda::EwKind::kAdd);
+  CHECK(ew->steps[0].operand.is_constant());
+  CHECK(ew->steps[1].kind == cuda::EwKind::kClip);
+  CHECK(ew->steps[1].p1 == 6.0f);
+  CHECK(ew->steps[2].kind == cuda::EwKind::kHardSwish);
+}
+
+TEST_CASE("a merged convolution writes one buffer whose slices are the members' outputs", "[host]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 8, 6, 6});
+  const auto a = b.node(OpKind::kRelu, "a", {b.conv("a_conv", x, 4, 1)});
+  const auto c = b.node(OpKind::kRelu, "c", {b.conv("c_conv", x, 6, 3, 1, {1, 1, 1, 1})});
+  b.output(a);
+  b.output(c);
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  REQUIRE(units.size() == 2);
+  sched::StagedSchedule staged;
+  sched::Stage merge;
+  merge.strategy = sched::Strategy::kMerge;
+  merge.groups = {{*units.find("a"), *units.find("c")}};
+  staged.stages.push_back(merge);
+  sched::Schedule schedule;
+  schedule.body = staged;
+  const cuda::Program p = cuda::lower_program(units, exec::lower(units, schedule));
+  const cuda::Value& va = value_named(p, "a");
+  const cuda::Value& vc = value_named(p, "c");
+  CHECK(va.buffer == vc.buffer);
+  CHECK(va.batch_stride == 10 * 36);
+  CHECK(vc.offset - va.offset == 4 * 36);
+  CHECK(p.buffers[static_cast<size_t>(va.buffer)].persistent);  // graph outputs live in it
+  REQUIRE(p.launches.size() == 1);
+  REQUIRE(p.launches[0].ops.size() == 1);
+  const auto* conv = std::get_if<cuda::ConvOp>(&p.launches[0].ops[0]);
+  REQUIRE(conv != nullptr);
+  CHECK(conv->fused);  // both epilogues are exactly ReLU
+  CHECK(conv->kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(p.constants[static_cast<size_t>(conv->weight)].shape == ir::Shape{10, 8, 3, 3});
+}
+
+TEST_CASE("activation memory is reused along a chain", "[host]") {
+  GraphBuilder b;
+  auto t = b.input("x", {1, 16, 32, 32});
+  for (int i = 0; i < 6; ++i) t = b.node(OpKind::kRelu, "r" + std::to_string(i), {b.conv("c" + std::to_string(i), t, 16, 3, 1, {1, 1, 1, 1})});
+  b.output(t);
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+  const cuda::HappensBefore order(static_cast<int>(p.launches.size()), p.num_streams, p.num_events, p.steps);
+  const auto users = p.buffer_users();
+  std::vector<cuda::MemoryRequest> requests;
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    requests.push_back({p.buffers[i].elements * 4, p.buffers[i].persistent, users[i]});
+  }
+  const cuda::MemoryLayout layout = cuda::plan_memory(requests, order);
+  // 7 tensors of 64 KiB (input, 5 intermediates, output): two intermediates
+  // alive at a time plus the two persistent ones.
+  CHECK(layout.unshared_bytes == 7 * 65536);
+  CHECK(layout.total_bytes == 4 * 65536);
+}
+
+TEST_CASE("a stage lowers with its external tensors as inputs and its results as outputs", "[host]") {
+  const ir::Graph graph = inception_like(1);
+  const sched::UnitGraph units = sched::UnitGraph::form(graph);
+  exec::ExecPlan plan;
+  plan.num_streams = 2;
+  plan.kernels = {{{*units.find("a")}, false}, {{*units.find("b")}, false}};
+  plan.steps = {launch(0, 0), launch(1, 1)};
+  cuda::LowerOptions options;
+  options.partial = true;
+  const cuda::Program p = cuda::lower_program(units, plan, options);
+  REQUIRE(p.inputs.size() == 1);
+  CHECK(p.inputs[0].first == "x");
+  REQUIRE(p.outputs.size() == 2);
+  CHECK(p.outputs[0].first == "a");
+  CHECK(p.outputs[1].first == "b");
+  // The concat is outside the stage: outputs are dense buffers of their own.
+  for (const auto& [name, v] : p.outputs) {
+    CHECK(p.values[static_cast<size_t>(v)].dense());
+    CHECK(p.buffers[static_cast<size_t>(p.values[static_cast<size_t>(v)].buffer)].persistent);
+  }
+}
+
+TEST_CASE("Chrome traces have one process per plan and one track per stream", "[host]") {
+  cuda::TraceIteration a;
+  a.label = "sequential";
+  a.num_streams = 1;
+  a.events = {{"conv1", 0, 0.0, 10.0}, {"conv2", 0, 12.0, 5.0}};
+  cuda::TraceIteration b;
+  b.label = "ios";
+  b.num_streams = 2;
+  b.events = {{"conv1", 0, 0.0, 10.0}, {"conv2", 1, 1.0, 6.5}};
+  const auto path = std::filesystem::temp_directory_path() / "ios_host_trace_test.json";
+  cuda::write_chrome_trace(path.string(), {a, b});
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::map<int, std::string> processes;
+  std::set<std::pair<int, int>> tracks, used;
+  for (const auto& e : doc.at("traceEvents")) {
+    const int pid = e.at("pid").get<int>();
+    const int tid = e.contains("tid") ? e.at("tid").get<int>() : -1;
+    if (e.at("ph") == "M" && e.at("name") == "process_name") processes[pid] = e.at("args").at("name").get<std::string>();
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks.insert({pid, tid});
+    if (e.at("ph") == "X") {
+      used.insert({pid, tid});
+      if (pid == 1 && tid == 1) {
+        CHECK(e.at("name") == "conv2");
+        CHECK(e.at("ts").get<double>() == 1.0);
+        CHECK(e.at("dur").get<double>() == 6.5);
+      }
+    }
+  }
+  CHECK(processes == std::map<int, std::string>{{0, "sequential"}, {1, "ios"}});
+  CHECK(tracks == std::set<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 1}});
+  CHECK(used == tracks);
+  std::filesystem::remove(path);
+}
+
+#endif  // IOS_HAVE_CUDA
+
+}  // namespace
+}  // namespace ios::gputest
