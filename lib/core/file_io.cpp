@@ -12,13 +12,16 @@
 
 namespace ios {
 
+void create_parent_folder(const std::filesystem::path& path) {
+  if (!path.has_parent_path()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) user_error("cannot write {}: cannot create its folder ({})", path.string(), ec.message());
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (path.has_parent_path()) {
-    fs::create_directories(path.parent_path(), ec);
-    if (ec) user_error("cannot write {}: cannot create its folder ({})", path.string(), ec.message());
-  }
   static std::atomic<int> counter{0};
   fs::path temp = path;
   temp += fmt::format(".tmp-{}-{}", static_cast<long>(::getpid()), counter++);

@@ -9,8 +9,12 @@
 namespace ios {
 
 // Writes `bytes` to a temporary file next to `path` (same file system), syncs
-// it, then renames it over `path`. Creates missing parent folders. Throws
-// UserError naming `path` on failure and leaves no temporary file behind.
+// it, then renames it over `path`. The folder must exist. Throws UserError
+// naming `path` on failure and leaves no temporary file behind.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
+// Creates the folder `path` will be written into, if missing (for outputs
+// such as `-o schedules/x.json` or `--output-dir out/`).
+void create_parent_folder(const std::filesystem::path& path);
 
 }  // namespace ios

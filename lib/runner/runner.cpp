@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/log.h"
 #include "cpu/executor.h"
 #include "cuda/engine.h"
@@ -301,7 +302,9 @@ int run(const RunOptions& options, std::ostream& out) {
   }
   if (!options.output_dir.empty()) {
     for (const auto& [name, tensor] : outputs[0]) {
-      exec::write_npy(std::filesystem::path(options.output_dir) / (safe_file_name(name) + ".npy"), tensor);
+      const auto file = std::filesystem::path(options.output_dir) / (safe_file_name(name) + ".npy");
+      create_parent_folder(file);
+      exec::write_npy(file, tensor);
     }
   }
 

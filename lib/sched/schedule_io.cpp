@@ -152,6 +152,7 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
 }
 
 void write_schedule(const std::string& path, const Schedule& schedule, const UnitGraph& graph) {
+  create_parent_folder(path);
   write_file_atomically(path, schedule_to_json(schedule, graph));
 }
 
