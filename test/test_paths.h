@@ -2,13 +2,19 @@
 // (onnx_models/export_models.py, make_bad_models.py) before the tests run.
 #pragma once
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 namespace ios::test {
 
-inline std::filesystem::path models_dir() { return IOS_MODELS_DIR; }
-inline std::filesystem::path bad_models_dir() { return std::filesystem::path(IOS_MODELS_DIR) / "bad"; }
+// $IOS_MODELS_DIR wins over the build's setting (test programs carried to
+// another machine, e.g. the GPU machine, find their models there).
+inline std::filesystem::path models_dir() {
+  const char* env = std::getenv("IOS_MODELS_DIR");
+  return env && *env ? std::filesystem::path(env) : std::filesystem::path(IOS_MODELS_DIR);
+}
+inline std::filesystem::path bad_models_dir() { return models_dir() / "bad"; }
 inline std::filesystem::path shared_dir() { return IOS_SHARED_DIR; }
 inline std::filesystem::path source_dir() { return IOS_SOURCE_DIR; }
 inline std::filesystem::path model(const std::string& file) { return models_dir() / file; }

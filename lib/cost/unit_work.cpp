@@ -19,16 +19,8 @@ enum class NodeClass {
 };
 
 NodeClass classify(OpKind op) {
+  if (is_elementwise(op)) return NodeClass::kFused;
   switch (op) {
-    case OpKind::kRelu:
-    case OpKind::kClip:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kBatchNorm:
-      return NodeClass::kFused;
     case OpKind::kFlatten:
     case OpKind::kReshape:
     case OpKind::kConcat:
@@ -94,6 +86,22 @@ bool node_matmul_like(const ir::Node& n) {
 }
 
 }  // namespace
+
+bool is_elementwise(OpKind op) {
+  switch (op) {
+    case OpKind::kRelu:
+    case OpKind::kClip:
+    case OpKind::kSigmoid:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish:
+    case OpKind::kAdd:
+    case OpKind::kMul:
+    case OpKind::kBatchNorm:
+      return true;
+    default:
+      return false;
+  }
+}
 
 double node_flops(const ir::Graph& g, ir::NodeId id) {
   const ir::Node& n = g.node(id);

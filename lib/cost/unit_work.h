@@ -46,6 +46,11 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit);
 // and bias, the members' fused epilogues and their outputs.
 UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec);
 
+// Whether `op` is element-wise: such a node fuses into the kernel of the
+// compute node before it. The CUDA lowering fuses by the same rule, so the
+// kernels counted here are the kernels it launches.
+bool is_elementwise(ir::OpKind op);
+
 // FLOPs of one IR node (counted as in KernelWork::flops).
 double node_flops(const ir::Graph& graph, ir::NodeId node);
 

@@ -78,16 +78,6 @@ std::string check_device(int ordinal, DeviceSummary* out) {
 
 }  // namespace
 
-std::string_view precision_name(Precision precision) {
-  return precision == Precision::kFp32 ? "fp32" : "tf32";
-}
-
-Precision parse_precision(std::string_view text) {
-  if (text == "tf32") return Precision::kTf32;
-  if (text == "fp32") return Precision::kFp32;
-  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions) or fp32", text);
-}
-
 std::optional<DeviceSummary> probe_device(int ordinal) {
   DeviceSummary summary;
   const std::string why = check_device(ordinal, &summary);

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.h"
 #include "exec/plan.h"
 #include "sched/unit_graph.h"
 
@@ -42,9 +43,20 @@ DeviceSummary require_device(int ordinal = 0);
 
 // Convolutions may use TF32 tensor cores (kTf32, the default) or must use
 // strict FP32 FMA kernels (kFp32). Every other operator is FP32 either way.
+// Inline: the CUDA build and lib/cuda_stub share them.
 enum class Precision { kTf32, kFp32 };
-std::string_view precision_name(Precision precision);  // "tf32" / "fp32"
-Precision parse_precision(std::string_view text);       // UserError on anything else
+
+// "tf32" / "fp32"
+inline std::string_view precision_name(Precision precision) {
+  return precision == Precision::kFp32 ? "fp32" : "tf32";
+}
+
+// UserError on anything else.
+inline Precision parse_precision(std::string_view text) {
+  if (text == "tf32") return Precision::kTf32;
+  if (text == "fp32") return Precision::kFp32;
+  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions) or fp32", text);
+}
 
 struct EngineOptions {
   Precision precision = Precision::kTf32;

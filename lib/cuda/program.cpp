@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "cost/unit_work.h"
 #include "sched/merge.h"
 
 namespace ios::cuda {
@@ -105,21 +106,8 @@ using ir::TensorId;
 
 constexpr size_t kMaxChainNodes = 6;  // keeps EwOp within the kernel's step limit
 
-bool is_elementwise(OpKind op) {
-  switch (op) {
-    case OpKind::kRelu:
-    case OpKind::kClip:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kBatchNorm:
-      return true;
-    default:
-      return false;
-  }
-}
+// Element-wise nodes fuse as the cost model counts them (one rule for both).
+using cost::is_elementwise;
 
 int64_t item_size(const ir::Shape& shape) {
   int64_t n = 1;
@@ -544,149 +532,131 @@ class Lowerer {
     const ir::Node& node = g_.node(n);
     switch (node.op) {
       case OpKind::kConv: lower_conv(launch, n, chain); return;
+      case OpKind::kSplit: lower_split(launch, node); return;
+      case OpKind::kConcat: lower_concat(launch, n, chain); return;
+      default: break;
+    }
+    // Every other anchor writes its one output at the chain's target, and the
+    // chain then runs on it in place.
+    const int y = chain_target(n, chain);
+    switch (node.op) {
       case OpKind::kMaxPool:
       case OpKind::kAveragePool:
-      case OpKind::kGlobalAveragePool: {
-        const int y = chain_target(n, chain);
-        lower_pool(launch, n, y);
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
-      case OpKind::kReduceMean: {
-        const int y = chain_target(n, chain);
-        lower_reduce(launch, n, y);
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
+      case OpKind::kGlobalAveragePool: lower_pool(launch, n, y); break;
+      case OpKind::kReduceMean: lower_reduce(launch, n, y); break;
       case OpKind::kGemm:
-      case OpKind::kMatMul: {
-        const int y = chain_target(n, chain);
-        lower_gemm(launch, n, y);
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
-      case OpKind::kSoftmax: {
-        const int y = chain_target(n, chain);
-        lower_softmax(launch, n, y);
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
+      case OpKind::kMatMul: lower_gemm(launch, n, y); break;
+      case OpKind::kSoftmax: lower_softmax(launch, n, y); break;
       case OpKind::kFlatten:
-      case OpKind::kReshape: {
-        const int y = chain_target(n, chain);
-        lower_reshape(launch, value_for(node.inputs[0]), y);
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
-      case OpKind::kTranspose: {
-        const int y = chain_target(n, chain);
-        const int x = value_for(node.inputs[0]);
-        const auto& perm = node.attr<ir::TransposeAttrs>().perm;
-        CopyOp op;
-        op.src = x;
-        op.dst = y;
-        op.dims = val(y).shape;
-        const std::vector<int64_t> xs = val(x).strides();
-        for (size_t d = 0; d < perm.size(); ++d) {
-          op.src_strides.push_back(xs.at(static_cast<size_t>(normalize_axis(perm[d], perm.size()))));
-        }
-        op.dst_strides = val(y).strides();
-        launch.ops.push_back(std::move(op));
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
-      case OpKind::kSlice: {
-        const int y = chain_target(n, chain);
-        const int x = value_for(node.inputs[0]);
-        const auto& a = node.attr<ir::SliceAttrs>();
-        CopyOp op;
-        op.src = x;
-        op.dst = y;
-        op.dims = val(y).shape;
-        op.src_strides = val(x).strides();
-        op.dst_strides = val(y).strides();
-        for (size_t i = 0; i < a.axes.size(); ++i) {
-          const auto axis = static_cast<size_t>(normalize_axis(a.axes[i], op.dims.size()));
-          const int64_t step = i < a.steps.size() ? a.steps[i] : 1;
-          op.src_offset += a.starts.at(i) * op.src_strides[axis];
-          op.src_strides[axis] *= step;
-        }
-        launch.ops.push_back(std::move(op));
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
-      case OpKind::kSplit: {
-        const int x = value_for(node.inputs[0]);
-        const auto& a = node.attr<ir::SplitAttrs>();
-        const auto axis = static_cast<size_t>(normalize_axis(a.axis, val(x).shape.size()));
-        int64_t offset = 0;
-        for (TensorId out : node.outputs) {
-          const int y = value_for(out);
-          CopyOp op;
-          op.src = x;
-          op.dst = y;
-          op.dims = val(y).shape;
-          op.src_strides = val(x).strides();
-          op.dst_strides = val(y).strides();
-          op.src_offset = offset * op.src_strides[axis];
-          offset += op.dims[axis];
-          launch.ops.push_back(std::move(op));
-        }
-        return;
-      }
-      case OpKind::kConcat: {
-        const int y = value_for(node.outputs[0]);
-        const auto axis = static_cast<size_t>(normalize_axis(node.attr<ir::AxisAttrs>().axis, val(y).shape.size()));
-        const std::vector<int64_t> ys = val(y).strides();
-        int64_t offset = 0;
-        for (TensorId in : node.inputs) {
-          const int64_t size = g_.tensor(in).shape.at(axis);
-          if (!aliased_.count(in)) {
-            CopyOp op;
-            if (g_.tensor(in).is_constant()) {
-              // A constant input: give it a value filled once per run.
-              user_error("Concat '{}': constant input '{}' is not supported by the CUDA backend", node.name,
-                         g_.tensor(in).name);
-            }
-            op.src = value_for(in);
-            op.dst = y;
-            op.dims = g_.tensor(in).shape;
-            op.src_strides = val(op.src).strides();
-            op.dst_strides = ys;
-            op.dst_offset = offset * ys[axis];
-            launch.ops.push_back(std::move(op));
-            ++p_.concat_inputs_copied;
-          }
-          offset += size;
-        }
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
-      case OpKind::kPad: {
-        const int y = chain_target(n, chain);
-        const auto& a = node.attr<ir::PadAttrs>();
-        PadOp op;
-        op.x = value_for(node.inputs[0]);
-        op.y = y;
-        const size_t rank = val(op.x).shape.size();
-        IOS_ASSERT(a.pads.size() == 2 * rank, "Pad '{}' has {} pads for rank {}", node.name, a.pads.size(), rank);
-        for (size_t d = 0; d < rank; ++d) {
-          if (a.pads[d] < 0 || a.pads[d + rank] < 0) {
-            user_error("Pad '{}': negative pads (cropping) are not supported by the CUDA backend", node.name);
-          }
-        }
-        op.begin.assign(a.pads.begin(), a.pads.begin() + static_cast<std::ptrdiff_t>(rank));
-        op.mode = a.mode == ir::PadAttrs::Mode::kConstant ? PadOp::Mode::kConstant
-                  : a.mode == ir::PadAttrs::Mode::kReflect ? PadOp::Mode::kReflect
-                                                           : PadOp::Mode::kEdge;
-        op.value = a.value;
-        launch.ops.push_back(std::move(op));
-        in_place_steps(launch, y, n, chain, 0);
-        return;
-      }
+      case OpKind::kReshape: lower_reshape(launch, value_for(node.inputs[0]), y); break;
+      case OpKind::kTranspose: lower_transpose(launch, node, y); break;
+      case OpKind::kSlice: lower_slice(launch, node, y); break;
+      case OpKind::kPad: lower_pad(launch, node, y); break;
       default:
         user_error("node '{}' ({}) is not supported by the CUDA backend", node.name, ir::op_name(node.op));
     }
+    in_place_steps(launch, y, n, chain, 0);
+  }
+
+  void lower_transpose(Launch& launch, const ir::Node& node, int y) {
+    const int x = value_for(node.inputs[0]);
+    const auto& perm = node.attr<ir::TransposeAttrs>().perm;
+    CopyOp op;
+    op.src = x;
+    op.dst = y;
+    op.dims = val(y).shape;
+    const std::vector<int64_t> xs = val(x).strides();
+    for (size_t d = 0; d < perm.size(); ++d) {
+      op.src_strides.push_back(xs.at(static_cast<size_t>(normalize_axis(perm[d], perm.size()))));
+    }
+    op.dst_strides = val(y).strides();
+    launch.ops.push_back(std::move(op));
+  }
+
+  void lower_slice(Launch& launch, const ir::Node& node, int y) {
+    const int x = value_for(node.inputs[0]);
+    const auto& a = node.attr<ir::SliceAttrs>();
+    CopyOp op;
+    op.src = x;
+    op.dst = y;
+    op.dims = val(y).shape;
+    op.src_strides = val(x).strides();
+    op.dst_strides = val(y).strides();
+    for (size_t i = 0; i < a.axes.size(); ++i) {
+      const auto axis = static_cast<size_t>(normalize_axis(a.axes[i], op.dims.size()));
+      const int64_t step = i < a.steps.size() ? a.steps[i] : 1;
+      op.src_offset += a.starts.at(i) * op.src_strides[axis];
+      op.src_strides[axis] *= step;
+    }
+    launch.ops.push_back(std::move(op));
+  }
+
+  void lower_split(Launch& launch, const ir::Node& node) {
+    const int x = value_for(node.inputs[0]);
+    const auto& a = node.attr<ir::SplitAttrs>();
+    const auto axis = static_cast<size_t>(normalize_axis(a.axis, val(x).shape.size()));
+    int64_t offset = 0;
+    for (TensorId out : node.outputs) {
+      const int y = value_for(out);
+      CopyOp op;
+      op.src = x;
+      op.dst = y;
+      op.dims = val(y).shape;
+      op.src_strides = val(x).strides();
+      op.dst_strides = val(y).strides();
+      op.src_offset = offset * op.src_strides[axis];
+      offset += op.dims[axis];
+      launch.ops.emplace_back(std::move(op));
+    }
+  }
+
+  void lower_concat(Launch& launch, NodeId n, const std::vector<NodeId>& chain) {
+    const ir::Node& node = g_.node(n);
+    const int y = value_for(node.outputs[0]);
+    const auto axis = static_cast<size_t>(normalize_axis(node.attr<ir::AxisAttrs>().axis, val(y).shape.size()));
+    const std::vector<int64_t> ys = val(y).strides();
+    int64_t offset = 0;
+    for (TensorId in : node.inputs) {
+      const int64_t size = g_.tensor(in).shape.at(axis);
+      if (!aliased_.count(in)) {
+        CopyOp op;
+        if (g_.tensor(in).is_constant()) {
+          // A constant input: give it a value filled once per run.
+          user_error("Concat '{}': constant input '{}' is not supported by the CUDA backend", node.name,
+                     g_.tensor(in).name);
+        }
+        op.src = value_for(in);
+        op.dst = y;
+        op.dims = g_.tensor(in).shape;
+        op.src_strides = val(op.src).strides();
+        op.dst_strides = ys;
+        op.dst_offset = offset * ys[axis];
+        launch.ops.push_back(std::move(op));
+        ++p_.concat_inputs_copied;
+      }
+      offset += size;
+    }
+    in_place_steps(launch, y, n, chain, 0);
+  }
+
+  void lower_pad(Launch& launch, const ir::Node& node, int y) {
+    const auto& a = node.attr<ir::PadAttrs>();
+    PadOp op;
+    op.x = value_for(node.inputs[0]);
+    op.y = y;
+    const size_t rank = val(op.x).shape.size();
+    IOS_ASSERT(a.pads.size() == 2 * rank, "Pad '{}' has {} pads for rank {}", node.name, a.pads.size(), rank);
+    for (size_t d = 0; d < rank; ++d) {
+      if (a.pads[d] < 0 || a.pads[d + rank] < 0) {
+        user_error("Pad '{}': negative pads (cropping) are not supported by the CUDA backend", node.name);
+      }
+    }
+    op.begin.assign(a.pads.begin(), a.pads.begin() + static_cast<std::ptrdiff_t>(rank));
+    op.mode = a.mode == ir::PadAttrs::Mode::kConstant ? PadOp::Mode::kConstant
+              : a.mode == ir::PadAttrs::Mode::kReflect ? PadOp::Mode::kReflect
+                                                       : PadOp::Mode::kEdge;
+    op.value = a.value;
+    launch.ops.push_back(std::move(op));
   }
 
   // A dense copy of value `v` (when it is a strided slice) for operations that need one.

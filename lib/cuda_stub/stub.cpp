@@ -21,16 +21,6 @@ std::optional<DeviceSummary> probe_device(int /*ordinal*/) { return std::nullopt
 
 DeviceSummary require_device(int /*ordinal*/) { no_device("this command"); }
 
-std::string_view precision_name(Precision precision) {
-  return precision == Precision::kFp32 ? "fp32" : "tf32";
-}
-
-Precision parse_precision(std::string_view text) {
-  if (text == "tf32") return Precision::kTf32;
-  if (text == "fp32") return Precision::kFp32;
-  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions) or fp32", text);
-}
-
 struct Engine::Impl {};
 
 Engine::Engine(const sched::UnitGraph& /*graph*/, const exec::ExecPlan& /*plan*/,

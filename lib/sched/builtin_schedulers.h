@@ -3,6 +3,8 @@
 // explicitly (no static self-registration, which static libraries drop).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,5 +30,17 @@ Schedule new_schedule(const std::string& name, const Params& params, const cost:
 // search counters left at zero (for the schedulers that do not search).
 BlockStats plain_block_stats(const UnitGraph& graph, int index, double predicted_ms,
                              double search_ms);
+
+// What a scheduler that does not search reports for one block.
+struct PlainBlock {
+  double predicted_ms = 0.0;  // the block's scheduled latency
+  int64_t stages_costed = 0;  // stages (or units) sent to the cost model
+};
+
+// Calls `schedule_block(b)` for every block b of `graph` in order, timing each
+// call, and appends the block's plain_block_stats (with stages_costed) to
+// `stats`, adding the time to stats.total_search_ms.
+void schedule_blocks(const UnitGraph& graph, SearchStats& stats,
+                     const std::function<PlainBlock(int)>& schedule_block);
 
 }  // namespace ios::sched

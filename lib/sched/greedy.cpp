@@ -1,8 +1,6 @@
 // The greedy baseline of the IOS paper (Figure 2): every stage runs all units
 // whose predecessors are done, each unit its own group (ready units are
 // independent of each other, so these are the stage's connected components).
-#include <chrono>
-
 #include "sched/builtin_schedulers.h"
 
 namespace ios::sched {
@@ -16,8 +14,7 @@ class GreedyScheduler : public Scheduler {
   Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
     Schedule schedule = new_schedule("greedy", params_, cost);
     StagedSchedule staged;
-    for (int b = 0; b < static_cast<int>(graph.blocks().size()); ++b) {
-      const auto start = std::chrono::steady_clock::now();
+    schedule_blocks(graph, stats, [&](int b) {
       const BlockDag dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
       double block_ms = 0.0;
       int64_t costed = 0;
@@ -38,14 +35,9 @@ class GreedyScheduler : public Scheduler {
         staged.stages.push_back(std::move(stage));
         done |= ready;
       }
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      BlockStats block_stats = plain_block_stats(graph, b, block_ms, ms);
-      block_stats.stages_costed = costed;
-      stats.blocks.push_back(block_stats);
-      stats.total_search_ms += ms;
       schedule.predicted_latency_ms += block_ms;
-    }
+      return PlainBlock{block_ms, costed};
+    });
     schedule.body = std::move(staged);
     return schedule;
   }

@@ -1,7 +1,6 @@
 #include "sched/lios.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/error.h"
 #include "sched/builtin_schedulers.h"
@@ -85,8 +84,7 @@ class LiosScheduler : public Scheduler {
     StreamedSchedule streamed;
     streamed.num_streams = 1;
     double now = 0.0;
-    for (int b = 0; b < static_cast<int>(graph.blocks().size()); ++b) {
-      const auto start = std::chrono::steady_clock::now();
+    schedule_blocks(graph, stats, [&](int b) {
       const Block& block = graph.blocks()[static_cast<size_t>(b)];
       std::vector<std::vector<int>> preds(static_cast<size_t>(block.size()));
       std::vector<double> weight(static_cast<size_t>(block.size()));
@@ -103,13 +101,8 @@ class LiosScheduler : public Scheduler {
         streamed.num_streams = std::max(streamed.num_streams, l.stream + 1);
         now = std::max(now, l.finish);
       }
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      BlockStats block_stats = plain_block_stats(graph, b, now - block_start, ms);
-      block_stats.stages_costed = block.size();
-      stats.blocks.push_back(block_stats);
-      stats.total_search_ms += ms;
-    }
+      return PlainBlock{now - block_start, block.size()};
+    });
     schedule.predicted_latency_ms = now;
     schedule.body = std::move(streamed);
     return schedule;

@@ -1,7 +1,6 @@
 #include "sched/nimble.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "core/error.h"
 #include "sched/builtin_schedulers.h"
@@ -79,8 +78,7 @@ class NimbleScheduler : public Scheduler {
     StreamedSchedule streamed;
     streamed.num_streams = 1;
     double now = 0.0;
-    for (int b = 0; b < static_cast<int>(graph.blocks().size()); ++b) {
-      const auto start = std::chrono::steady_clock::now();
+    schedule_blocks(graph, stats, [&](int b) {
       const Block& block = graph.blocks()[static_cast<size_t>(b)];
       const BlockDag dag = BlockDag::from_block(graph, block);
       const NimbleAssignment assignment = nimble_assign(dag);
@@ -100,13 +98,8 @@ class NimbleScheduler : public Scheduler {
         streamed.launches.push_back({dag.units[static_cast<size_t>(i)], stream, begin, end});
         now = std::max(now, end);
       }
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      BlockStats block_stats = plain_block_stats(graph, b, now - block_start, ms);
-      block_stats.stages_costed = dag.n;
-      stats.blocks.push_back(block_stats);
-      stats.total_search_ms += ms;
-    }
+      return PlainBlock{now - block_start, dag.n};
+    });
     schedule.predicted_latency_ms = now;
     schedule.body = std::move(streamed);
     return schedule;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <set>
 
@@ -183,6 +184,20 @@ BlockStats plain_block_stats(const UnitGraph& graph, int index, double predicted
   stats.predicted_ms = predicted_ms;
   stats.search_ms = search_ms;
   return stats;
+}
+
+void schedule_blocks(const UnitGraph& graph, SearchStats& stats,
+                     const std::function<PlainBlock(int)>& schedule_block) {
+  for (int b = 0; b < static_cast<int>(graph.blocks().size()); ++b) {
+    const auto start = std::chrono::steady_clock::now();
+    const PlainBlock block = schedule_block(b);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    BlockStats block_stats = plain_block_stats(graph, b, block.predicted_ms, ms);
+    block_stats.stages_costed = block.stages_costed;
+    stats.blocks.push_back(block_stats);
+    stats.total_search_ms += ms;
+  }
 }
 
 // --- registry -----------------------------------------------------------------

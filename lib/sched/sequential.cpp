@@ -1,6 +1,4 @@
 // The sequential baseline: one unit per stage, in UnitId (topological) order.
-#include <chrono>
-
 #include "sched/builtin_schedulers.h"
 
 namespace ios::sched {
@@ -14,8 +12,7 @@ class SequentialScheduler : public Scheduler {
   Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
     Schedule schedule = new_schedule("sequential", params_, cost);
     StagedSchedule staged;
-    for (int b = 0; b < static_cast<int>(graph.blocks().size()); ++b) {
-      const auto start = std::chrono::steady_clock::now();
+    schedule_blocks(graph, stats, [&](int b) {
       const Block& block = graph.blocks()[static_cast<size_t>(b)];
       double block_ms = 0.0;
       for (UnitId u = block.begin; u < block.end; ++u) {
@@ -25,14 +22,9 @@ class SequentialScheduler : public Scheduler {
         block_ms += stage.predicted_ms;
         staged.stages.push_back(std::move(stage));
       }
-      const double ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      BlockStats block_stats = plain_block_stats(graph, b, block_ms, ms);
-      block_stats.stages_costed = block.size();
-      stats.blocks.push_back(block_stats);
-      stats.total_search_ms += ms;
       schedule.predicted_latency_ms += block_ms;
-    }
+      return PlainBlock{block_ms, block.size()};
+    });
     schedule.body = std::move(staged);
     return schedule;
   }

@@ -5,29 +5,19 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "import_error.h"
 #include "onnx/importer.h"
 #include "test_paths.h"
 
 namespace {
+
+using ios::test::import_error;
 
 std::string bad_model(const std::string& file) {
   const auto path = ios::test::bad_models_dir() / file;
   INFO("missing " << path.string() << ": run scripts/setup.sh (make_bad_models.py writes it)");
   REQUIRE(std::filesystem::exists(path));
   return path.string();
-}
-
-std::string import_error(const std::string& path, const ios::onnx::ImportOptions& options = {}) {
-  try {
-    ios::onnx::import_model(path, options);
-  } catch (const ios::UserError& e) {
-    const std::string message = e.what();
-    CHECK(message.find('\n') == std::string::npos);
-    CHECK(message.find(path) != std::string::npos);
-    return message;
-  }
-  FAIL("no UserError for " << path);
-  return {};
 }
 
 int count(const ios::ir::Graph& g, ios::ir::OpKind op) {

@@ -3,26 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "import_error.h"
 #include "model_builder.h"
 #include "onnx/importer.h"
 
 namespace {
 
+using ios::test::import_error;
 using ios::test::ModelBuilder;
-
-// Imports and returns the UserError's message; fails the test otherwise.
-std::string import_error(const std::string& path, const ios::onnx::ImportOptions& options = {}) {
-  try {
-    ios::onnx::import_model(path, options);
-  } catch (const ios::UserError& e) {
-    const std::string message = e.what();
-    CHECK(message.find('\n') == std::string::npos);
-    CHECK(message.find(path) != std::string::npos);
-    return message;
-  }
-  FAIL("no UserError for " << path);
-  return {};
-}
 
 // x[1x3x8x8] -> Conv(4 filters, 3x3, pad 1) -> Relu -> y
 ModelBuilder small_model(int64_t batch = 1) {
