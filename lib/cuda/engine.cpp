@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/log.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
@@ -184,17 +185,7 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceIteratio
     }
   }
   const nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  const std::filesystem::path target(path);
-  const std::filesystem::path temp = target.string() + ".tmp";
-  {
-    std::ofstream out(temp);
-    if (!out) user_error("cannot write trace file '{}'", path);
-    out << doc.dump(1) << '\n';
-    if (!out) user_error("cannot write trace file '{}'", path);
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, target, ec);
-  if (ec) user_error("cannot write trace file '{}': {}", path, ec.message());
+  write_file_atomically(path, doc.dump(1) + "\n");
 }
 
 }  // namespace ios::cuda

@@ -37,7 +37,8 @@ class Session {
   virtual TensorMap run(const TensorMap& inputs) = 0;
   // Per-iteration latencies (ms) of `iterations` timed runs after `warmup`.
   virtual std::vector<double> time(int warmup, int iterations) = 0;
-  virtual void write_trace(const std::string& path, const std::string& label) = 0;
+  // One traced iteration (per stream: what ran when), for --trace.
+  virtual cuda::TraceIteration trace(const std::string& label) = 0;
 };
 
 class CpuSession : public Session {
@@ -59,7 +60,7 @@ class CpuSession : public Session {
     }
     return times;
   }
-  void write_trace(const std::string&, const std::string&) override {
+  cuda::TraceIteration trace(const std::string&) override {
     user_error("--trace records GPU stream activity; it is available with --backend cuda only");
   }
 
@@ -86,8 +87,10 @@ class CudaSession : public Session {
     t.iterations = iterations;
     return engine_.time(t);
   }
-  void write_trace(const std::string& path, const std::string& label) override {
-    engine_.write_trace(path, label);
+  cuda::TraceIteration trace(const std::string& label) override {
+    cuda::TraceIteration iteration = engine_.trace();
+    iteration.label = label;
+    return iteration;
   }
   void set_output_shapes(std::map<std::string, ir::Shape> shapes) { output_shapes_ = std::move(shapes); }
 
@@ -208,6 +211,9 @@ int run(const RunOptions& options, std::ostream& out) {
 
   // Backend.
   const bool on_cpu = options.backend == "cpu";
+  if (on_cpu && !options.trace.empty()) {
+    user_error("--trace records GPU stream activity; it is available with --backend cuda only");
+  }
   std::string device_name = "CPU reference";
   if (!on_cpu) {
     const auto device = cuda::probe_device();
@@ -340,7 +346,12 @@ int run(const RunOptions& options, std::ostream& out) {
   }
   if (runs.size() > 1 || !options.quiet) out << exec::format_comparison(runs);
   if (!options.export_times.empty()) exec::export_times(options.export_times, runs);
-  if (!options.trace.empty()) sessions[0]->write_trace(options.trace, schedules[0].name);
+  if (!options.trace.empty()) {
+    // One trace process per schedule, one track per stream.
+    std::vector<cuda::TraceIteration> traces;
+    for (size_t i = 0; i < schedules.size(); ++i) traces.push_back(sessions[i]->trace(schedules[i].name));
+    cuda::write_chrome_trace(options.trace, traces);
+  }
   if (mismatch) {
     out << "FAILED: outputs differ beyond tolerance (see the reports above)\n";
     return static_cast<int>(ExitCode::kMismatch);
