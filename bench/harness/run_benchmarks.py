@@ -376,7 +376,13 @@ METHOD_COMMON = """\
   for). They are summed over blocks.
 - **Predicted latency** is the cost model's latency of the schedule found;
   the **predicted speed-up** divides the sequential schedule's predicted
-  latency under the same cost model by it.
+  latency under the same cost model by it. For the staged schedulers it is
+  the sum of the cost model's stage latencies (contention between concurrent
+  groups and stage synchronization included). For the streamed ones (`lios`,
+  `nimble`) it is their own list-scheduling makespan over standalone unit
+  latencies, with no contention and no synchronization cost: optimistic, and
+  not comparable with the staged predictions. Only measured latencies
+  compare all schedulers on equal terms.
 - Schedulers: `sequential`, `greedy`, `ios` (r=3, s=8, concurrent stages and
   operator merge), `ios-parallel` and `ios-merge` (`ios --params
   strategy=parallel` / `strategy=merge`), `dos`, `lios`, `nimble`, each with
