@@ -22,6 +22,10 @@ void create_parent_folder(const std::filesystem::path& path) {
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (path.has_parent_path() && !fs::is_directory(path.parent_path(), ec)) {
+    user_error("cannot write {}: the folder '{}' does not exist", path.string(),
+               path.parent_path().string());
+  }
   static std::atomic<int> counter{0};
   fs::path temp = path;
   temp += fmt::format(".tmp-{}-{}", static_cast<long>(::getpid()), counter++);
@@ -30,7 +34,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     user_error("cannot write {}: cannot create {} ({})", path.string(), temp.string(),
                std::strerror(errno));
   }
-  auto discard = [&](const std::string& why) {
+  auto discard = [&](std::string why) {
     ::close(fd);
     std::error_code ignored;
     fs::remove(temp, ignored);
@@ -46,9 +50,10 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   // The data is on disk before the rename makes the new name visible.
   if (::fsync(fd) != 0) discard(std::strerror(errno));
   if (::close(fd) != 0) {
+    const int close_errno = errno;
     std::error_code ignored;
     fs::remove(temp, ignored);
-    user_error("cannot write {}: {}", path.string(), std::strerror(errno));
+    user_error("cannot write {}: {}", path.string(), std::strerror(close_errno));
   }
   fs::rename(temp, path, ec);
   if (ec) {

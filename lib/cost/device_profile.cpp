@@ -114,7 +114,7 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   json root;
   try {
     root = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
     user_error("device profile {}: not valid JSON ({})", source, e.what());
   }
   if (!root.is_object())

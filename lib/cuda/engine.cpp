@@ -185,7 +185,7 @@ void write_chrome_trace(const std::string& path, const std::vector<TraceIteratio
     }
   }
   const nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  write_file_atomically(path, doc.dump(1) + "\n");
+  write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace ios::cuda

@@ -120,7 +120,7 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     }
     doc["runs"].push_back(std::move(r));
   }
-  return doc.dump(2) + "\n";
+  return doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 void export_times(const std::filesystem::path& path, const std::vector<TimedRun>& runs) {

@@ -48,7 +48,8 @@ bool known_non_negative(const Graph& graph, TensorId t) {
     case OpKind::kHardSigmoid:
       return true;
     case OpKind::kClip:
-      return n.attr<ClipAttrs>().min >= 0.0f;
+      // With max < min the kernel outputs max, so both bounds must be >= 0.
+      return n.attr<ClipAttrs>().min >= 0.0f && n.attr<ClipAttrs>().max >= 0.0f;
     default:
       return false;
   }
@@ -76,6 +77,7 @@ int fold_batchnorm(Graph& graph) {
     const auto& w = *graph.tensor(conv.inputs[1]).data;
     const Shape w_shape = graph.tensor(conv.inputs[1]).shape;
     const auto out_channels = static_cast<size_t>(w_shape.at(0));
+    if (out_channels == 0) continue;  // an empty convolution: nothing to fold (and no division by 0)
     const size_t per_channel = w.size() / out_channels;
     const auto& gamma = *graph.tensor(bn.inputs[1]).data;
     const auto& beta = *graph.tensor(bn.inputs[2]).data;

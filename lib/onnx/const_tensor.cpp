@@ -87,8 +87,12 @@ ConstTensor ConstTensor::of_floats(std::vector<double> values, ir::Shape dims, i
 }
 
 int64_t proto_num_elements(const TensorProto& proto) {
+  // Dimensions come from the file: a product that overflows is rejected by
+  // the caller (decode_tensor) as a negative count, never wrapped.
   int64_t n = 1;
-  for (int64_t d : proto.dims()) n *= d;
+  for (int64_t d : proto.dims()) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
+  }
   return n;
 }
 
@@ -97,7 +101,12 @@ ConstTensor decode_tensor(const TensorProto& proto, const std::string& file) {
   for (int64_t d : proto.dims()) {
     if (d < 0) user_error("{}: tensor '{}' has a negative dimension", file, proto.name());
   }
-  const auto count = static_cast<size_t>(proto_num_elements(proto));
+  const int64_t elements = proto_num_elements(proto);
+  if (elements < 0) {
+    user_error("{}: tensor '{}' has dimensions whose product overflows; the file is corrupt", file,
+               proto.name());
+  }
+  const auto count = static_cast<size_t>(elements);
   const std::string& name = proto.name();
   const bool raw = proto.has_raw_data();
   ConstTensor t;
@@ -162,10 +171,12 @@ std::vector<float> decode_float_weights(const TensorProto& proto, const std::str
     user_error("{}: weight '{}' has element type {}; ios runs float32 models only, re-export "
                "the model in float32", file, proto.name(), type_name(proto.data_type()));
   }
-  for (int64_t d : proto.dims()) {
-    if (d < 0) user_error("{}: tensor '{}' has a negative dimension", file, proto.name());
+  const int64_t elements = proto_num_elements(proto);
+  if (elements < 0) {
+    user_error("{}: tensor '{}' has a negative dimension or dimensions whose product overflows; "
+               "the file is corrupt", file, proto.name());
   }
-  const auto count = static_cast<size_t>(proto_num_elements(proto));
+  const auto count = static_cast<size_t>(elements);
   if (proto.has_raw_data()) return from_raw<float>(proto.raw_data(), count, file, proto.name());
   check_count(static_cast<size_t>(proto.float_data_size()), count, file, proto.name());
   return {proto.float_data().begin(), proto.float_data().end()};

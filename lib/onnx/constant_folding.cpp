@@ -1,6 +1,7 @@
 #include "onnx/constant_folding.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -93,6 +94,20 @@ ConstTensor reshaped(const ConstTensor& src, ir::Shape dims) {
   return out;
 }
 
+// The element count of a folded result whose dimensions come from the file:
+// checked for overflow and capped, so hostile shapes fail with a message
+// instead of exhausting memory.
+size_t folded_count(const Context& ctx, const ir::Shape& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxFoldElements) {
+      ctx.fail("the result ({} elements) is too large to fold (at most {})", ir::to_string(dims),
+               kMaxFoldElements);
+    }
+  }
+  return static_cast<size_t>(n);
+}
+
 ir::Shape broadcast(const Context& ctx, const ir::Shape& a, const ir::Shape& b) {
   auto out = ir::broadcast_shapes(a, b);
   if (!out) ctx.fail("shapes {} and {} do not broadcast", ir::to_string(a), ir::to_string(b));
@@ -103,7 +118,7 @@ enum class Binary { kAdd, kSub, kMul, kDiv, kMin, kMax, kEqual, kLess, kGreater 
 
 ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const ConstTensor& b) {
   const ir::Shape dims = broadcast(ctx, a.dims, b.dims);
-  const auto n = static_cast<size_t>(ir::num_elements(dims));
+  const size_t n = folded_count(ctx, dims);
   const bool compare = op == Binary::kEqual || op == Binary::kLess || op == Binary::kGreater;
   const bool floating = a.is_float() || b.is_float();
   ConstTensor out;
@@ -131,11 +146,18 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
       const int64_t x = a.i[ia], y = b.i[ib];
       int64_t r = 0;
       switch (op) {
-        case Binary::kAdd: r = x + y; break;
-        case Binary::kSub: r = x - y; break;
-        case Binary::kMul: r = x * y; break;
+        case Binary::kAdd:
+          if (__builtin_add_overflow(x, y, &r)) ctx.fail("integer overflow in {} + {}", x, y);
+          break;
+        case Binary::kSub:
+          if (__builtin_sub_overflow(x, y, &r)) ctx.fail("integer overflow in {} - {}", x, y);
+          break;
+        case Binary::kMul:
+          if (__builtin_mul_overflow(x, y, &r)) ctx.fail("integer overflow in {} * {}", x, y);
+          break;
         case Binary::kDiv:
           if (y == 0) ctx.fail("integer division by zero");
+          if (y == -1 && x == std::numeric_limits<int64_t>::min()) ctx.fail("integer overflow in {} / -1", x);
           r = x / y;
           break;
         case Binary::kMin: r = std::min(x, y); break;
@@ -443,7 +465,7 @@ std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Value
   if (op == "Expand") {
     const ConstTensor& data = need(ctx, in, 0);
     const ir::Shape dims = broadcast(ctx, data.dims, need(ctx, in, 1).ints());
-    std::vector<size_t> idx(static_cast<size_t>(ir::num_elements(dims)));
+    std::vector<size_t> idx(folded_count(ctx, dims));
     for (size_t k = 0; k < idx.size(); ++k) idx[k] = broadcast_index(k, dims, data.dims);
     return one(gather_elements(data, dims, idx));
   }
@@ -452,14 +474,19 @@ std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Value
     ConstTensor fill = ConstTensor::of_floats({0.0}, {1}, TensorProto::FLOAT);
     if (const auto* a = find_attribute(node, "value")) fill = decode_tensor(a->t(), ctx.file);
     if (fill.size() != 1) ctx.fail("value must have one element");
-    std::vector<size_t> idx(static_cast<size_t>(ir::num_elements(dims)), 0);
+    std::vector<size_t> idx(folded_count(ctx, dims), 0);
     return one(gather_elements(fill, dims, idx));
   }
   if (op == "Range") {
     const ConstTensor& start = need(ctx, in, 0);
+    for (size_t k = 0; k < 3; ++k) {
+      if (need(ctx, in, k).size() != 1) ctx.fail("Range input {} must have one element", k);
+    }
     const double s = start.as_double(0), limit = need(ctx, in, 1).as_double(0), delta = need(ctx, in, 2).as_double(0);
     if (delta == 0) ctx.fail("Range with delta 0");
-    const auto n = static_cast<int64_t>(std::max(0.0, std::ceil((limit - s) / delta)));
+    const double count = std::max(0.0, std::ceil((limit - s) / delta));
+    if (!(count <= static_cast<double>(kMaxFoldElements))) ctx.fail("Range of {} elements is too large to fold", count);
+    const auto n = static_cast<int64_t>(count);
     ConstTensor out;
     out.dtype = start.dtype;
     out.dims = {n};
@@ -576,7 +603,7 @@ int fold_constants(::onnx::ModelProto& model, const ShapeMap& shapes, const std:
       }
       auto init = initializers.find(name);
       // Identity/Dropout of a weight stay: the IR builder aliases them.
-      if (alias_only || init == initializers.end() || proto_num_elements(*init->second) > kMaxFoldElements) {
+      if (alias_only || init == initializers.end() || static_cast<uint64_t>(proto_num_elements(*init->second)) > static_cast<uint64_t>(kMaxFoldElements)) {
         ready = false;
         continue;
       }

@@ -234,8 +234,14 @@ class Builder {
       a.max = attr_float(node, "max", a.max);
       return a;
     }
-    if (auto v = constant_input(node, 1, "min bound")) a.min = static_cast<float>(v->as_double(0));
-    if (auto v = constant_input(node, 2, "max bound")) a.max = static_cast<float>(v->as_double(0));
+    if (auto v = constant_input(node, 1, "min bound")) {
+      if (v->size() != 1) fail(node, "the min bound must have exactly one element");
+      a.min = static_cast<float>(v->as_double(0));
+    }
+    if (auto v = constant_input(node, 2, "max bound")) {
+      if (v->size() != 1) fail(node, "the max bound must have exactly one element");
+      a.max = static_cast<float>(v->as_double(0));
+    }
     return a;
   }
 
@@ -325,7 +331,9 @@ class Builder {
   }
 
   ir::Attrs reshape_attrs(const NodeProto& node, const ir::Shape& x) const {
-    const std::vector<int64_t> target = constant_input(node, 1, "target shape").value().ints();
+    const auto shape_input = constant_input(node, 1, "target shape");
+    if (!shape_input) fail(node, "has no target shape input (Reshape before opset 5 is not supported)");
+    const std::vector<int64_t> target = shape_input->ints();
     const bool allow_zero = attr_int(node, "allowzero", 0) != 0;
     ir::ReshapeAttrs a;
     int64_t known = 1;

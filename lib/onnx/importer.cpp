@@ -74,6 +74,9 @@ std::string read_file(const std::string& path) {
   if (!in) user_error("{}: cannot open the file ({})", path, std::strerror(errno));
   const std::streamoff size = in.tellg();
   if (size < 0) user_error("{}: cannot determine the file size", path);
+  if (size > static_cast<std::streamoff>(INT_MAX)) {
+    user_error("{}: the file is over 2 GiB, the protobuf limit; use a smaller model", path);
+  }
   std::string bytes(static_cast<size_t>(size), '\0');
   in.seekg(0);
   if (!in.read(bytes.data(), size)) user_error("{}: read error ({})", path, std::strerror(errno));
@@ -100,6 +103,22 @@ ModelProto parse(const std::string& bytes, const std::string& path) {
   return model;
 }
 
+// Shapes come from the file: every tensor's element count is checked for
+// overflow and capped (2^34 elements, 64 GiB of float32) before anything is
+// allocated from it, so a hostile shape fails here with a message.
+void check_tensor_sizes(const ir::Graph& graph, const std::string& path) {
+  constexpr int64_t kMaxElements = int64_t{1} << 34;
+  for (const ir::Tensor& t : graph.tensors()) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
+        user_error("{}: tensor '{}' has shape {}, more than 2^34 elements; ios cannot run it", path,
+                   t.name, ir::to_string(t.shape));
+      }
+    }
+  }
+}
+
 void check_operators(const ModelProto& model, const std::string& path) {
   for (const NodeProto& node : model.graph().node()) {
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
@@ -107,6 +126,19 @@ void check_operators(const ModelProto& model, const std::string& path) {
       user_error("{}: node {}: operator {}{} is not supported; supported operators: {}", path,
                  node_label(node), default_domain ? "" : node.domain() + ".", node.op_type(),
                  supported_ops_list());
+    }
+    // Window attributes are checked before ONNX's shape inference, which
+    // divides by strides and would crash on a zero.
+    for (const auto& attr : node.attribute()) {
+      const std::string& name = attr.name();
+      const bool positive = name == "strides" || name == "kernel_shape" || name == "dilations";
+      if (!positive && name != "pads") continue;
+      for (int64_t v : attr.ints()) {
+        if ((positive && (v < 1 || v > (int64_t{1} << 20))) || (!positive && (v < 0 || v > (int64_t{1} << 20)))) {
+          user_error("{}: node {}: attribute '{}' has the value {}; {} must be {}", path,
+                     node_label(node), name, v, name, positive ? "from 1 to 2^20" : "from 0 to 2^20");
+        }
+      }
     }
   }
 }
@@ -323,10 +355,14 @@ ImportedModel import_model(const std::string& path, const ImportOptions& options
     const int n = fold_constants(model, shapes, path);
     folded += n;
     if (n == 0) break;
-    IOS_ASSERT(round < kMaxFoldRounds, "{}: constant folding did not settle", path);
+    if (round >= kMaxFoldRounds) {
+      user_error("{}: constant folding did not settle after {} rounds; the model's shape arithmetic "
+                 "is not supported", path, kMaxFoldRounds);
+    }
   }
 
   result.graph = build_ir(model, shapes, path);
+  check_tensor_sizes(result.graph, path);
   ir::infer_shapes(result.graph);
   cross_check(result.graph, shapes, path, "import");
   const ir::PassStats stats = ir::run_import_passes(result.graph);

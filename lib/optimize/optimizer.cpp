@@ -30,10 +30,11 @@ ir::Shape parse_dims(const std::string& text, const std::string& option) {
     try {
       size_t used = 0;
       const long long v = std::stoll(part, &used);
-      if (used != part.size() || v <= 0) throw std::invalid_argument(part);
+      // Dimensions beyond 2^31 cannot be real and would overflow element counts.
+      if (used != part.size() || v <= 0 || v > (1LL << 31)) throw std::invalid_argument(part);
       shape.push_back(v);
     } catch (const std::exception&) {
-      user_error("--input-shape '{}': '{}' is not a positive dimension; write NAME:1x3x224x224",
+      user_error("--input-shape '{}': '{}' is not a dimension from 1 to 2^31; write NAME:1x3x224x224",
                  option, part);
     }
     if (x == std::string::npos) break;
@@ -145,7 +146,12 @@ sched::Schedule schedule_model(const PreparedModel& prepared, const std::string&
   schedule.scheduler.name = entry.name;
   schedule.scheduler.params = parsed.to_strings();
   schedule.scheduler.cost_model = cost.model->name();
-  sched::validate_schedule(schedule, *prepared.units, "the " + entry.name + " schedule");
+  try {
+    sched::validate_schedule(schedule, *prepared.units, "the " + entry.name + " schedule");
+  } catch (const UserError& e) {
+    // The schedule came from ios, not from the user: a scheduler bug.
+    internal_error("scheduler '{}' produced an invalid schedule: {}", entry.name, e.what());
+  }
   return schedule;
 }
 
@@ -223,7 +229,8 @@ void write_report_json(const std::string& path, const OptimizeOptions& options,
       {"schedule_file", output},
       {"stages", schedule.is_staged() ? static_cast<int64_t>(schedule.staged().stages.size()) : 0},
       {"analyze_only", options.analyze}};
-  write_file_atomically(path, doc.dump(1) + "\n");
+  create_parent_folder(path);
+  write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ struct OptimizeOptions {
 // A model ready to schedule: the imported IR and its unit graph. The unit
 // graph points into `model.graph`, so this is neither copied nor moved.
 struct PreparedModel {
+  PreparedModel() = default;
+  PreparedModel(PreparedModel&&) = delete;  // `units` points into `model.graph`
   onnx::ImportedModel model;
   std::unique_ptr<sched::UnitGraph> units;
   sched::ModelInfo info() const;

@@ -56,8 +56,10 @@ MergeCheck check_merge(const UnitGraph& graph, const std::vector<UnitId>& units)
     const ir::Tensor& in = ir->tensor(x);
     const ir::Tensor& out = ir->tensor(conv.outputs.at(0));
     const auto& attrs = conv.attr<ir::ConvAttrs>();
-    if (!w.is_constant() || w.shape.size() != 4 || in.shape.size() != 4 || out.shape.size() != 4) {
-      return fail(fmt::format("convolution of unit '{}' is not a 2-D convolution with constant weights",
+    const bool constant_bias = conv.inputs.size() < 3 || ir->tensor(conv.inputs[2]).is_constant();
+    if (!w.is_constant() || !constant_bias || w.shape.size() != 4 || in.shape.size() != 4 ||
+        out.shape.size() != 4) {
+      return fail(fmt::format("convolution of unit '{}' is not a 2-D convolution with constant weights and bias",
                               unit.id));
     }
     if (attrs.group != 1) {

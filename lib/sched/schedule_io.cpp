@@ -148,7 +148,8 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
     }
     doc["launches"] = launches;
   }
-  return doc.dump(1) + "\n";
+  // Names come from user files and may not be UTF-8: replace, never throw.
+  return doc.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 void write_schedule(const std::string& path, const Schedule& schedule, const UnitGraph& graph) {
@@ -165,6 +166,8 @@ Schedule parse_schedule(const std::string& json_text, const std::string& path,
     user_error("{}: not valid JSON at byte {} (is the file truncated?); regenerate it with "
                "ios-optimize",
                path, e.byte);
+  } catch (const json::exception& e) {  // e.g. out_of_range for a number like 1e400
+    user_error("{}: not a valid schedule ({}); regenerate it with ios-optimize", path, e.what());
   }
   const Reader root(doc, "", path);
   if (!doc.is_object() || root.string("format") != "ios-schedule") {
@@ -182,13 +185,17 @@ Schedule parse_schedule(const std::string& json_text, const std::string& path,
   schedule.model.path = model.string("path");
   schedule.model.sha256 = model.string("sha256");
   schedule.model.batch = model.integer("batch");
+  if (schedule.model.batch < 1 || schedule.model.batch > kMaxBatch) {
+    model.fail("model.batch", fmt::format("an integer from 1 to {}", kMaxBatch));
+  }
   const json& inputs = model.array("inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Reader in(inputs[i], "model.inputs[" + std::to_string(i) + "]", path);
     ir::Shape shape;
     const json& dims = in.array("shape");
     for (size_t d = 0; d < dims.size(); ++d) {
-      if (!dims[d].is_number_integer() || dims[d].get<int64_t>() <= 0) {
+      if (!dims[d].is_number_integer() || dims[d].get<int64_t>() <= 0 ||
+          dims[d].get<int64_t>() > (int64_t{1} << 31)) {
         in.fail(in.join("shape[" + std::to_string(d) + "]"), "a positive integer");
       }
       shape.push_back(dims[d].get<int64_t>());
@@ -250,7 +257,9 @@ Schedule parse_schedule(const std::string& json_text, const std::string& path,
     schedule.body = std::move(staged);
   } else if (form == "streamed") {
     StreamedSchedule streamed;
-    streamed.num_streams = static_cast<int>(root.integer("num_streams"));
+    const int64_t num_streams = root.integer("num_streams");
+    if (num_streams < 1 || num_streams > 1024) root.fail("num_streams", "an integer from 1 to 1024");
+    streamed.num_streams = static_cast<int>(num_streams);
     const json& launches = root.array("launches");
     for (size_t i = 0; i < launches.size(); ++i) {
       const std::string where = "launches[" + std::to_string(i) + "]";
@@ -258,7 +267,11 @@ Schedule parse_schedule(const std::string& json_text, const std::string& path,
       StreamedSchedule::Launch launch;
       launch.unit = resolve(launch_reader.field("unit", json::value_t::string), where + ".unit",
                             graph, path);
-      launch.stream = static_cast<int>(launch_reader.integer("stream"));
+      const int64_t stream = launch_reader.integer("stream");
+      if (stream < 0 || stream >= num_streams) {
+        launch_reader.fail(where + ".stream", fmt::format("a stream from 0 to {}", num_streams - 1));
+      }
+      launch.stream = static_cast<int>(stream);
       launch.predicted_start_ms = launch_reader.number("start_ms");
       launch.predicted_finish_ms = launch_reader.number("finish_ms");
       streamed.launches.push_back(launch);

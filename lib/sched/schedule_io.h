@@ -11,6 +11,7 @@
 namespace ios::sched {
 
 inline constexpr int kScheduleFormatVersion = 1;
+inline constexpr int64_t kMaxBatch = int64_t{1} << 20;  // also the CLI's --batch limit
 
 // Serializes a schedule (must be valid for `graph`).
 std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph);

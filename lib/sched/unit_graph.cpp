@@ -27,6 +27,8 @@ std::string_view unit_kind_name(UnitKind kind) {
 UnitGraph UnitGraph::from_edges(int num_units, const std::vector<std::pair<int, int>>& edges,
                                 int max_block_units, double max_block_log10_bound) {
   IOS_ASSERT(num_units > 0, "a unit graph needs units");
+  IOS_ASSERT(max_block_units >= 1 && max_block_units <= 64,
+             "max_block_units {} outside 1..64 (a DP state is one 64-bit word)", max_block_units);
   UnitGraph graph;
   graph.max_block_units_ = max_block_units;
   graph.max_block_log10_bound_ = max_block_log10_bound;

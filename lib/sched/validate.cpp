@@ -119,14 +119,19 @@ void validate_schedule(const Schedule& schedule, const UnitGraph& graph, const s
   }
 }
 
-void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& model,
-                                  const std::string& source, bool force) {
-  if (schedule.model.sha256 != model.sha256 && !force) {
+void check_model_hash(const std::string& schedule_sha256, const std::string& schedule_model_path,
+                      const ModelInfo& model, const std::string& source, bool force) {
+  if (schedule_sha256 != model.sha256 && !force) {
     user_error("{}: the schedule was made for another model ('{}', sha256 {}...) but '{}' has "
                "sha256 {}...; re-run ios-optimize, or pass --force to use it anyway",
-               source, schedule.model.path, schedule.model.sha256.substr(0, 12), model.path,
+               source, schedule_model_path, schedule_sha256.substr(0, 12), model.path,
                model.sha256.substr(0, 12));
   }
+}
+
+void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& model,
+                                  const std::string& source, bool force) {
+  check_model_hash(schedule.model.sha256, schedule.model.path, model, source, force);
   if (schedule.model.batch != model.batch) {
     user_error("{}: the schedule was made for batch {} but the model is run at batch {}; pass "
                "--batch {} or re-run ios-optimize --batch {}",

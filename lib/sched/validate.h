@@ -17,6 +17,11 @@ namespace ios::sched {
 // starting with `source` (a file name) that names the unit and the rule.
 void validate_schedule(const Schedule& schedule, const UnitGraph& graph, const std::string& source);
 
+// The model file a schedule names (by content hash) is `model` (unless
+// `force`). Throws UserError naming both files and --force.
+void check_model_hash(const std::string& schedule_sha256, const std::string& schedule_model_path,
+                      const ModelInfo& model, const std::string& source, bool force);
+
 // The schedule was made for this model: same content hash (unless `force`),
 // same batch and input shapes. Throws UserError naming both values.
 void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& model,

@@ -129,6 +129,15 @@ TEST_CASE("bad schedule files are rejected with the reason", "[schedule_file]") 
     CHECK(error_of(j.dump(), g).find("'stages[0].groups[0][0]' names unit 'conv_999'") !=
           std::string::npos);
   }
+  SECTION("numbers out of range") {
+    auto j = as_json(staged_schedule(), g);
+    j["model"]["batch"] = 0;
+    CHECK(error_of(j.dump(), g).find("'model.batch' must be an integer from 1 to") != std::string::npos);
+    j["model"]["batch"] = 1000000000000LL;
+    CHECK(error_of(j.dump(), g).find("'model.batch' must be an integer from 1 to") != std::string::npos);
+    const std::string huge = std::string(R"({"format": "ios-schedule", "version": 1, "x": 1e400})");
+    CHECK(error_of(huge, g).find("bad.json: not a valid schedule") != std::string::npos);
+  }
   SECTION("a schedule for a model with another unit count") {
     auto j = as_json(staged_schedule(), g);
     j["model"]["units"] = 40;
@@ -144,7 +153,8 @@ TEST_CASE("bad schedule files are rejected with the reason", "[schedule_file]") 
       j["launches"].push_back({{"unit", u}, {"stream", 0}, {"start_ms", 0}, {"finish_ms", 0}});
     }
     j["launches"][2]["stream"] = 3;
-    CHECK(error_of(j.dump(), g).find("unit 'u2' is on stream 3, outside 0..0") != std::string::npos);
+    CHECK(error_of(j.dump(), g).find("'launches[2].stream' must be a stream from 0 to 0") !=
+          std::string::npos);
   }
 }
 
