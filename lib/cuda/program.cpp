@@ -573,15 +573,22 @@ class Lowerer {
     launch.ops.push_back(std::move(op));
   }
 
+  // A copy of `dims` elements from `src` to `dst`, each with its own dense
+  // strides; callers adjust offsets and source strides for views.
+  CopyOp strided_copy(int src, int dst, const ir::Shape& dims) {
+    CopyOp op;
+    op.src = src;
+    op.dst = dst;
+    op.dims = dims;
+    op.src_strides = val(src).strides();
+    op.dst_strides = val(dst).strides();
+    return op;
+  }
+
   void lower_slice(Launch& launch, const ir::Node& node, int y) {
     const int x = value_for(node.inputs[0]);
     const auto& a = node.attr<ir::SliceAttrs>();
-    CopyOp op;
-    op.src = x;
-    op.dst = y;
-    op.dims = val(y).shape;
-    op.src_strides = val(x).strides();
-    op.dst_strides = val(y).strides();
+    CopyOp op = strided_copy(x, y, val(y).shape);
     for (size_t i = 0; i < a.axes.size(); ++i) {
       const auto axis = static_cast<size_t>(normalize_axis(a.axes[i], op.dims.size()));
       const int64_t step = i < a.steps.size() ? a.steps[i] : 1;
@@ -598,12 +605,7 @@ class Lowerer {
     int64_t offset = 0;
     for (TensorId out : node.outputs) {
       const int y = value_for(out);
-      CopyOp op;
-      op.src = x;
-      op.dst = y;
-      op.dims = val(y).shape;
-      op.src_strides = val(x).strides();
-      op.dst_strides = val(y).strides();
+      CopyOp op = strided_copy(x, y, val(y).shape);
       op.src_offset = offset * op.src_strides[axis];
       offset += op.dims[axis];
       launch.ops.emplace_back(std::move(op));
@@ -663,13 +665,7 @@ class Lowerer {
   int dense(Launch& launch, int v) {
     if (val(v).dense()) return v;
     const int t = p_.add_temp(val(v).name + ":dense", val(v).shape);
-    CopyOp op;
-    op.src = v;
-    op.dst = t;
-    op.dims = val(v).shape;
-    op.src_strides = val(v).strides();
-    op.dst_strides = val(t).strides();
-    launch.ops.push_back(std::move(op));
+    launch.ops.push_back(strided_copy(v, t, val(v).shape));
     return t;
   }
 
