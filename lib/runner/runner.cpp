@@ -203,7 +203,7 @@ int run(const RunOptions& options, std::ostream& out) {
     LoadedSchedule seq;
     seq.name = "sequential (built-in)";
     const auto& entry = sched::find_scheduler("sequential");
-    struct UnitCost : cost::CostModel {
+    struct ZeroCost : cost::CostModel {  // sequential needs no latencies
       std::string name() const override { return "none"; }
       double stage_latency(const sched::Stage&) override { return 0.0; }
     } zero;
