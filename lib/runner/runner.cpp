@@ -362,7 +362,7 @@ int run(const RunOptions& options, std::ostream& out) {
       out << exec::format_summary(run, exec::compute_stats(run.latencies_ms, run.batch)) << "\n";
     }
   }
-  if (runs.size() > 1 || !options.quiet) out << exec::format_comparison(runs);
+  out << exec::format_comparison(runs);  // the verdict, printed even with --quiet
   if (!options.export_times.empty()) exec::export_times(options.export_times, runs);
   if (!options.trace.empty()) {
     // One trace process per schedule, one track per stream.
