@@ -3,7 +3,7 @@
 # Re-exports only when the export scripts changed (a stamp holds their hash).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-py=/usr/bin/python3
+py=${IOS_PYTHON:-/usr/bin/python3}  # the GPU machine has no Debian python: IOS_PYTHON=python3
 out=onnx_models/generated
 stamp="$out/.stamp"
 hash=$(cat onnx_models/*.py scripts/make-models.sh | sha256sum | cut -c1-16)

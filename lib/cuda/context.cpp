@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -32,10 +33,12 @@ std::string kernel_driver_version() {
   return "";
 }
 
-// Why the device is unusable, or empty when it is usable.
-std::string check_device(int ordinal, DeviceSummary* out) {
+// Why the device is unusable, or empty when it is usable. `count_out`: what
+// cudaGetDeviceCount reported, -1 when it failed.
+std::string check_device(int ordinal, DeviceSummary* out, int* count_out = nullptr) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
+  if (count_out != nullptr) *count_out = err == cudaSuccess ? count : -1;
   if (err != cudaSuccess) {
     cudaGetLastError();  // clear it: probing is not an error
     return fmt::format("cudaGetDeviceCount failed: {} ({})", cudaGetErrorName(err), cudaGetErrorString(err));
@@ -93,6 +96,25 @@ DeviceSummary require_device(int ordinal) {
   const std::string why = check_device(ordinal, &summary);
   if (!why.empty()) throw NoDeviceError("no CUDA device: " + why);
   return summary;
+}
+
+DeviceState classify_device(int device_count, bool kernel_driver_present, const std::string& problem) {
+  if (problem.empty()) return DeviceState::kUsable;
+  if (device_count > 0 || kernel_driver_present) return DeviceState::kUnusable;
+  return DeviceState::kAbsent;
+}
+
+DeviceStatus device_status(int ordinal) {
+  DeviceStatus status;
+  DeviceSummary summary;
+  int count = -1;
+  status.reason = check_device(ordinal, &summary, &count);
+  std::error_code ec;
+  const bool driver = std::filesystem::exists("/proc/driver/nvidia/version", ec) ||
+                      std::filesystem::exists("/dev/nvidiactl", ec);
+  status.state = classify_device(count, driver, status.reason);
+  if (status.state == DeviceState::kUsable) status.summary = summary;
+  return status;
 }
 
 DeviceSummary init_device(int ordinal) {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
+#include "cuda/program.h"
 
 namespace ios::cuda {
 namespace {
@@ -55,10 +56,35 @@ bool try_call(Context& ctx, const ConvShape& s, const ConvDescriptors& d, cudnnC
 
 }  // namespace
 
+ConvShape conv_shape(const Program& p, const ConvOp& op) {
+  const Value& x = p.values.at(static_cast<size_t>(op.x));
+  const Value& y = p.values.at(static_cast<size_t>(op.y));
+  const Constant& w = p.constants.at(static_cast<size_t>(op.weight));
+  IOS_ASSERT(x.shape.size() == 4 && y.shape.size() == 4 && w.shape.size() == 4, "convolution '{}' is not 2-D",
+             op.label);
+  ConvShape s;
+  s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
+  s.k = w.shape[0], s.r = w.shape[2], s.s = w.shape[3];
+  s.oh = y.shape[2], s.ow = y.shape[3];
+  s.pad_h = op.pad[0], s.pad_w = op.pad[1];
+  s.stride_h = op.stride[0], s.stride_w = op.stride[1];
+  s.dil_h = op.dilation[0], s.dil_w = op.dilation[1];
+  s.group = op.group;
+  s.x_batch_stride = x.batch_stride;
+  s.y_batch_stride = y.batch_stride;
+  s.fused = op.fused;
+  s.has_z = op.z >= 0;
+  if (s.has_z) s.z_batch_stride = p.values.at(static_cast<size_t>(op.z)).batch_stride;
+  s.x_align = pointer_alignment(x.offset);
+  s.y_align = pointer_alignment(y.offset);
+  s.z_align = s.has_z ? pointer_alignment(p.values.at(static_cast<size_t>(op.z)).offset) : kBufferAlignment;
+  return s;
+}
+
 std::string ConvShape::key() const {
-  return fmt::format("n{}c{}h{}w{}|k{}r{}s{}|o{}x{}|p{},{}|s{},{}|d{},{}|g{}|bs{},{},{}|f{}z{}", n, c, h, w, k, r, s,
-                     oh, ow, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, group, x_batch_stride, y_batch_stride,
-                     z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0);
+  return fmt::format("n{}c{}h{}w{}|k{}r{}s{}|o{}x{}|p{},{}|s{},{}|d{},{}|g{}|bs{},{},{}|f{}z{}|a{},{},{}", n, c, h, w, k,
+                     r, s, oh, ow, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, group, x_batch_stride,
+                     y_batch_stride, z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0, x_align, y_align, z_align);
 }
 
 ConvDescriptors make_conv_descriptors(const ConvShape& s, cudnnMathType_t math) {
@@ -121,13 +147,22 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
       if (shape.x_batch_stride == x_dense_bs && shape.y_batch_stride == y_dense_bs) break;
       s.x_batch_stride = x_dense_bs;
       s.y_batch_stride = y_dense_bs;
+      s.x_align = s.y_align = kBufferAlignment;  // the staging buffers are buffers of their own
     }
     ConvDescriptors d = make_conv_descriptors(s, fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
     auto bytes = [](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * sizeof(float); };
-    void* x = ctx.scratch(0, bytes((s.n - 1) * s.x_batch_stride + x_dense_bs));
+    // cuDNN's choice depends on pointer alignment (vectorised kernels need 16
+    // bytes or more): search on scratch pointers aligned exactly like the
+    // tensors the engine will pass (slices of concat and merge buffers may
+    // be only 4-byte aligned).
+    auto aligned = [&](int slot, size_t size, int64_t alignment) {
+      char* base = static_cast<char*>(ctx.scratch(slot, size + kBufferAlignment));
+      return static_cast<void*>(base + alignment % kBufferAlignment);
+    };
+    void* x = aligned(0, bytes((s.n - 1) * s.x_batch_stride + x_dense_bs), s.x_align);
     void* w = ctx.scratch(1, bytes(s.k * (s.c / s.group) * s.r * s.s));
-    void* y = ctx.scratch(2, bytes((s.n - 1) * s.y_batch_stride + y_dense_bs));
-    void* z = ctx.scratch(3, bytes(s.has_z ? (s.n - 1) * s.z_batch_stride + y_dense_bs : 1));
+    void* y = aligned(2, bytes((s.n - 1) * s.y_batch_stride + y_dense_bs), s.y_align);
+    void* z = aligned(3, bytes(s.has_z ? (s.n - 1) * s.z_batch_stride + y_dense_bs : 1), s.z_align);
     void* bias = ctx.scratch(4, bytes(s.k));
     void* ws = ctx.scratch(5, std::max<size_t>(limit, 1));
 

@@ -26,6 +26,9 @@ struct ConvShape {
   int64_t oh = 1, ow = 1;              // output
   int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, group = 1;
   int64_t x_batch_stride = 0, y_batch_stride = 0, z_batch_stride = 0;
+  // Byte alignment of the x, y and z pointers (power of two, at most
+  // kBufferAlignment): algorithm choice is made, and cached, per alignment.
+  int64_t x_align = 256, y_align = 256, z_align = 256;
   bool fused = false;  // bias + ReLU (+ z when z_batch_stride > 0)
   bool has_z = false;
 
@@ -39,6 +42,11 @@ struct ConvDescriptors {
   ActivationDesc relu;
 };
 // Descriptors for `shape` with the given math type.
+struct Program;
+struct ConvOp;
+// The shape, strides and pointer alignments of `op` in `program`.
+ConvShape conv_shape(const Program& program, const ConvOp& op);
+
 ConvDescriptors make_conv_descriptors(const ConvShape& shape, cudnnMathType_t math);
 
 struct ConvChoice {

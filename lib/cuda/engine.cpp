@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -37,28 +38,47 @@ struct Engine::Impl {
     info.cuda_graph = runtime->uses_graph();
     info.precision = options.precision;
     info.device = ctx.device().name;
-    start = make_event(true);
-    stop = make_event(true);
+    for (int i = 0; i <= kTimingQueueDepth; ++i) marks.push_back(make_event(true));
   }
 
   ~Impl() {
     runtime.reset();  // before the context's streams go
   }
 
-  double timed_iteration() {
-    IOS_CUDA_CALL(cudaEventRecord(start.get(), ctx.stream(0)));
+  // Queues one untimed iteration, then `n` timed ones with an event after
+  // each, and appends their GPU times: consecutive events on stream 0 bound
+  // exactly one iteration (stream 0 forks and joins every iteration).
+  void queued_iterations(int n, std::vector<double>& out) {
+    while (static_cast<int>(marks.size()) < n + 1) marks.push_back(make_event(true));
+    cudaStream_t main = ctx.stream(0);
+    runtime->execute();  // the GPU works on this while the host queues the timed ones
+    IOS_CUDA_CALL(cudaEventRecord(marks[0].get(), main));
+    for (int i = 0; i < n; ++i) {
+      runtime->execute();
+      IOS_CUDA_CALL(cudaEventRecord(marks[static_cast<size_t>(i) + 1].get(), main));
+    }
+    IOS_CUDA_CALL(cudaEventSynchronize(marks[static_cast<size_t>(n)].get()));
+    for (int i = 0; i < n; ++i) {
+      float ms = 0.0f;
+      IOS_CUDA_CALL(cudaEventElapsedTime(&ms, marks[static_cast<size_t>(i)].get(), marks[static_cast<size_t>(i) + 1].get()));
+      out.push_back(ms);
+    }
+  }
+
+  // One iteration submitted to an idle GPU, host clock from submission to
+  // completion seen by the host.
+  double end_to_end_iteration() {
+    runtime->synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
     runtime->execute();
-    IOS_CUDA_CALL(cudaEventRecord(stop.get(), ctx.stream(0)));
-    IOS_CUDA_CALL(cudaEventSynchronize(stop.get()));
-    float ms = 0.0f;
-    IOS_CUDA_CALL(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    return ms;
+    runtime->synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
   Context ctx;
   std::unique_ptr<Runtime> runtime;
   EngineInfo info;
-  Event start, stop;
+  std::vector<Event> marks;  // kTimingQueueDepth + 1 timing events, reused
 };
 
 Engine::Engine(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
@@ -100,24 +120,33 @@ TensorMap Engine::run(const TensorMap& inputs) {
   return outputs;
 }
 
-std::vector<double> Engine::time(const TimingOptions& options) {
+TimingSamples Engine::time(const TimingOptions& options) {
   IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
   using clock = std::chrono::steady_clock;
   const auto warm_start = clock::now();
   for (int i = 0;; ++i) {
     const double elapsed = std::chrono::duration<double, std::milli>(clock::now() - warm_start).count();
     if (i >= options.warmup_iterations && elapsed >= options.warmup_ms) break;
-    impl_->timed_iteration();
+    impl_->runtime->execute();
+    impl_->runtime->synchronize();
   }
-  std::vector<double> times;
-  times.reserve(static_cast<size_t>(std::max(options.iterations, 1)) * 2);
+  TimingSamples samples;
+  samples.gpu_compute_ms.reserve(static_cast<size_t>(std::max(options.iterations, 1)) * 2);
   double total = 0.0;
-  while (static_cast<int>(times.size()) < options.iterations || total < options.min_duration_ms) {
-    const double ms = impl_->timed_iteration();
-    times.push_back(ms);
-    total += ms;
+  while (static_cast<int>(samples.gpu_compute_ms.size()) < options.iterations || total < options.min_duration_ms) {
+    const int left = options.iterations - static_cast<int>(samples.gpu_compute_ms.size());
+    const int n = std::clamp(left, 1, kTimingQueueDepth);
+    const size_t before = samples.gpu_compute_ms.size();
+    impl_->queued_iterations(n, samples.gpu_compute_ms);
+    for (size_t i = before; i < samples.gpu_compute_ms.size(); ++i) total += samples.gpu_compute_ms[i];
   }
-  return times;
+  if (options.end_to_end) {
+    samples.end_to_end_ms.reserve(samples.gpu_compute_ms.size());
+    for (size_t i = 0; i < samples.gpu_compute_ms.size(); ++i) {
+      samples.end_to_end_ms.push_back(impl_->end_to_end_iteration());
+    }
+  }
+  return samples;
 }
 
 TraceIteration Engine::trace() {

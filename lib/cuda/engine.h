@@ -41,6 +41,25 @@ std::optional<DeviceSummary> probe_device(int ordinal = 0);
 // Like probe_device(), but throws NoDeviceError("no CUDA device: <reason>").
 DeviceSummary require_device(int ordinal = 0);
 
+// Whether a GPU is there at all, and whether ios can use it. A machine with no
+// NVIDIA device and no NVIDIA kernel driver is kAbsent (GPU tests are skipped
+// there); a device or driver that is present but unusable (driver older than
+// the CUDA runtime, cuDNN not loadable, compute capability too old) is
+// kUnusable, which GPU tests must report as a failure, not as a skip.
+enum class DeviceState { kUsable, kAbsent, kUnusable };
+struct DeviceStatus {
+  DeviceState state = DeviceState::kAbsent;
+  std::string reason;  // empty when usable
+  std::optional<DeviceSummary> summary;
+};
+DeviceStatus device_status(int ordinal = 0);
+
+// The rule behind device_status(), on plain facts (unit-tested without a GPU):
+// `device_count` is what cudaGetDeviceCount reported (-1 when it failed),
+// `kernel_driver_present` whether /proc/driver/nvidia or /dev/nvidiactl exist,
+// `problem` why the device cannot be used (empty when it can).
+DeviceState classify_device(int device_count, bool kernel_driver_present, const std::string& problem);
+
 // Convolutions may use TF32 tensor cores (kTf32, the default) or must use
 // strict FP32 FMA kernels (kFp32). Every other operator is FP32 either way.
 // Inline: the CUDA build and lib/cuda_stub share them.
@@ -93,7 +112,26 @@ struct TimingOptions {
   double warmup_ms = 0.0;      // ... and keep warming up at least this long
   int iterations = 100;        // at least this many timed iterations
   double min_duration_ms = 0.0;  // ... and keep timing until this much GPU time
+  bool end_to_end = true;      // also measure end-to-end latency (as many samples)
 };
+
+// The two latencies trtexec reports, per inference (ms).
+struct TimingSamples {
+  // GPU compute time: CUDA events recorded on stream 0 between iterations
+  // queued back to back (up to kTimingQueueDepth at once, behind one untimed
+  // iteration), so the GPU never waits for the host between two samples while
+  // the host keeps ahead of it. This is what schedules are compared by: it
+  // excludes the host's launch latency, which grows with the number of
+  // streams and would otherwise count against concurrent schedules. With
+  // plain launches (no CUDA graph) a host slower than the GPU still shows, as
+  // it does in a real server loop.
+  std::vector<double> gpu_compute_ms;
+  // End-to-end latency: host wall time from submitting one iteration to an
+  // idle GPU until the host sees it complete (launch + GPU + synchronisation),
+  // what one request alone waits. Empty when not measured.
+  std::vector<double> end_to_end_ms;
+};
+constexpr int kTimingQueueDepth = 32;
 
 // One traced iteration: every launch with its stream and its GPU interval.
 struct TraceEvent {
@@ -127,10 +165,10 @@ class Engine {
   // graph outputs by ONNX name. The inputs stay on the device for time().
   TensorMap run(const TensorMap& inputs);
 
-  // Per-iteration GPU time in ms (CUDA events around each replay). Inputs are
-  // those of the last run(), or fixed random values before the first run().
-  // No allocation happens inside the timed loop.
-  std::vector<double> time(const TimingOptions& options);
+  // GPU compute time and end-to-end latency per iteration (TimingSamples).
+  // Inputs are those of the last run(), or fixed random values before the
+  // first run(). No allocation happens inside the timed loops.
+  TimingSamples time(const TimingOptions& options);
 
   // One iteration issued with plain launches and an event pair around every
   // launch (so the times include the instrumentation, slightly).

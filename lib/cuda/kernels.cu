@@ -218,6 +218,24 @@ __global__ void gemm_kernel(const GemmParams p) {
 
 }  // namespace
 
+__global__ void fill_uniform_kernel(float* p, int64_t n, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    // splitmix64 of (seed, i)
+    uint64_t z = seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    p[i] = static_cast<float>(z >> 40) / 16777216.0f * 2.0f - 1.0f;
+  }
+}
+
+cudaError_t fill_uniform(float* p, int64_t n, uint64_t seed, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  fill_uniform_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, n, seed);
+  return cudaGetLastError();
+}
+
 cudaError_t elementwise(const EwParams& params, cudaStream_t stream) {
   if (params.total == 0) return cudaSuccess;
   elementwise_kernel<<<blocks_for(params.total), kThreads, 0, stream>>>(params);

@@ -133,4 +133,8 @@ struct GemmParams {
 };
 cudaError_t gemm(const GemmParams& params, cudaStream_t stream);
 
+// p[i] = a pseudo-random value in [-1, 1) from (seed, i): inputs for stage
+// measurement, made on the device instead of uploaded from the host.
+cudaError_t fill_uniform(float* p, int64_t n, uint64_t seed, cudaStream_t stream);
+
 }  // namespace ios::cuda::kernels

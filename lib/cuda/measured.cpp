@@ -11,6 +11,7 @@
 #include "cost/profile_db.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
+#include "cuda/device_pool.h"
 #include "cuda/runtime.h"
 #include "exec/stats.h"
 
@@ -90,9 +91,11 @@ class MeasuredModel final : public MeasuredCostModel {
  private:
   double measure(const sched::Stage& stage, int64_t* repetitions) {
     IOS_CUDA_CALL(cudaSetDevice(ctx_.ordinal()));
+    const auto t0 = std::chrono::steady_clock::now();
     LowerOptions lower;
     lower.partial = true;
-    Runtime runtime(ctx_, lower_program(graph_, stage_plan(stage), lower), /*cuda_graph=*/true);
+    Runtime runtime(ctx_, lower_program(graph_, stage_plan(stage), lower), /*cuda_graph=*/true, &pool_);
+    progress_.setup_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     cudaStream_t stream = ctx_.stream(0);
     for (int i = 0; i < options_.warmup; ++i) runtime.execute();
     runtime.synchronize();
@@ -146,6 +149,7 @@ class MeasuredModel final : public MeasuredCostModel {
   std::optional<cost::ProfileDb> db_;
   std::unordered_map<std::string, double> memo_;
   std::vector<Event> events_;
+  DevicePool pool_;  // arena, resident weights: reused by every stage's runtime
   MeasureProgress progress_;
 };
 

@@ -3,8 +3,10 @@
 // profile database (cost/profile_db.h).
 //
 // A stage is lowered like a schedule's stage (one stream per group, or one
-// merged convolution), its inputs and outputs are allocated before timing and
-// filled with random values, and it is captured as a CUDA graph and replayed:
+// merged convolution) into a runtime that borrows the model's device pool
+// (device_pool.h: a grow-only arena, weights uploaded once, inputs filled with
+// random values on the device, cuDNN algorithm choices and workspaces kept
+// across stages), and it is captured as a CUDA graph and replayed:
 // warm-up replays, then rounds of timed replays until the median moves by
 // less than `stable_tolerance` between rounds (or `max_repetitions`).
 // Results are keyed by device, driver, cuDNN version, precision, batch and
@@ -30,6 +32,7 @@ struct MeasureProgress {
   int cache_hits = 0;  // stages answered by the profile database or this run's memo
   int expected = 0;    // stages the caller announced (expect()); 0 when unknown
   double elapsed_s = 0.0;  // time spent measuring so far
+  double setup_s = 0.0;    // ... of which building stage runtimes (lowering, memory, algorithms, capture)
   double eta_s = -1.0;     // estimated time left; < 0 when unknown
 };
 

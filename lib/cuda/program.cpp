@@ -104,7 +104,6 @@ using ir::NodeId;
 using ir::OpKind;
 using ir::TensorId;
 
-constexpr size_t kMaxChainNodes = 6;  // keeps EwOp within the kernel's step limit
 
 // Element-wise nodes fuse as the cost model counts them (one rule for both).
 using cost::is_elementwise;
@@ -397,7 +396,7 @@ class Lowerer {
     if (g_.node(n).outputs.size() != 1 || op == OpKind::kConcat || op == OpKind::kSplit) return chain;
     TensorId cur = g_.node(n).outputs[0];
     NodeId next = ir::kNone;
-    while (chain.size() < kMaxChainNodes && chain_continues(unit, cur, &next)) {
+    while (chain_continues(unit, cur, &next)) {
       chain.push_back(next);
       cur = g_.node(next).outputs[0];
     }
@@ -464,6 +463,24 @@ class Lowerer {
     steps.push_back(step);
   }
 
+  // Appends y = steps(x) as element-wise ops of at most kMaxEwStepsPerOp steps
+  // each: the first reads x, the rest continue in place on y. Every EwOp the
+  // lowering makes goes through here (BatchNorm adds two steps, a convolution's
+  // bias one, so node counts do not bound step counts).
+  static void push_elementwise(Launch& launch, Ref x, int y, std::vector<EwStep> steps) {
+    const auto limit = static_cast<size_t>(kMaxEwStepsPerOp);
+    if (steps.size() <= limit) {
+      launch.ops.push_back(EwOp{x, y, std::move(steps)});
+      return;
+    }
+    for (size_t from = 0; from < steps.size(); from += limit) {
+      const size_t to = std::min(steps.size(), from + limit);
+      launch.ops.push_back(EwOp{from == 0 ? x : Ref::value(y), y,
+                                std::vector<EwStep>(steps.begin() + static_cast<std::ptrdiff_t>(from),
+                                                    steps.begin() + static_cast<std::ptrdiff_t>(to))});
+    }
+  }
+
   // --- Units ---------------------------------------------------------------------
 
   void lower_unit(Launch& launch, const sched::Unit& unit) {
@@ -501,7 +518,7 @@ class Lowerer {
   void in_place_steps(Launch& launch, int y, NodeId anchor, const std::vector<NodeId>& chain, size_t from,
                       std::vector<EwStep> steps = {}) {
     for (size_t i = from; i < chain.size(); ++i) append_steps(chain[i], chain_input(anchor, chain, i), steps);
-    if (!steps.empty()) launch.ops.push_back(EwOp{Ref::value(y), y, std::move(steps)});
+    if (!steps.empty()) push_elementwise(launch, Ref::value(y), y, std::move(steps));
   }
 
   void lower_elementwise(Launch& launch, const sched::Unit& unit, NodeId n) {
@@ -525,7 +542,7 @@ class Lowerer {
     for (NodeId m : chain) done_.insert(m);
     const int y = chain_target(n, chain);
     for (size_t i = 0; i < chain.size(); ++i) append_steps(chain[i], chain_input(n, chain, i), steps);
-    launch.ops.push_back(EwOp{x, y, std::move(steps)});
+    push_elementwise(launch, x, y, std::move(steps));
   }
 
   void lower_anchor(Launch& launch, NodeId n, const std::vector<NodeId>& chain) {
@@ -826,14 +843,14 @@ class Lowerer {
                                     [&](const auto& s) { return same(s, member_steps.front()); });
     if (shared) {
       whole.insert(whole.end(), member_steps.front().begin(), member_steps.front().end());
-      launch.ops.push_back(EwOp{Ref::value(merged), merged, std::move(whole)});
+      push_elementwise(launch, Ref::value(merged), merged, std::move(whole));
       return;
     }
-    launch.ops.push_back(EwOp{Ref::value(merged), merged, std::move(whole)});
+    push_elementwise(launch, Ref::value(merged), merged, std::move(whole));
     for (size_t i = 0; i < spec.members.size(); ++i) {
       if (member_steps[i].empty()) continue;
       const int v = value_of_.at(static_cast<size_t>(member_output(spec.members[i].unit)));
-      launch.ops.push_back(EwOp{Ref::value(v), v, std::move(member_steps[i])});
+      push_elementwise(launch, Ref::value(v), v, std::move(member_steps[i]));
     }
   }
 

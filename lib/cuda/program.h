@@ -30,6 +30,17 @@
 
 namespace ios::cuda {
 
+// Buffers start at multiples of this many bytes (memory_plan.h places them so).
+constexpr int64_t kBufferAlignment = 256;
+
+// Byte alignment of a float at `element_offset` in a buffer: the largest
+// power of two dividing its byte offset, capped at kBufferAlignment.
+constexpr int64_t pointer_alignment(int64_t element_offset) {
+  const int64_t bytes = element_offset * 4;
+  if (bytes % kBufferAlignment == 0) return kBufferAlignment;
+  return bytes & -bytes;
+}
+
 struct Value {
   std::string name;
   ir::Shape shape;
@@ -95,12 +106,17 @@ struct ConvOp {
 };
 
 enum class EwKind { kRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kAdd, kMul };
+// Steps one element-wise kernel launch applies (kernels::kMaxEwSteps, which
+// also bounds its operands). The lowering splits longer chains into several
+// EwOps, the later ones in place on y.
+constexpr int kMaxEwStepsPerOp = 8;
 struct EwStep {
   EwKind kind = EwKind::kRelu;
   float p0 = 0.0f, p1 = 0.0f;  // Clip: min, max; HardSigmoid: alpha, beta
   Ref operand;                 // kAdd / kMul: broadcast to y's shape (ONNX rules)
 };
 // y = steps(x), element-wise; x broadcast to y's shape. y may be x (in place).
+// At most kMaxEwStepsPerOp steps.
 struct EwOp {
   Ref x;
   int y = -1;

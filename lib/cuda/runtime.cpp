@@ -15,7 +15,8 @@
 namespace ios::cuda {
 namespace {
 
-constexpr int64_t kAlignment = 256;  // bytes; cuDNN and vector loads like it
+constexpr int64_t kAlignment = kBufferAlignment;  // bytes; cuDNN and vector loads like it
+static_assert(kernels::kMaxEwSteps == kMaxEwStepsPerOp, "the lowering splits element-wise chains at the kernel's limit");
 
 int64_t item_of(const ir::Shape& shape) {
   int64_t n = 1;
@@ -404,33 +405,12 @@ class ReduceGpuOp final : public GpuOp {
   kernels::ReduceParams p_;
 };
 
-ConvShape conv_shape(const Program& p, const ConvOp& op) {
-  const Value& x = p.values.at(static_cast<size_t>(op.x));
-  const Value& y = p.values.at(static_cast<size_t>(op.y));
-  const Constant& w = p.constants.at(static_cast<size_t>(op.weight));
-  IOS_ASSERT(x.shape.size() == 4 && y.shape.size() == 4 && w.shape.size() == 4, "convolution '{}' is not 2-D",
-             op.label);
-  ConvShape s;
-  s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
-  s.k = w.shape[0], s.r = w.shape[2], s.s = w.shape[3];
-  s.oh = y.shape[2], s.ow = y.shape[3];
-  s.pad_h = op.pad[0], s.pad_w = op.pad[1];
-  s.stride_h = op.stride[0], s.stride_w = op.stride[1];
-  s.dil_h = op.dilation[0], s.dil_w = op.dilation[1];
-  s.group = op.group;
-  s.x_batch_stride = x.batch_stride;
-  s.y_batch_stride = y.batch_stride;
-  s.fused = op.fused;
-  s.has_z = op.z >= 0;
-  if (s.has_z) s.z_batch_stride = p.values.at(static_cast<size_t>(op.z)).batch_stride;
-  return s;
-}
-
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-Runtime::Runtime(Context& ctx, Program program, bool cuda_graph) : ctx_(ctx), program_(std::move(program)) {
+Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool)
+    : ctx_(ctx), program_(std::move(program)) {
   Program& p = program_;
   IOS_CUDA_CALL(cudaSetDevice(ctx_.ordinal()));
   ctx_.ensure_streams(std::max(p.num_streams, 1));
@@ -458,7 +438,7 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph) : ctx_(ctx), pr
       stats_.fused_convolutions += choice.fused ? 1 : 0;
     }
   }
-  ctx_.release_scratch();
+  if (pool == nullptr) ctx_.release_scratch();  // a pool's next stage may search again
   for (size_t s = 0; s < workspace.size(); ++s) ctx_.ensure_workspace(static_cast<int>(s), workspace[s]);
   stats_.workspace_bytes = ctx_.total_workspace_bytes();
 
@@ -472,35 +452,53 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph) : ctx_(ctx), pr
     requests[b].users = users[b];
   }
   const MemoryLayout layout = plan_memory(requests, order, kAlignment);
-  arena_ = DeviceBuffer(static_cast<size_t>(layout.total_bytes));
+  char* arena = nullptr;
+  if (pool != nullptr) {
+    arena = pool->arena(layout.total_bytes);
+  } else {
+    arena_ = DeviceBuffer(static_cast<size_t>(layout.total_bytes));
+    arena = static_cast<char*>(arena_.get());
+  }
   stats_.arena_bytes = static_cast<size_t>(layout.total_bytes);
   stats_.arena_unshared_bytes = static_cast<size_t>(layout.unshared_bytes);
   value_ptrs_.resize(p.values.size());
   for (size_t v = 0; v < p.values.size(); ++v) {
     const Value& value = p.values[v];
-    auto* base = static_cast<char*>(arena_.get()) + layout.offsets.at(static_cast<size_t>(value.buffer));
+    char* base = arena + layout.offsets.at(static_cast<size_t>(value.buffer));
     value_ptrs_[v] = reinterpret_cast<float*>(base) + value.offset;
   }
 
-  // 3. Weights: uploaded once, each constant aligned.
-  std::vector<int64_t> const_offsets(p.constants.size());
+  // 3. Weights: uploaded once, each constant aligned (or resident in the pool).
   int64_t weight_bytes = 0;
-  for (size_t c = 0; c < p.constants.size(); ++c) {
-    const_offsets[c] = weight_bytes;
-    weight_bytes = align_up(weight_bytes + static_cast<int64_t>(p.constants[c].data->size() * sizeof(float)), kAlignment);
+  for (const Constant& c : p.constants) {
+    weight_bytes = align_up(weight_bytes + static_cast<int64_t>(c.data->size() * sizeof(float)), kAlignment);
   }
-  weights_ = DeviceBuffer(static_cast<size_t>(weight_bytes));
   stats_.weights_bytes = static_cast<size_t>(weight_bytes);
-  const_ptrs_.resize(p.constants.size());
-  for (size_t c = 0; c < p.constants.size(); ++c) {
-    auto* dst = static_cast<char*>(weights_.get()) + const_offsets[c];
-    const_ptrs_[c] = reinterpret_cast<const float*>(dst);
-    IOS_CUDA_CALL(cudaMemcpyAsync(dst, p.constants[c].data->data(), p.constants[c].data->size() * sizeof(float),
-                                  cudaMemcpyHostToDevice, ctx_.stream(0)));
+  if (pool != nullptr) {
+    const_ptrs_ = pool->weights(p.constants, ctx_.stream(0));
+  } else {
+    weights_ = DeviceBuffer(static_cast<size_t>(weight_bytes));
+    const_ptrs_.resize(p.constants.size());
+    int64_t offset = 0;
+    for (size_t c = 0; c < p.constants.size(); ++c) {
+      auto* dst = static_cast<char*>(weights_.get()) + offset;
+      const_ptrs_[c] = reinterpret_cast<const float*>(dst);
+      const size_t bytes = p.constants[c].data->size() * sizeof(float);
+      IOS_CUDA_CALL(cudaMemcpyAsync(dst, p.constants[c].data->data(), bytes, cudaMemcpyHostToDevice, ctx_.stream(0)));
+      offset = align_up(offset + static_cast<int64_t>(bytes), kAlignment);
+    }
   }
-  // Inputs start as fixed pseudo-random values so time() works before run().
+  // Inputs start as fixed pseudo-random values so time() works before run():
+  // made on the device for stage measurement (no host round trip per stage),
+  // uploaded otherwise.
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const Value& v = p.values.at(static_cast<size_t>(p.inputs[i].second));
+    if (pool != nullptr) {
+      IOS_ASSERT(v.dense(), "stage input '{}' is not dense", v.name);
+      IOS_CUDA_CALL(kernels::fill_uniform(value_ptr(p.inputs[i].second), v.size(), 0x9E3779B97F4A7C15ULL * (i + 1),
+                                          ctx_.stream(0)));
+      continue;
+    }
     std::vector<float> data(static_cast<size_t>(v.size()));
     uint64_t state = 0x9E3779B97F4A7C15ULL * (i + 1);
     for (float& f : data) {
@@ -523,8 +521,10 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph) : ctx_(ctx), pr
   for (int e = 0; e < p.num_events; ++e) events_.push_back(make_event());
   fork_ = make_event();
   for (int s = 0; s < p.num_streams; ++s) joins_.push_back(make_event());
-  issue();
-  synchronize();
+  if (pool == nullptr) {
+    issue();
+    synchronize();
+  }
   if (cuda_graph) capture();
 }
 

@@ -10,6 +10,7 @@
 
 #include "cuda/context.h"
 #include "cuda/conv.h"
+#include "cuda/device_pool.h"
 #include "cuda/program.h"
 #include "cuda/resources.h"
 
@@ -41,7 +42,13 @@ struct RuntimeStats {
 
 class Runtime {
  public:
-  Runtime(Context& ctx, Program program, bool cuda_graph);
+  // With `pool` (stage measurement), the runtime borrows the pool's arena and
+  // resident weights instead of allocating its own, keeps the context's
+  // algorithm-search scratch for the next runtime, fills its inputs on the
+  // device, and skips the validating plain run (the caller's warm-up replays
+  // do the same work). The pool must outlive the runtime and serve no other
+  // runtime meanwhile.
+  Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool = nullptr);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;

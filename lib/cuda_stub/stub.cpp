@@ -19,6 +19,17 @@ namespace {
 
 std::optional<DeviceSummary> probe_device(int /*ordinal*/) { return std::nullopt; }
 
+DeviceState classify_device(int device_count, bool kernel_driver_present, const std::string& problem) {
+  if (problem.empty()) return DeviceState::kUsable;
+  return device_count > 0 || kernel_driver_present ? DeviceState::kUnusable : DeviceState::kAbsent;
+}
+
+// A build without CUDA cannot use any GPU; the GPU tests are then skipped
+// (reported as such), whatever the machine has.
+DeviceStatus device_status(int /*ordinal*/) {
+  return {DeviceState::kAbsent, "this build of ios has no CUDA backend", std::nullopt};
+}
+
 DeviceSummary require_device(int /*ordinal*/) { no_device("this command"); }
 
 struct Engine::Impl {};
@@ -32,7 +43,7 @@ Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
 TensorMap Engine::run(const TensorMap& /*inputs*/) { no_device("running a plan"); }
-std::vector<double> Engine::time(const TimingOptions& /*options*/) { no_device("timing a plan"); }
+TimingSamples Engine::time(const TimingOptions& /*options*/) { no_device("timing a plan"); }
 TraceIteration Engine::trace() { no_device("tracing a plan"); }
 void Engine::write_trace(const std::string& /*path*/, const std::string& /*label*/) {
   no_device("tracing a plan");

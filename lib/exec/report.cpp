@@ -27,6 +27,12 @@ std::string iso8601_utc(int64_t unix_ms) {
   return fmt::format("{}.{:03}Z", buffer, unix_ms % 1000);
 }
 
+nlohmann::ordered_json summary_json(const LatencyStats& s) {
+  return {{"count", s.count},   {"min_ms", s.min},       {"max_ms", s.max},   {"mean_ms", s.mean},
+          {"median_ms", s.median}, {"p90_ms", s.p90},   {"p95_ms", s.p95},   {"p99_ms", s.p99},
+          {"stddev_ms", s.stddev}, {"cv", s.cv},         {"throughput_qps", s.throughput}};
+}
+
 }  // namespace
 
 std::string format_summary(const TimedRun& run, const LatencyStats& s,
@@ -36,11 +42,18 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s,
                   run.backend.empty() ? "?" : run.backend, run.batch, s.count);
   out += fmt::format("Throughput: {:.2f} qps\n", s.throughput);
   out += fmt::format(
-      "Latency: min = {:.4f} ms, max = {:.4f} ms, mean = {:.4f} ms, median = {:.4f} ms, "
+      "{}: min = {:.4f} ms, max = {:.4f} ms, mean = {:.4f} ms, median = {:.4f} ms, "
       "percentile(90%) = {:.4f} ms, percentile(95%) = {:.4f} ms, percentile(99%) = {:.4f} ms\n",
-      s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
+      run.gpu_compute ? "GPU Compute Time" : "Latency", s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
   out += fmt::format("Latency stddev = {:.4f} ms, coefficient of variation = {:.2f}%\n", s.stddev,
                      s.cv * 100.0);
+  if (!run.end_to_end_ms.empty()) {
+    const LatencyStats e = compute_stats(run.end_to_end_ms, run.batch);
+    out += fmt::format(
+        "End-to-end Host Latency: min = {:.4f} ms, mean = {:.4f} ms, median = {:.4f} ms, "
+        "percentile(99%) = {:.4f} ms (submit to completion, idle GPU)\n",
+        e.min, e.mean, e.median, e.p99);
+  }
   if (s.cv > options.cv_warning) {
     const char* advice = run.backend == "cpu"
                              ? "Stop other work on the machine, or raise --iterations."
@@ -71,11 +84,12 @@ std::string format_comparison(const std::vector<TimedRun>& runs) {
     if (stats[i].mean < stats[fastest].mean) fastest = i;
   }
   if (runs.size() > 1) {
+    const char* metric = runs[0].gpu_compute ? "GPU compute time" : "latency";
     if (fastest == 0) {
-      out += fmt::format("Fastest: {} (the baseline; mean latency)\n", runs[0].name);
+      out += fmt::format("Fastest: {} (the baseline; mean {})\n", runs[0].name, metric);
     } else {
-      out += fmt::format("Fastest: {}, {:.2f}x faster than {} (mean latency)\n", runs[fastest].name,
-                         base / stats[fastest].mean, runs[0].name);
+      out += fmt::format("Fastest: {}, {:.2f}x faster than {} (mean {})\n", runs[fastest].name,
+                         base / stats[fastest].mean, runs[0].name, metric);
     }
   }
   return out;
@@ -99,23 +113,19 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     r["batch"] = run.batch;
     r["warmup_iterations"] = run.warmup_iterations;
     r["started_at"] = iso8601_utc(run.started_at_unix_ms);
-    r["summary"] = {{"count", s.count},
-                    {"min_ms", s.min},
-                    {"max_ms", s.max},
-                    {"mean_ms", s.mean},
-                    {"median_ms", s.median},
-                    {"p90_ms", s.p90},
-                    {"p95_ms", s.p95},
-                    {"p99_ms", s.p99},
-                    {"stddev_ms", s.stddev},
-                    {"cv", s.cv},
-                    {"throughput_qps", s.throughput}};
+    r["latency_metric"] = run.gpu_compute ? "gpu_compute" : "wall";
+    r["summary"] = summary_json(s);
+    IOS_ASSERT(run.end_to_end_ms.empty() || run.end_to_end_ms.size() == run.latencies_ms.size(),
+               "run '{}': {} end-to-end samples for {} iterations", run.name, run.end_to_end_ms.size(),
+               run.latencies_ms.size());
+    if (!run.end_to_end_ms.empty()) r["end_to_end_summary"] = summary_json(compute_stats(run.end_to_end_ms, run.batch));
     auto& iterations = r["iterations"] = nlohmann::ordered_json::array();
     for (size_t i = 0; i < run.latencies_ms.size(); ++i) {
       nlohmann::ordered_json it;
       it["index"] = i;
       if (!run.start_ms.empty()) it["start_ms"] = run.start_ms[i];
       it["latency_ms"] = run.latencies_ms[i];
+      if (!run.end_to_end_ms.empty()) it["end_to_end_ms"] = run.end_to_end_ms[i];
       iterations.push_back(std::move(it));
     }
     doc["runs"].push_back(std::move(r));

@@ -13,11 +13,17 @@
 //       "batch": 1,
 //       "warmup_iterations": 20,
 //       "started_at": "2025-01-31T12:00:00.123Z",  // UTC wall clock of the first timed iteration
+//       "latency_metric": "gpu_compute",     // what latency_ms is: "gpu_compute" (CUDA) or "wall" (CPU)
 //       "summary": { "count", "min_ms", "max_ms", "mean_ms", "median_ms", "p90_ms", "p95_ms",
 //                    "p99_ms", "stddev_ms", "cv", "throughput_qps" },
-//       "iterations": [ { "index": 0, "start_ms": 0.0, "latency_ms": 0.81 }, ... ]
+//       "end_to_end_summary": { ...the same keys... },   // only when end-to-end was measured
+//       "iterations": [ { "index": 0, "start_ms": 0.0, "latency_ms": 0.81, "end_to_end_ms": 0.90 }, ... ]
 //     } ]
 //   }
+// On the CUDA backend "latency_ms" is the GPU compute time of the iteration
+// (events between iterations queued back to back) and "end_to_end_ms" the
+// host's submit-to-completion time of a separate iteration on an idle GPU
+// (cuda/engine.h, TimingSamples); the comparison table uses the former.
 // "start_ms" (host time of the iteration's start relative to the first timed
 // iteration) is present only when the backend recorded it. The file is
 // written atomically: a temporary file next to it, then a rename.
@@ -41,7 +47,11 @@ struct TimedRun {
   int64_t batch = 1;
   int64_t warmup_iterations = 0;
   int64_t started_at_unix_ms = 0;    // 0: unknown (exported as "")
-  std::vector<double> latencies_ms;  // per timed iteration
+  // Per timed iteration: GPU compute time on the CUDA backend, wall time on
+  // the CPU. Schedules are compared by this.
+  std::vector<double> latencies_ms;
+  bool gpu_compute = false;          // latencies_ms is GPU compute time
+  std::vector<double> end_to_end_ms; // empty, or one per iteration (CUDA: submit to completion)
   std::vector<double> start_ms;      // empty, or one per iteration
 };
 
@@ -53,8 +63,10 @@ struct ReportOptions {
 //   === Performance summary: ios (cuda, batch 1, 200 iterations) ===
 //   Throughput: 1234.56 qps
 //   Latency: min = 0.7811 ms, max = ..., mean = ..., median = ..., percentile(90%) = ...,
-//            percentile(95%) = ..., percentile(99%) = ...   (one line)
+//            percentile(95%) = ..., percentile(99%) = ...   (one line; "GPU Compute Time:" when
+//            gpu_compute)
 //   Latency stddev = 0.0123 ms, coefficient of variation = 1.52%
+//   End-to-end Host Latency: min = ..., mean = ..., median = ..., percentile(99%) = ...  (when measured)
 // plus a line starting "[W] " when cv > options.cv_warning.
 std::string format_summary(const TimedRun& run, const LatencyStats& stats,
                            const ReportOptions& options = {});

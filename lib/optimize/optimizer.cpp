@@ -333,6 +333,13 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   out << fmt::format("Search           {} states, {} transitions, {} stages costed in {:.3f} s "
                      "(import {:.2f} s)\n",
                      states, transitions, costed, stats.total_search_ms / 1000.0, import_ms / 1000.0);
+  if (const auto* measured = dynamic_cast<const cuda::MeasuredCostModel*>(cost.model.get())) {
+    const cuda::MeasureProgress p = measured->progress();
+    out << fmt::format("Measurement      {} stages timed on the GPU in {:.2f} s ({:.3f} ms setup per stage), "
+                       "{} answered by the profile database or repeats\n",
+                       p.measured, p.elapsed_s, p.measured > 0 ? 1000.0 * p.setup_s / p.measured : 0.0,
+                       p.cache_hits);
+  }
   if (schedule.is_staged()) {
     out << fmt::format("Schedule         {} stages, {} operator merges\n", stages, merges);
   } else {

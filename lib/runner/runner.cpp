@@ -35,8 +35,10 @@ class Session {
  public:
   virtual ~Session() = default;
   virtual TensorMap run(const TensorMap& inputs) = 0;
-  // Per-iteration latencies (ms) of `iterations` timed runs after `warmup`.
-  virtual std::vector<double> time(int warmup, int iterations) = 0;
+  // `iterations` timed runs after `warmup`: the latency schedules are compared
+  // by (GPU compute time on CUDA, wall time on the CPU) and, where the
+  // backend measures it, end-to-end latency.
+  virtual cuda::TimingSamples time(int warmup, int iterations) = 0;
   // One traced iteration (per stream: what ran when), for --trace.
   virtual cuda::TraceIteration trace(const std::string& label) = 0;
 };
@@ -49,13 +51,13 @@ class CpuSession : public Session {
     last_inputs_ = inputs;
     return executor_.run(inputs);
   }
-  std::vector<double> time(int warmup, int iterations) override {
+  cuda::TimingSamples time(int warmup, int iterations) override {
     for (int i = 0; i < warmup; ++i) executor_.run(last_inputs_);
-    std::vector<double> times;
+    cuda::TimingSamples times;
     for (int i = 0; i < iterations; ++i) {
       const auto start = std::chrono::steady_clock::now();
       executor_.run(last_inputs_);
-      times.push_back(
+      times.gpu_compute_ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     return times;
@@ -81,7 +83,7 @@ class CudaSession : public Session {
     for (const auto& [name, data] : out) result[name] = HostTensor(output_shape(name), data);
     return result;
   }
-  std::vector<double> time(int warmup, int iterations) override {
+  cuda::TimingSamples time(int warmup, int iterations) override {
     cuda::TimingOptions t;
     t.warmup_iterations = warmup;
     t.iterations = iterations;
@@ -342,6 +344,7 @@ int run(const RunOptions& options, std::ostream& out) {
     runs[i].device = device_name;
     runs[i].batch = model.batch;
     runs[i].warmup_iterations = warmup;
+    runs[i].gpu_compute = options.backend == "cuda";
     sessions[i]->time(warmup, 0);
   }
   const int rounds = std::max(1, std::min(iterations, 10));
@@ -352,8 +355,11 @@ int run(const RunOptions& options, std::ostream& out) {
     const int chunk = r < rounds ? iterations / rounds + (r < iterations % rounds ? 1 : 0)
                                  : std::max(1, iterations / rounds);
     for (size_t i = 0; i < schedules.size(); ++i) {
-      const auto times = sessions[i]->time(0, chunk);
-      runs[i].latencies_ms.insert(runs[i].latencies_ms.end(), times.begin(), times.end());
+      const cuda::TimingSamples times = sessions[i]->time(0, chunk);
+      runs[i].latencies_ms.insert(runs[i].latencies_ms.end(), times.gpu_compute_ms.begin(),
+                                  times.gpu_compute_ms.end());
+      runs[i].end_to_end_ms.insert(runs[i].end_to_end_ms.end(), times.end_to_end_ms.begin(),
+                                   times.end_to_end_ms.end());
     }
   }
 

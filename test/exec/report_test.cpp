@@ -198,6 +198,33 @@ TEST_CASE("export of per-iteration times: documented JSON, written atomically", 
   CHECK(nlohmann::json::parse(again)["runs"].size() == 1);
 }
 
+TEST_CASE("GPU runs report compute time and end-to-end latency apart", "[exec][report]") {
+  TimedRun gpu = run("ios", {1.0, 1.0, 1.0, 1.0});
+  gpu.backend = "cuda";
+  gpu.gpu_compute = true;
+  gpu.end_to_end_ms = {1.2, 1.3, 1.2, 1.3};
+  const std::string text = ios::exec::format_summary(gpu, compute_stats(gpu.latencies_ms, 1));
+  CHECK_THAT(text, Contains("GPU Compute Time: min = 1.0000 ms"));
+  CHECK_THAT(text, Contains("End-to-end Host Latency: min = 1.2000 ms, mean = 1.2500 ms"));
+  // CPU runs keep the plain label and have no end-to-end line.
+  const std::string cpu = ios::exec::format_summary(run("seq", {2.0}), compute_stats(std::vector<double>{2.0}, 1));
+  CHECK_THAT(cpu, Contains("Latency: min = 2.0000 ms"));
+  CHECK_THAT(cpu, !Contains("End-to-end"));
+  TimedRun slower = gpu;
+  slower.name = "sequential";
+  slower.latencies_ms = {2.0, 2.0, 2.0, 2.0};
+  CHECK_THAT(ios::exec::format_comparison({slower, gpu}), Contains("(mean GPU compute time)"));
+
+  const auto doc = nlohmann::json::parse(ios::exec::times_json({gpu}));
+  const auto& r = doc["runs"][0];
+  CHECK(r["latency_metric"] == "gpu_compute");
+  CHECK(r["end_to_end_summary"]["mean_ms"].get<double>() == Approx(1.25));
+  CHECK(r["iterations"][1]["end_to_end_ms"].get<double>() == 1.3);
+  const auto cpu_doc = nlohmann::json::parse(ios::exec::times_json({run("seq", {2.0})}));
+  CHECK(cpu_doc["runs"][0]["latency_metric"] == "wall");
+  CHECK_FALSE(cpu_doc["runs"][0].contains("end_to_end_summary"));
+}
+
 TEST_CASE("export to an unwritable place is a user error and leaves nothing", "[exec][report]") {
   TempDir dir;
   const auto path = dir.path / "missing-dir" / "times.json";

@@ -12,6 +12,7 @@
 #include "cost/profile_db.h"
 #include "cpu/reference.h"
 #include "cuda/measured.h"
+#include "exec/stats.h"
 #include "gpu_util.h"
 #include "sched/validate.h"
 
@@ -141,14 +142,20 @@ TEST_CASE("timing, repeated runs and traces", "[gpu][engine]") {
     cuda::TimingOptions timing;
     timing.warmup_iterations = 2;
     timing.iterations = 7;
-    const std::vector<double> times = engine.time(timing);
-    CHECK(times.size() == 7);
-    for (double t : times) CHECK(t > 0.0);
+    const cuda::TimingSamples times = engine.time(timing);
+    CHECK(times.gpu_compute_ms.size() == 7);
+    REQUIRE(times.end_to_end_ms.size() == 7);
+    for (double t : times.gpu_compute_ms) CHECK(t > 0.0);
+    // End-to-end adds the host's launch and synchronisation to the GPU work.
+    CHECK(exec::compute_stats(times.end_to_end_ms, 1).median >= exec::compute_stats(times.gpu_compute_ms, 1).min);
     timing.iterations = 1;
     timing.min_duration_ms = 5.0;
+    timing.end_to_end = false;
     double total = 0.0;
-    for (double t : engine.time(timing)) total += t;
+    const cuda::TimingSamples long_run = engine.time(timing);
+    for (double t : long_run.gpu_compute_ms) total += t;
     CHECK(total >= 5.0);
+    CHECK(long_run.end_to_end_ms.empty());
     // Repeated runs give identical outputs (no state leaks between iterations).
     const cuda::TensorMap in = to_tensor_map(random_inputs(graph, 5));
     CHECK(engine.run(in) == engine.run(in));

@@ -1,5 +1,11 @@
 #include "gpu_util.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <regex>
+#include <set>
+#include <sstream>
+
 #include "cpu/reference.h"
 
 namespace ios::gputest {
@@ -10,6 +16,38 @@ HostMap random_inputs(const ir::Graph& graph, uint64_t seed) {
     inputs[graph.tensor(t).name] = exec::random_tensor(graph.tensor(t).shape, seed++);
   }
   return inputs;
+}
+
+std::vector<ShippedModel> shipped_models(const std::filesystem::path& dir) {
+  std::map<std::string, ShippedModel> by_name;
+  const std::regex file_name("([a-z0-9_]+)(-b([0-9]+)|-bdyn)?(-[0-9]+x[0-9]+)?\\.onnx");
+  if (!std::filesystem::is_directory(dir)) return {};
+  std::set<std::string> keep;
+  if (const char* only = std::getenv("IOS_GPU_TEST_MODELS")) {
+    std::stringstream list(only);
+    for (std::string name; std::getline(list, name, ',');) keep.insert(name);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    std::smatch m;
+    if (!entry.is_regular_file() || !std::regex_match(file, m, file_name)) continue;
+    if (!keep.empty() && !keep.count(m[1].str())) continue;
+    ShippedModel model{m[1].str(), entry.path(), std::nullopt};
+    if (m[2].matched && m[3].matched) {
+      model.batch = std::stoll(m[3].str());
+    } else if (!m[2].matched) {
+      model.batch = 1;
+    }
+    auto it = by_name.find(model.name);
+    // A symbolic batch runs at every batch: prefer it; otherwise the first file by name.
+    if (it == by_name.end() || (!model.batch && it->second.batch) ||
+        (model.batch.has_value() == it->second.batch.has_value() && file < it->second.file.filename().string())) {
+      by_name[model.name] = model;
+    }
+  }
+  std::vector<ShippedModel> models;
+  for (auto& [name, model] : by_name) models.push_back(std::move(model));
+  return models;
 }
 
 cuda::TensorMap to_tensor_map(const HostMap& inputs) {

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <map>
 #include <memory>
 #include <string>
@@ -94,6 +96,21 @@ class GraphBuilder {
 };
 
 HostMap random_inputs(const ir::Graph& graph, uint64_t seed);
+
+// A model file that scripts/make-models.sh writes, by export_models.py's
+// naming: <name>[-b<N>|-bdyn][-<H>x<W>].onnx.
+struct ShippedModel {
+  std::string name;             // "inception_v3", "randwire"
+  std::filesystem::path file;
+  std::optional<int64_t> batch;  // the static batch (-b<N>, or none: 1); nullopt for -bdyn
+  bool runs_at(int64_t batch_size) const { return !batch || *batch == batch_size; }
+  // What to pass as ImportOptions::batch: the batch for a symbolic one, else 0.
+  int64_t import_batch(int64_t batch_size) const { return batch ? 0 : batch_size; }
+};
+
+// The models in `dir`, one per name (a -bdyn file preferred, since it runs at
+// every batch), sorted by name; $IOS_GPU_TEST_MODELS=name,name restricts them.
+std::vector<ShippedModel> shipped_models(const std::filesystem::path& dir);
 cuda::TensorMap to_tensor_map(const HostMap& inputs);
 
 // One unit per stage, in UnitId order (a topological order).

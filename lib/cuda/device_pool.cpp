@@ -1,0 +1,49 @@
+#include "cuda/device_pool.h"
+
+#include "cuda/check.h"
+
+namespace ios::cuda {
+
+char* DevicePool::arena(int64_t bytes) {
+  const auto capacity = static_cast<int64_t>(arena_.bytes());
+  const int64_t wanted = grown_capacity(capacity, std::max<int64_t>(bytes, 1));
+  if (wanted != capacity) {
+    arena_.reset();
+    arena_ = DeviceBuffer(static_cast<size_t>(wanted));
+    ++stats_.arena_allocations;
+  }
+  return static_cast<char*>(arena_.get());
+}
+
+std::vector<const float*> DevicePool::weights(const std::vector<Constant>& constants, cudaStream_t stream) {
+  std::vector<WeightResidency::Key> keys;
+  keys.reserve(constants.size());
+  for (const Constant& c : constants) keys.push_back(c.data);
+  WeightResidency::Placement placement = residency_.place(keys);
+  const auto capacity = static_cast<int64_t>(weights_.bytes());
+  if (placement.end > capacity) {
+    // A new buffer: nothing in the old one stays resident.
+    residency_.clear();
+    placement = residency_.place(keys);
+    weights_.reset();
+    weights_ = DeviceBuffer(static_cast<size_t>(grown_capacity(capacity, placement.end)));
+    ++stats_.weight_allocations;
+  }
+  std::vector<const float*> pointers(constants.size());
+  char* base = static_cast<char*>(weights_.get());
+  for (size_t c = 0; c < constants.size(); ++c) {
+    char* at = base + placement.offsets[c];
+    pointers[c] = reinterpret_cast<const float*>(at);
+    if (!placement.upload[c]) {
+      ++stats_.weights_reused;
+      continue;
+    }
+    const size_t bytes = constants[c].data->size() * sizeof(float);
+    IOS_CUDA_CALL(cudaMemcpyAsync(at, constants[c].data->data(), bytes, cudaMemcpyHostToDevice, stream));
+    ++stats_.weights_uploaded;
+    stats_.weight_bytes_uploaded += static_cast<int64_t>(bytes);
+  }
+  return pointers;
+}
+
+}  // namespace ios::cuda
