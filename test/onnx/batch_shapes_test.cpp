@@ -56,7 +56,8 @@ TEST_CASE("the batch option fills symbolic batch dimensions only", "[onnx][batch
   CHECK(model.graph.tensor(model.graph.outputs().at(0)).shape == Shape{7, 4});
 }
 
-TEST_CASE("a batch option that differs from a static batch is refused unless rewritten", "[onnx][batch]") {
+TEST_CASE("a batch option that differs from a static batch is refused unless rewritten",
+          "[onnx][batch]") {
   ModelBuilder b;
   b.input("x", {2, 3});
   b.input("y", {2, 3});
@@ -82,7 +83,8 @@ TEST_CASE("a batch option that differs from a static batch is refused unless rew
   CHECK(import_error(path, rewrite_alone).find("needs --batch") != std::string::npos);
 }
 
-TEST_CASE("a static dimension of size 0 is named as such, not as a symbolic batch", "[onnx][batch]") {
+TEST_CASE("a static dimension of size 0 is named as such, not as a symbolic batch",
+          "[onnx][batch]") {
   ModelBuilder b;
   b.input("data", {0, 3, 4});
   b.node("Relu", {"data"}, {"y"}, "relu");
@@ -94,7 +96,8 @@ TEST_CASE("a static dimension of size 0 is named as such, not as a symbolic batc
   CHECK(message.find("'?'") == std::string::npos);
 }
 
-TEST_CASE("recorded input shapes are reproduced, and refused where the model contradicts them", "[onnx][batch]") {
+TEST_CASE("recorded input shapes are reproduced, and refused where the model contradicts them",
+          "[onnx][batch]") {
   const std::string symbolic = gemm_model("gemm_recorded.onnx", -1);
   ImportOptions recorded;
   recorded.recorded_source = "gemm.schedule.json";
