@@ -268,6 +268,7 @@ Result run_case(const Case& c, const fs::path& work, const std::string& backend)
     }
     r.references.push_back(name + "=" + npy.string());
   }
+  if (r.references.empty()) throw std::runtime_error("the node test has no expected outputs");
   std::ostringstream report;
   const int rc = ios::runner::run(r, report);
   if (rc == 0) return {Outcome::kPass, ""};
