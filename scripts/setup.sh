@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # Debian packages: build tools, libraries, and the Python used to export models.
 packages=(cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libcli11-dev libspdlog-dev
-  libfmt-dev nlohmann-json3-dev catch2 libsqlite3-dev
+  libfmt-dev nlohmann-json3-dev catch2 libsqlite3-dev libonnx-testdata
   python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-matplotlib
   nodejs npm)
 if [ "${IOS_SKIP_APT:-0}" != 1 ]; then

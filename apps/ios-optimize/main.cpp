@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   app.add_option("-b,--batch", options.batch,
                  "batch size; needed when the model's batch dimension is symbolic")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_flag("--rewrite-batch", options.rewrite_batch,
+               "with --batch: replace dimension 0 of every input, even a static one");
   app.add_option("--input-shape", options.input_shapes,
                  "static shape of an input, NAME:1x3x224x224 (repeatable)");
   app.add_option("--cost", options.cost,

@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
   app.add_flag("--dry-run", o.dry_run, "validate, lower and print the plans; run nothing");
   app.add_option("--backend", o.backend, "cuda or cpu")
       ->check(CLI::IsMember({"cuda", "cpu"}))->capture_default_str();
-  app.add_option("-b,--batch", o.batch, "batch size (default: the schedule's)")->check(CLI::Range(1, 1 << 20));
+  app.add_option("-b,--batch", o.batch, "batch size (default: the schedule's input shapes)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_flag("--rewrite-batch", o.rewrite_batch,
+               "replace dimension 0 of every input with the batch, even a static one");
   app.add_option("--input-shape", o.input_shapes, "static shape of an input, NAME:1x3x224x224");
   app.add_flag("--force", o.force, "accept schedules made for another model file (hash mismatch)");
   app.add_option("--warmup", o.warmup, "untimed iterations (default: cuda 20, cpu 1)")->check(CLI::Range(0, 1000000));

@@ -218,10 +218,77 @@ std::string format_dims(const ::onnx::TensorShapeProto& shape) {
   return out;
 }
 
-// Gives every graph input a static shape; returns them in ONNX order.
-std::vector<std::pair<std::string, ir::Shape>> set_input_shapes(ModelProto& model,
-                                                                const ImportOptions& options,
-                                                                const std::string& path) {
+struct InputShapes {
+  std::vector<std::pair<std::string, ir::Shape>> inputs;  // ONNX order
+  int64_t batch = 1;
+};
+
+// The static shape of one graph input from its declared shape, the batch
+// options and, when given, a schedule's recorded shape (ImportOptions).
+ir::Shape static_input_shape(const ::onnx::ValueInfoProto& input, const ImportOptions& options,
+                             const ir::Shape* recorded, const std::string& path) {
+  const auto& tensor_type = input.type().tensor_type();
+  if (recorded && !tensor_type.has_shape())
+    return *recorded;  // shaped by --input-shape at optimization
+  if (!tensor_type.has_shape()) {
+    user_error("{}: graph input '{}' has no shape; pass --input-shape {}:NxCxHxW", path,
+               input.name(), input.name());
+  }
+  const auto& shape = tensor_type.shape();
+  if (recorded && recorded->size() != static_cast<size_t>(shape.dim_size())) {
+    user_error(
+        "{}: the schedule records input '{}' with shape {}, but {} declares rank {} ({}); the "
+        "schedule was made for another model: re-run ios-optimize on this one",
+        options.recorded_source, input.name(), ir::to_string(*recorded), path, shape.dim_size(),
+        format_dims(shape));
+  }
+  ir::Shape dims;
+  for (int d = 0; d < shape.dim_size(); ++d) {
+    const auto& dim = shape.dim(d);
+    const bool is_static = dim.has_dim_value();
+    const bool rewritten = d == 0 && options.batch && (options.rewrite_batch || !is_static);
+    if (recorded) {
+      const int64_t want = (*recorded)[static_cast<size_t>(d)];
+      if (is_static && dim.dim_value() != want && !(d == 0 && options.rewrite_batch)) {
+        user_error(
+            "{}: the schedule records input '{}' with shape {}, but {} declares {} (dimension "
+            "{} is static); {}",
+            options.recorded_source, input.name(), ir::to_string(*recorded), path,
+            format_dims(shape), d,
+            d == 0 ? std::string(
+                         "if the schedule was made with --rewrite-batch, pass --rewrite-batch; "
+                         "otherwise re-run ios-optimize on this model")
+                   : std::string("the schedule was made for other shapes: re-run ios-optimize"));
+      }
+      dims.push_back(want);
+    } else if (rewritten) {
+      dims.push_back(*options.batch);
+    } else if (is_static && dim.dim_value() > 0) {
+      dims.push_back(dim.dim_value());
+    } else if (is_static) {
+      user_error(
+          "{}: graph input '{}' has a static dimension {} of size {} (shape {}); ios runs "
+          "tensors with at least one element only",
+          path, input.name(), d, dim.dim_value(), format_dims(shape));
+    } else if (d == 0) {
+      user_error(
+          "{}: graph input '{}' has a symbolic batch dimension '{}' (shape {}); pass "
+          "--batch N to fix it",
+          path, input.name(), dim.has_dim_param() ? dim.dim_param() : "?", format_dims(shape));
+    } else {
+      user_error(
+          "{}: graph input '{}' has a symbolic dimension {} (shape {}); pass "
+          "--input-shape {}:DIMS with every dimension",
+          path, input.name(), d, format_dims(shape), input.name());
+    }
+  }
+  return dims;
+}
+
+// Gives every graph input a static shape; returns them in ONNX order with
+// the model's batch.
+InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
+                             const std::string& path) {
   GraphProto& graph = *model.mutable_graph();
   std::set<std::string> weights;
   for (const auto& t : graph.initializer()) weights.insert(t.name());
@@ -239,12 +306,36 @@ std::vector<std::pair<std::string, ir::Shape>> set_input_shapes(ModelProto& mode
                  ir::to_string(shape));
     }
   }
+  std::map<std::string, ir::Shape> recorded;
+  for (const auto& [name, shape] : options.recorded_inputs) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      user_error(
+          "{}: the schedule records input '{}', which {} does not have (its inputs: {}); the "
+          "schedule was made for another model",
+          options.recorded_source, name, path, fmt::join(names, ", "));
+    }
+    recorded[name] = shape;
+  }
+  if (!options.recorded_inputs.empty()) {
+    for (const std::string& name : names) {
+      if (!recorded.count(name) && !options.input_shapes.count(name)) {
+        user_error(
+            "{}: the schedule records no shape for input '{}' of {}; the schedule was made for "
+            "another model",
+            options.recorded_source, name, path);
+      }
+    }
+  }
   if (options.batch && *options.batch <= 0) {
     user_error("{}: --batch must be a positive integer, got {}", path, *options.batch);
   }
+  if (options.rewrite_batch && !options.batch) {
+    user_error("{}: --rewrite-batch needs --batch N, the batch to write into every input", path);
+  }
 
   bool changed = false;
-  std::vector<std::pair<std::string, ir::Shape>> result;
+  bool symbolic_batch = false;  // some input's dim 0 takes the batch option
+  InputShapes result;
   for (auto& input : *graph.mutable_input()) {
     if (weights.count(input.name())) continue;
     if (!input.type().has_tensor_type()) {
@@ -263,27 +354,11 @@ std::vector<std::pair<std::string, ir::Shape>> set_input_shapes(ModelProto& mode
                    input.name(), dims.size(), tensor_type.shape().dim_size(), format_dims(tensor_type.shape()));
       }
     } else {
-      if (!tensor_type.has_shape()) {
-        user_error("{}: graph input '{}' has no shape; pass --input-shape {}:NxCxHxW", path,
-                   input.name(), input.name());
-      }
-      const auto& shape = tensor_type.shape();
-      for (int d = 0; d < shape.dim_size(); ++d) {
-        const auto& dim = shape.dim(d);
-        if (d == 0 && options.batch) {
-          dims.push_back(*options.batch);
-        } else if (dim.has_dim_value() && dim.dim_value() > 0) {
-          dims.push_back(dim.dim_value());
-        } else if (d == 0) {
-          user_error("{}: graph input '{}' has a symbolic batch dimension '{}' (shape {}); pass "
-                     "--batch N to fix it", path, input.name(),
-                     dim.has_dim_param() ? dim.dim_param() : "?", format_dims(shape));
-        } else {
-          user_error("{}: graph input '{}' has a symbolic dimension {} (shape {}); pass "
-                     "--input-shape {}:DIMS with every dimension", path, input.name(), d,
-                     format_dims(shape), input.name());
-        }
-      }
+      auto it_recorded = recorded.find(input.name());
+      dims = static_input_shape(
+          input, options, it_recorded == recorded.end() ? nullptr : &it_recorded->second, path);
+      symbolic_batch |= tensor_type.has_shape() && tensor_type.shape().dim_size() > 0 &&
+                        !tensor_type.shape().dim(0).has_dim_value();
     }
     // Rewrite the declared shape where it differs.
     bool same = tensor_type.has_shape() && tensor_type.shape().dim_size() == static_cast<int>(dims.size());
@@ -297,8 +372,19 @@ std::vector<std::pair<std::string, ir::Shape>> set_input_shapes(ModelProto& mode
       shape->clear_dim();
       for (int64_t v : dims) shape->add_dim()->set_dim_value(v);
     }
-    result.emplace_back(input.name(), dims);
+    result.inputs.emplace_back(input.name(), dims);
   }
+  const int64_t first_dim0 =
+      !result.inputs.empty() && !result.inputs[0].second.empty() ? result.inputs[0].second[0] : 1;
+  if (options.batch && !options.rewrite_batch && !symbolic_batch && first_dim0 != *options.batch &&
+      !result.inputs.empty() && !options.input_shapes.count(result.inputs[0].first)) {
+    user_error(
+        "{}: the model's batch is static (input '{}' has shape {}) and --batch {} differs; drop "
+        "--batch, or pass --rewrite-batch to set dimension 0 of every input to {}",
+        path, result.inputs[0].first, ir::to_string(result.inputs[0].second), *options.batch,
+        *options.batch);
+  }
+  result.batch = options.batch.value_or(first_dim0);
   if (changed) {
     // Shapes recorded for the old input shapes (intermediate and output
     // batch sizes) would contradict inference: let it recompute them.
@@ -343,8 +429,9 @@ ImportedModel import_model(const std::string& path, const ImportOptions& options
   ImportedModel result;
   result.path = path;
   result.sha256 = sha256_hex(bytes);
-  result.inputs = set_input_shapes(model, options, path);
-  if (!result.inputs.empty() && !result.inputs[0].second.empty()) result.batch = result.inputs[0].second[0];
+  InputShapes inputs = set_input_shapes(model, options, path);
+  result.inputs = std::move(inputs.inputs);
+  result.batch = inputs.batch;
 
   const int nodes_before = model.graph().node_size();
   int folded = 0;

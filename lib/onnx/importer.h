@@ -26,15 +26,28 @@
 
 namespace ios::onnx {
 
+// How the graph inputs get their static shapes (docs/cli.md, "Batch"):
+//  - `batch` fills dim 0 of every graph input whose dim 0 is symbolic. A
+//    static dim 0 is the model's own: when no input's dim 0 is symbolic and
+//    the first input's differs from `batch`, the import is refused, unless
+//    `rewrite_batch`, which sets dim 0 of every graph input to `batch`.
+//  - `input_shapes` gives an input its whole shape (wins over batch).
+//  - `recorded_inputs` are the shapes a schedule file recorded (named by
+//    `recorded_source`): symbolic dimensions take the recorded values, static
+//    ones must agree (dim 0 may differ only with `rewrite_batch`), and every
+//    graph input must be recorded.
 struct ImportOptions {
-  std::optional<int64_t> batch;                   // overrides dim 0 of every graph input
-  std::map<std::string, ir::Shape> input_shapes;  // full override per input name (wins over batch)
+  std::optional<int64_t> batch;
+  bool rewrite_batch = false;
+  std::map<std::string, ir::Shape> input_shapes;
+  std::vector<std::pair<std::string, ir::Shape>> recorded_inputs;
+  std::string recorded_source;
 };
 
 struct ImportedModel {
   ir::Graph graph;
   std::string path, sha256;  // sha256 of the file's bytes, lower-case hex
-  int64_t batch = 1;         // dim 0 of the first graph input
+  int64_t batch = 1;         // `batch` when given, else dim 0 of the first graph input
   std::vector<std::pair<std::string, ir::Shape>> inputs;  // graph inputs, static shapes
 };
 

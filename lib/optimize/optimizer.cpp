@@ -73,11 +73,11 @@ sched::ModelInfo PreparedModel::info() const {
   return {model.path, model.sha256, model.batch, model.inputs};
 }
 
-std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t batch,
-                                             const std::vector<std::string>& input_shapes,
-                                             const sched::FormationOptions& formation) {
+onnx::ImportOptions shape_options(int64_t batch, bool rewrite_batch,
+                                  const std::vector<std::string>& input_shapes) {
   onnx::ImportOptions import_options;
   if (batch > 0) import_options.batch = batch;
+  import_options.rewrite_batch = rewrite_batch;
   for (const std::string& spec : input_shapes) {
     const size_t colon = spec.rfind(':');
     if (colon == std::string::npos || colon == 0) {
@@ -85,6 +85,12 @@ std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t ba
     }
     import_options.input_shapes[spec.substr(0, colon)] = parse_dims(spec.substr(colon + 1), spec);
   }
+  return import_options;
+}
+
+std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
+                                             const onnx::ImportOptions& import_options,
+                                             const sched::FormationOptions& formation) {
   auto prepared = std::make_unique<PreparedModel>();
   prepared->model = onnx::import_model(path, import_options);
   prepared->units = std::make_unique<sched::UnitGraph>(
@@ -239,11 +245,12 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   auto log = logger("cli");
   const auto start = std::chrono::steady_clock::now();
   if (options.verbose) {
-    log->debug("model={} output={} scheduler={} params='{}' batch={} cost={} device-profile={} "
-               "precision={} max-block-units={} analyze={}",
-               options.model_path, options.output_path, options.scheduler, options.scheduler_params,
-               options.batch, options.cost, options.device_profile, options.precision,
-               options.max_block_units, options.analyze);
+    log->debug(
+        "model={} output={} scheduler={} params='{}' batch={} cost={} device-profile={} "
+        "precision={} max-block-units={} analyze={} rewrite-batch={}",
+        options.model_path, options.output_path, options.scheduler, options.scheduler_params,
+        options.batch, options.cost, options.device_profile, options.precision,
+        options.max_block_units, options.analyze, options.rewrite_batch);
   }
   // Fail on a bad scheduler name or parameters before the (slow) import.
   const sched::SchedulerEntry& entry = sched::find_scheduler(options.scheduler);
@@ -252,7 +259,9 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   sched::FormationOptions formation;
   formation.max_block_units = options.max_block_units;
   formation.max_block_log10_bound = options.max_block_log10_bound;
-  auto prepared = prepare_model(options.model_path, options.batch, options.input_shapes, formation);
+  auto prepared = prepare_model(
+      options.model_path, shape_options(options.batch, options.rewrite_batch, options.input_shapes),
+      formation);
   const sched::UnitGraph& units = *prepared->units;
   const double import_ms = ms_since(start);
   CostChoice cost = make_cost_model(units, options);

@@ -21,7 +21,8 @@ struct OptimizeOptions {
   std::string output_path;  // empty: next to the model
   std::string scheduler = "ios";
   std::string scheduler_params;
-  int64_t batch = 0;  // 0: the model's own (must be static)
+  int64_t batch = 0;  // 0: the model's own (must be static); fills symbolic batch dimensions
+  bool rewrite_batch = false;  // --batch also replaces a static batch (onnx::ImportOptions)
   std::vector<std::string> input_shapes;  // NAME:1x3x224x224
   std::string cost = "auto";
   std::string device_profile = "h100";
@@ -45,9 +46,14 @@ struct PreparedModel {
   sched::ModelInfo info() const;
 };
 
-// Imports and forms units. `input_shapes` entries are NAME:DxDxD.
-std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t batch,
-                                             const std::vector<std::string>& input_shapes,
+// The import options of --batch (0: none), --rewrite-batch and
+// --input-shape (entries NAME:DxDxD).
+onnx::ImportOptions shape_options(int64_t batch, bool rewrite_batch,
+                                  const std::vector<std::string>& input_shapes);
+
+// Imports and forms units.
+std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
+                                             const onnx::ImportOptions& import_options,
                                              const sched::FormationOptions& formation = {});
 
 // The cost model the options ask for, and the device it stands for.

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "core/sha256.h"
 #include "cpu/executor.h"
 #include "cuda/engine.h"
 #include "exec/compare.h"
@@ -117,6 +118,7 @@ struct LoadedSchedule {
 // parse, which names them.
 struct ScheduleHeader {
   int64_t batch = 0;
+  std::vector<std::pair<std::string, ir::Shape>> inputs;  // the recorded input shapes
   std::string sha256, model_path;
 };
 
@@ -129,6 +131,11 @@ ScheduleHeader peek_header(const std::string& schedule_path) {
     const auto& model = doc.at("model");
     const int64_t batch = model.at("batch").get<int64_t>();
     if (batch >= 1 && batch <= sched::kMaxBatch) header.batch = batch;
+    std::vector<std::pair<std::string, ir::Shape>> inputs;
+    for (const auto& input : model.at("inputs")) {
+      inputs.emplace_back(input.at("name").get<std::string>(), input.at("shape").get<ir::Shape>());
+    }
+    header.inputs = std::move(inputs);
     header.sha256 = model.at("sha256").get<std::string>();
     header.model_path = model.at("path").get<std::string>();
   } catch (const std::exception&) {
@@ -181,9 +188,23 @@ int run(const RunOptions& options, std::ostream& out) {
                options.duration_s, options.check, options.rtol, options.atol, options.seed,
                options.cuda_graph, options.precision, options.threads);
   }
-  int64_t batch = options.batch;
-  if (batch == 0 && !options.schedule_paths.empty()) batch = peek_header(options.schedule_paths[0]).batch;
-  auto prepared = optimize::prepare_model(options.model_path, batch, options.input_shapes);
+  onnx::ImportOptions import_options =
+      optimize::shape_options(options.batch, options.rewrite_batch, options.input_shapes);
+  if (options.batch == 0 && options.input_shapes.empty() && !options.schedule_paths.empty()) {
+    // Reproduce the input shapes the first schedule was made for; the
+    // importer refuses them where the model's static dimensions disagree.
+    // A schedule for another model file is reported as such after the
+    // import (check_model_hash), not as shapes that do not fit.
+    const ScheduleHeader header = peek_header(options.schedule_paths[0]);
+    if (header.batch > 0) import_options.batch = header.batch;
+    const bool readable = std::filesystem::is_regular_file(options.model_path);
+    if (options.force || header.sha256.empty() ||
+        (readable && header.sha256 == sha256_file(options.model_path))) {
+      import_options.recorded_inputs = header.inputs;
+      import_options.recorded_source = options.schedule_paths[0];
+    }
+  }
+  auto prepared = optimize::prepare_model(options.model_path, import_options);
   const sched::UnitGraph& units = *prepared->units;
   const sched::ModelInfo model = prepared->info();
 

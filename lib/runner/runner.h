@@ -15,7 +15,10 @@ struct RunOptions {
   std::vector<std::string> schedule_paths;  // none: the sequential schedule
   bool dry_run = false;
   std::string backend = "cuda";  // cuda | cpu
-  int64_t batch = 0;             // 0: the first schedule's batch
+  // Input shapes: with neither batch nor input_shapes, those the first
+  // schedule records (the model's own without a schedule).
+  int64_t batch = 0;
+  bool rewrite_batch = false;  // batch also replaces a static batch (onnx::ImportOptions)
   std::vector<std::string> input_shapes;
   bool force = false;            // accept schedules made for another model file
   int warmup = -1;               // -1: backend default (cuda 20, cpu 1)
