@@ -38,7 +38,7 @@ std::string kernel_driver_version() {
 std::string check_device(int ordinal, DeviceSummary* out, int* count_out = nullptr) {
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
-  if (count_out != nullptr) *count_out = err == cudaSuccess ? count : -1;
+  if (count_out != nullptr) *count_out = err == cudaSuccess ? count : err == cudaErrorNoDevice ? 0 : -1;
   if (err != cudaSuccess) {
     cudaGetLastError();  // clear it: probing is not an error
     return fmt::format("cudaGetDeviceCount failed: {} ({})", cudaGetErrorName(err), cudaGetErrorString(err));
@@ -96,12 +96,6 @@ DeviceSummary require_device(int ordinal) {
   const std::string why = check_device(ordinal, &summary);
   if (!why.empty()) throw NoDeviceError("no CUDA device: " + why);
   return summary;
-}
-
-DeviceState classify_device(int device_count, bool kernel_driver_present, const std::string& problem) {
-  if (problem.empty()) return DeviceState::kUsable;
-  if (device_count > 0 || kernel_driver_present) return DeviceState::kUnusable;
-  return DeviceState::kAbsent;
 }
 
 DeviceStatus device_status(int ordinal) {

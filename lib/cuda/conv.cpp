@@ -145,9 +145,11 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
     ConvShape s = shape;
     if (attempt == 1) {
       if (shape.x_batch_stride == x_dense_bs && shape.y_batch_stride == y_dense_bs) break;
+      // Only a strided tensor is staged, into a buffer of its own.
+      if (s.x_batch_stride != x_dense_bs) s.x_align = kBufferAlignment;
+      if (s.y_batch_stride != y_dense_bs) s.y_align = kBufferAlignment;
       s.x_batch_stride = x_dense_bs;
       s.y_batch_stride = y_dense_bs;
-      s.x_align = s.y_align = kBufferAlignment;  // the staging buffers are buffers of their own
     }
     ConvDescriptors d = make_conv_descriptors(s, fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
     auto bytes = [](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * sizeof(float); };

@@ -19,14 +19,18 @@ std::vector<const float*> DevicePool::weights(const std::vector<Constant>& const
   std::vector<WeightResidency::Key> keys;
   keys.reserve(constants.size());
   for (const Constant& c : constants) keys.push_back(c.data);
-  WeightResidency::Placement placement = residency_.place(keys);
-  const auto capacity = static_cast<int64_t>(weights_.bytes());
-  if (placement.end > capacity) {
-    // A new buffer: nothing in the old one stays resident.
-    residency_.clear();
-    placement = residency_.place(keys);
-    weights_.reset();
-    weights_ = DeviceBuffer(static_cast<size_t>(grown_capacity(capacity, placement.end)));
+  const int64_t resident_bytes = residency_.used_bytes();
+  const WeightResidency::Placement placement = residency_.place(keys);
+  const BufferGrowth growth =
+      weight_buffer_growth(static_cast<int64_t>(weights_.bytes()), resident_bytes, placement);
+  if (growth.grow_to > 0) {
+    // A larger buffer; what stays resident moves along (same offsets).
+    DeviceBuffer grown(static_cast<size_t>(growth.grow_to));
+    if (growth.copy_bytes > 0) {
+      IOS_CUDA_CALL(cudaMemcpyAsync(grown.get(), weights_.get(), static_cast<size_t>(growth.copy_bytes),
+                                    cudaMemcpyDeviceToDevice, stream));
+    }
+    weights_ = std::move(grown);  // frees the old buffer (cudaFree waits for the copy)
     ++stats_.weight_allocations;
   }
   std::vector<const float*> pointers(constants.size());

@@ -37,7 +37,9 @@ class DevicePool {
   // contents are unspecified; a growth replaces it.
   char* arena(int64_t bytes);
   // Device pointers of `constants`, uploading (asynchronously on `stream`)
-  // those not resident yet.
+  // those not resident yet. The weight buffer grows (at least doubling, the
+  // resident weights copied along) until it passes the budget; then it is
+  // emptied and refilled by the stage at hand.
   std::vector<const float*> weights(const std::vector<Constant>& constants, cudaStream_t stream);
 
   const DevicePoolStats& stats() const { return stats_; }

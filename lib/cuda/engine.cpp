@@ -135,7 +135,8 @@ TimingSamples Engine::time(const TimingOptions& options) {
   double total = 0.0;
   while (static_cast<int>(samples.gpu_compute_ms.size()) < options.iterations || total < options.min_duration_ms) {
     const int left = options.iterations - static_cast<int>(samples.gpu_compute_ms.size());
-    const int n = std::clamp(left, 1, kTimingQueueDepth);
+    // Past the iteration count (still short of min_duration_ms), full queues.
+    const int n = left > 0 ? std::min(left, kTimingQueueDepth) : kTimingQueueDepth;
     const size_t before = samples.gpu_compute_ms.size();
     impl_->queued_iterations(n, samples.gpu_compute_ms);
     for (size_t i = before; i < samples.gpu_compute_ms.size(); ++i) total += samples.gpu_compute_ms[i];

@@ -55,10 +55,17 @@ struct DeviceStatus {
 DeviceStatus device_status(int ordinal = 0);
 
 // The rule behind device_status(), on plain facts (unit-tested without a GPU):
-// `device_count` is what cudaGetDeviceCount reported (-1 when it failed),
-// `kernel_driver_present` whether /proc/driver/nvidia or /dev/nvidiactl exist,
-// `problem` why the device cannot be used (empty when it can).
-DeviceState classify_device(int device_count, bool kernel_driver_present, const std::string& problem);
+// `device_count` is what cudaGetDeviceCount reported (0 also for
+// cudaErrorNoDevice, e.g. every GPU hidden by CUDA_VISIBLE_DEVICES; -1 when it
+// failed otherwise), `kernel_driver_present` whether /proc/driver/nvidia or
+// /dev/nvidiactl exist, `problem` why the device cannot be used (empty when
+// it can). Inline: the CUDA build and lib/cuda_stub share it.
+inline DeviceState classify_device(int device_count, bool kernel_driver_present, const std::string& problem) {
+  if (problem.empty()) return DeviceState::kUsable;
+  if (device_count == 0) return DeviceState::kAbsent;  // the driver answers: no device (visible)
+  if (device_count > 0 || kernel_driver_present) return DeviceState::kUnusable;
+  return DeviceState::kAbsent;  // no device and no driver
+}
 
 // Convolutions may use TF32 tensor cores (kTf32, the default) or must use
 // strict FP32 FMA kernels (kFp32). Every other operator is FP32 either way.

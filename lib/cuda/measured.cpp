@@ -94,6 +94,7 @@ class MeasuredModel final : public MeasuredCostModel {
     const auto t0 = std::chrono::steady_clock::now();
     LowerOptions lower;
     lower.partial = true;
+    lower.derived = &derived_;
     Runtime runtime(ctx_, lower_program(graph_, stage_plan(stage), lower), /*cuda_graph=*/true, &pool_);
     progress_.setup_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     cudaStream_t stream = ctx_.stream(0);
@@ -150,6 +151,7 @@ class MeasuredModel final : public MeasuredCostModel {
   std::unordered_map<std::string, double> memo_;
   std::vector<Event> events_;
   DevicePool pool_;  // arena, resident weights: reused by every stage's runtime
+  DerivedConstants derived_;  // folded and merged weights, shared across stages so they stay resident
   MeasureProgress progress_;
 };
 

@@ -344,7 +344,19 @@ class Lowerer {
   }
   int constant(TensorId t) { return constant(t, g_.tensor(t).shape); }
   int new_constant(const std::string& name, ir::Shape shape, std::vector<float> data) {
-    p_.constants.push_back({name, std::move(shape), std::make_shared<const std::vector<float>>(std::move(data))});
+    std::shared_ptr<const std::vector<float>> shared;
+    if (options_.derived != nullptr) {
+      auto it = options_.derived->find(name);
+      if (it != options_.derived->end() && *it->second == data) {
+        shared = it->second;
+      } else {
+        shared = std::make_shared<const std::vector<float>>(std::move(data));
+        (*options_.derived)[name] = shared;
+      }
+    } else {
+      shared = std::make_shared<const std::vector<float>>(std::move(data));
+    }
+    p_.constants.push_back({name, std::move(shape), std::move(shared)});
     return static_cast<int>(p_.constants.size() - 1);
   }
   // A per-channel vector [C] shaped to broadcast along dim 1 of a rank-`rank` tensor.

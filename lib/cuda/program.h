@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -206,12 +207,21 @@ struct Program {
   int num_ops() const;
 };
 
+// Constants the lowering derives (folded BatchNorm scale/shift, merged
+// convolution weights and biases, zero biases), by their names, which are
+// unique per graph and content.
+using DerivedConstants = std::unordered_map<std::string, std::shared_ptr<const std::vector<float>>>;
+
 struct LowerOptions {
   // Stage measurement: `plan` covers some units only. Activations read but
   // not produced by the plan become inputs; values read by units outside the
   // plan become outputs. (With a full plan both rules give exactly the graph
   // inputs and outputs.)
   bool partial = false;
+  // When set, derived constants are shared with earlier lowerings of the same
+  // graph: the same host data, so a device pool keeps them resident instead
+  // of uploading them for every stage.
+  DerivedConstants* derived = nullptr;
 };
 
 // Lowers `plan` (from exec::lower or a measured stage) over `graph`, which

@@ -50,6 +50,12 @@ WeightResidency::Placement WeightResidency::place(const std::vector<Key>& keys) 
   return placement;
 }
 
+BufferGrowth weight_buffer_growth(int64_t capacity, int64_t resident_before,
+                                  const WeightResidency::Placement& placement) {
+  if (placement.end <= capacity) return {};
+  return {grown_capacity(capacity, placement.end), placement.cleared ? 0 : resident_before};
+}
+
 void WeightResidency::clear() {
   entries_.clear();
   used_ = 0;

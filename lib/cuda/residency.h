@@ -55,4 +55,14 @@ class WeightResidency {
   std::unordered_map<const void*, Entry> entries_;
 };
 
+// What a weight buffer of `capacity` bytes does for `placement` (made when
+// `resident_before` bytes were resident): keep it (grow_to == 0), or grow to
+// `grow_to` bytes, copying the first `copy_bytes` (the weights that stay
+// resident keep their offsets).
+struct BufferGrowth {
+  int64_t grow_to = 0;
+  int64_t copy_bytes = 0;
+};
+BufferGrowth weight_buffer_growth(int64_t capacity, int64_t resident_before, const WeightResidency::Placement& placement);
+
 }  // namespace ios::cuda

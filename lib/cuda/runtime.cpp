@@ -521,10 +521,10 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* poo
   for (int e = 0; e < p.num_events; ++e) events_.push_back(make_event());
   fork_ = make_event();
   for (int s = 0; s < p.num_streams; ++s) joins_.push_back(make_event());
-  if (pool == nullptr) {
-    issue();
-    synchronize();
-  }
+  // A plain run first: every cuDNN handle meets its calls outside capture, and
+  // an error is reported with plain-launch context.
+  issue();
+  synchronize();
   if (cuda_graph) capture();
 }
 

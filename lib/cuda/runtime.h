@@ -45,9 +45,8 @@ class Runtime {
   // With `pool` (stage measurement), the runtime borrows the pool's arena and
   // resident weights instead of allocating its own, keeps the context's
   // algorithm-search scratch for the next runtime, fills its inputs on the
-  // device, and skips the validating plain run (the caller's warm-up replays
-  // do the same work). The pool must outlive the runtime and serve no other
-  // runtime meanwhile.
+  // device. The pool must outlive the runtime and serve no other runtime
+  // meanwhile.
   Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool = nullptr);
   ~Runtime();
   Runtime(const Runtime&) = delete;

@@ -19,11 +19,6 @@ namespace {
 
 std::optional<DeviceSummary> probe_device(int /*ordinal*/) { return std::nullopt; }
 
-DeviceState classify_device(int device_count, bool kernel_driver_present, const std::string& problem) {
-  if (problem.empty()) return DeviceState::kUsable;
-  return device_count > 0 || kernel_driver_present ? DeviceState::kUnusable : DeviceState::kAbsent;
-}
-
 // A build without CUDA cannot use any GPU; the GPU tests are then skipped
 // (reported as such), whatever the machine has.
 DeviceStatus device_status(int /*ordinal*/) {

@@ -45,8 +45,8 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s,
       "{}: min = {:.4f} ms, max = {:.4f} ms, mean = {:.4f} ms, median = {:.4f} ms, "
       "percentile(90%) = {:.4f} ms, percentile(95%) = {:.4f} ms, percentile(99%) = {:.4f} ms\n",
       run.gpu_compute ? "GPU Compute Time" : "Latency", s.min, s.max, s.mean, s.median, s.p90, s.p95, s.p99);
-  out += fmt::format("Latency stddev = {:.4f} ms, coefficient of variation = {:.2f}%\n", s.stddev,
-                     s.cv * 100.0);
+  out += fmt::format("{} stddev = {:.4f} ms, coefficient of variation = {:.2f}%\n",
+                     run.gpu_compute ? "GPU Compute Time" : "Latency", s.stddev, s.cv * 100.0);
   if (!run.end_to_end_ms.empty()) {
     const LatencyStats e = compute_stats(run.end_to_end_ms, run.batch);
     out += fmt::format(

@@ -365,7 +365,7 @@ int run(const RunOptions& options, std::ostream& out) {
     runs[i].device = device_name;
     runs[i].batch = model.batch;
     runs[i].warmup_iterations = warmup;
-    runs[i].gpu_compute = options.backend == "cuda";
+    runs[i].gpu_compute = !on_cpu;
     sessions[i]->time(warmup, 0);
   }
   const int rounds = std::max(1, std::min(iterations, 10));

@@ -30,8 +30,12 @@ cat >"$out/env.sh" <<'ENV'
 # Sourced on the GPU machine.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cudnn="$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(os.path.dirname(nvidia.cudnn.__file__), "lib"))' 2>/dev/null || true)"
-[ -n "$cudnn" ] || cudnn="$(dirname "$(find / -name 'libcudnn.so.9' -not -path '/proc/*' 2>/dev/null | head -1)")"
-export LD_LIBRARY_PATH="$here/lib:$cudnn:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+if [ -z "$cudnn" ]; then
+  found="$(find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o -name 'libcudnn.so.9' -print 2>/dev/null | head -1)"
+  [ -n "$found" ] && cudnn="$(dirname "$found")"
+fi
+[ -n "$cudnn" ] || echo "devpack: cuDNN 9 not found (pip wheel nvidia-cudnn-cu13 or libcudnn.so.9)" >&2
+export LD_LIBRARY_PATH="$here/lib${cudnn:+:$cudnn}:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export PATH="$here/bin:$PATH"
 ENV
 size=$(du -sm "$out" | cut -f1)

@@ -6,20 +6,28 @@
 # Here (no GPU needed):
 #   scripts/build.sh && scripts/gpu/pack.sh
 #   scripts/gpu/run-gpu-half.sh --dry-run          # what can run without a GPU, and the plan
-# There, one command per step, carrying .devpack (OUT: the results folder):
-#   scripts/gpu/run-gpu-half.sh models   OUT      # export the models with the machine's PyTorch   (~3 min)
-#   scripts/gpu/run-gpu-half.sh tests    OUT      # every GPU test case, each in its own process   (~5 min)
-#   scripts/gpu/run-gpu-half.sh measured OUT      # --cost measured, cold and warm profile database (~5 min)
-#   scripts/gpu/run-gpu-half.sh bench    OUT [MODELS]   # bench/harness on the GPU, PyTorch peers    (~8 min a model)
+# There, one command per line, each carrying .devpack (OUT: the results folder).
+# Every step first exports the models it needs if they are missing (a fresh
+# machine has none; make-models' stamp makes a repeat free):
+#   scripts/gpu/run-gpu-half.sh tests    OUT engine    # every GPU test case but the model test, one process each
+#   scripts/gpu/run-gpu-half.sh tests    OUT MODEL     # the model test for one model (inception_v3, squeezenet1_1,
+#                                                      #   randwire, nasnet_a_large, resnet50, ...), ~3-8 min
+#   scripts/gpu/run-gpu-half.sh measured OUT MODEL     # --cost measured, cold then warm profile database
+#   scripts/gpu/run-gpu-half.sh bench    OUT MODEL     # bench/harness on the GPU with the PyTorch peers
+# A 30-minute session fits: tests engine, tests inception_v3, measured
+# inception_v3 and squeezenet1_1, bench inception_v3. The measured runs use the
+# test-size RandWire (64x64) and NASNet-A (99x99); full-size ones ask for over
+# 100,000 stages and need longer than one command.
 # Each step appends to OUT/summary.txt; logs are OUT/<step>-*.log. A step
 # exits non-zero when anything in it failed, and goes on with the rest first.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 step=${1:-}
 out=${2:-gpu-results}
+what=${3:-}
 models_dir=onnx_models/generated
 py=${IOS_PYTHON:-python3}
-mkdir -p "$out"
+[ "$step" = --dry-run ] || mkdir -p "$out"
 summary="$out/summary.txt"
 failures=0
 
@@ -42,66 +50,67 @@ if [ "$step" != --dry-run ]; then
   note "== $step on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1), $(date -u +%Y-%m-%dT%H:%MZ)"
 fi
 
-# The models the GPU tests and the measured optimizations use: the test set
-# (reduced RandWire and NASNet-A inputs, as in scripts/make-models.sh) plus
-# full-size RandWire and NASNet-A for the measured optimizations.
-step_models() {
-  IOS_PYTHON=$py scripts/make-models.sh >"$out/models.log" 2>&1 || { note "models: export FAILED (see models.log)"; failures=1; }
-  $py onnx_models/export_models.py --dynamic-batch --out-dir "$models_dir/full" \
-    --models randwire,nasnet_a_large >>"$out/models.log" 2>&1 || { note "models: full-size export FAILED"; failures=1; }
-  note "models: $(ls "$models_dir" "$models_dir/full" | grep -c '\.onnx$') files; torch $($py -c 'import torch; print(torch.__version__)')"
+# The models every step needs: the test set of scripts/make-models.sh, exported
+# with the machine's PyTorch when missing.
+ensure_models() {
+  [ -f "$models_dir/.stamp" ] && return 0
+  IOS_PYTHON=$py scripts/make-models.sh >"$out/models.log" 2>&1 ||
+    { note "models: export FAILED (see models.log)"; exit 1; }
+  note "models: exported with torch $($py -c 'import torch; print(torch.__version__)')"
 }
 
-# Every GPU test case in its own process (a sticky device fault in one cannot
-# mask the others); the model test once per model.
+# A Catch2 test spec that matches exactly one test name (',' and '[' are
+# spec syntax).
+catch_spec() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/,/\\,/g' -e 's/\[/\\[/g' -e 's/\]/\\]/g'; }
+
+run_case() {  # run_case LABEL LOG TIMEOUT SPEC [ENV=...]: one test case, one process
+  local label=$1 log=$2 limit=$3 spec=$4 rc s
+  shift 4
+  read -r rc s < <(timed "$log" env "$@" timeout "$limit" ios_gpu_tests -w NoTests "$spec")
+  printf '%s\t%s\t%s\n' "$label" "$([ "$rc" = 0 ] && echo passed || echo "FAILED ($rc)")" "$s" >>"$out/gpu-tests.tsv"
+  [ "$rc" = 0 ] || failures=1
+}
+
+# `engine`: every GPU test case but the model test, each in its own process
+# (a sticky device fault in one cannot mask the others). MODEL: the model
+# test for that model.
 step_tests() {
-  local names
-  names=$(ios_gpu_tests --list-test-names-only 2>/dev/null | grep -v '^$' | grep -v 'test cases\|^All available' | sed 's/^ *//')
-  printf 'test\tresult\tseconds\n' >"$out/gpu-tests.tsv"
-  while IFS= read -r name; do
-    [ -n "$name" ] || continue
-    if [[ "$name" == "every scheduler's schedule on every shipped model"* ]]; then
-      for m in inception_v3 squeezenet1_1 randwire nasnet_a_large resnet50 mobilenet_v2 densenet121 googlenet; do
-        read -r rc s < <(IOS_GPU_TEST_MODELS=$m timed "$out/tests-model-$m.log" timeout 540 ios_gpu_tests "$name")
-        printf '%s [%s]\t%s\t%s\n' "$name" "$m" "$([ "$rc" = 0 ] && echo passed || echo "FAILED ($rc)")" "$s" >>"$out/gpu-tests.tsv"
-        [ "$rc" = 0 ] || failures=1
-      done
-      continue
-    fi
-    local log="$out/tests-$(echo "$name" | tr -c 'A-Za-z0-9' '_' | cut -c1-60).log"
-    read -r rc s < <(timed "$log" timeout 300 ios_gpu_tests "$name")
-    printf '%s\t%s\t%s\n' "$name" "$([ "$rc" = 0 ] && echo passed || echo "FAILED ($rc)")" "$s" >>"$out/gpu-tests.tsv"
-    [ "$rc" = 0 ] || failures=1
-  done <<<"$names"
-  note "tests: $(grep -c passed "$out/gpu-tests.tsv") passed, $(grep -c FAILED "$out/gpu-tests.tsv") failed (gpu-tests.tsv)"
+  local model_test="every scheduler's schedule on every shipped model matches the CPU executor"
+  [ -f "$out/gpu-tests.tsv" ] || printf 'test\tresult\tseconds\n' >"$out/gpu-tests.tsv"
+  if [ "$what" = engine ]; then
+    while IFS= read -r name; do
+      [ -n "$name" ] && [ "$name" != "$model_test" ] || continue
+      run_case "$name" "$out/tests-$(echo "$name" | tr -c 'A-Za-z0-9' '_' | cut -c1-60).log" 300 "$(catch_spec "$name")"
+    done < <(ios_gpu_tests --list-test-names-only | sed 's/^ *//' | grep -v '^$')
+  else
+    [ -n "$what" ] || { echo "tests: name 'engine' or a model" >&2; exit 2; }
+    run_case "$model_test [$what]" "$out/tests-model-$what.log" 560 "$(catch_spec "$model_test")" IOS_GPU_TEST_MODELS="$what"
+  fi
+  note "tests $what: $(grep -c passed "$out/gpu-tests.tsv") passed, $(grep -c FAILED "$out/gpu-tests.tsv") failed so far (gpu-tests.tsv)"
 }
 
 # IOS with measured stage latencies: cold (empty profile database) then warm.
 step_measured() {
-  local db="$out/profile.sqlite"
-  printf 'model\tbatch\tdatabase\tseconds\tsummary\n' >"$out/measured.tsv"
-  for spec in inception_v3-bdyn.onnx squeezenet1_1-bdyn.onnx full/randwire-bdyn.onnx full/nasnet_a_large-bdyn.onnx; do
-    local model="$models_dir/$spec" name
-    name=$(basename "$spec" .onnx)
-    [ -f "$model" ] || { note "measured: $model missing"; failures=1; continue; }
-    for state in cold warm; do
-      [ "$state" = cold ] && rm -f "$db"
-      read -r rc s < <(timed "$out/measured-$name-$state.log" timeout 280 \
-        ios-optimize "$model" --batch 1 --cost measured --profile-db "$db" -o "$out/$name.ios.json")
-      printf '%s\t1\t%s\t%s\t%s\n' "$name" "$state" "$s" \
-        "$(grep -E '^(Measurement|Latency) ' "$out/measured-$name-$state.log" | tr '\n' ' ')" >>"$out/measured.tsv"
-      [ "$rc" = 0 ] || { note "measured: $name $state FAILED ($rc)"; failures=1; }
-    done
+  local db="$out/profile-$what.sqlite" model
+  model=$(ls "$models_dir/$what"-bdyn*.onnx 2>/dev/null | head -1)
+  [ -n "$model" ] || { note "measured: no model $what in $models_dir"; exit 2; }
+  [ -f "$out/measured.tsv" ] || printf 'model\tbatch\tdatabase\tseconds\tsummary\n' >"$out/measured.tsv"
+  rm -f "$db"
+  for state in cold warm; do
+    read -r rc s < <(timed "$out/measured-$what-$state.log" timeout 270 \
+      ios-optimize "$model" --batch 1 --cost measured --profile-db "$db" -o "$out/$what.ios.json")
+    printf '%s\t1\t%s\t%s\t%s\n' "$what" "$state" "$s" \
+      "$(grep -E '^(Measurement|Latency) ' "$out/measured-$what-$state.log" | tr '\n' ' ')" >>"$out/measured.tsv"
+    [ "$rc" = 0 ] || { note "measured: $what $state FAILED ($rc)"; failures=1; }
   done
-  note "measured: see measured.tsv"
+  note "measured $what: see measured.tsv"
 }
 
 step_bench() {
-  local models=${1:-inception_v3,squeezenet1_1,randwire,nasnet_a_large}
-  $py bench/harness/run_benchmarks.py --bin-dir .devpack/bin --models "$models" --batches 1 \
-    --out "$out/benchmarks.md" --charts-dir "$out/charts" --work-dir "$out/work" >"$out/bench.log" 2>&1 ||
-    { note "bench: FAILED (see bench.log)"; failures=1; }
-  note "bench: $models -> benchmarks.md"
+  $py bench/harness/run_benchmarks.py --bin-dir .devpack/bin --models "$what" --batches 1 \
+    --out "$out/benchmarks-$what.md" --charts-dir "$out/charts-$what" --work-dir "$out/work-$what" \
+    >"$out/bench-$what.log" 2>&1 || { note "bench: $what FAILED (see bench-$what.log)"; failures=1; }
+  note "bench: $what -> benchmarks-$what.md"
 }
 
 dry_run() {
@@ -118,17 +127,25 @@ dry_run() {
   IOS_REQUIRE_GPU=1 build/test/ios_gpu_tests >/dev/null 2>&1 && { echo "dry run: IOS_REQUIRE_GPU=1 did not fail" >&2; exit 1; }
   echo "dry run: IOS_REQUIRE_GPU=1 without a GPU fails, as it must"
   local tree
-  tree=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+  tree=$(git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{ t += $1 } END { print t }')
   echo "dry run: tracked tree $((tree / 1048576)) MiB + .devpack $(du -sm .devpack | cut -f1) MiB (limit 64 MiB)"
-  echo "dry run: then on the GPU machine, carrying .devpack: models, tests, measured, bench (see the header)"
+  local spec tmp_list
+  tmp_list=$(mktemp)
+  trap 'rm -f "$tmp_list"' EXIT
+  spec=$(catch_spec "merged, concurrent and streamed schedules match the reference")
+  # (Catch2's listing exits with the number of test cases it listed.)
+  build/test/ios_gpu_tests -w NoTests --list-test-names-only "$spec" >"$tmp_list" 2>&1
+  [ "$(grep -c . "$tmp_list")" = 1 ] && grep -q '^merged, concurrent' "$tmp_list" ||
+    { echo "dry run: a test name with a comma does not select exactly its test case" >&2; exit 1; }
+  echo "dry run: test names with ',' select exactly their test case"
+  echo "dry run: then on the GPU machine, carrying .devpack: tests engine, tests MODEL, measured MODEL, bench MODEL (see the header)"
 }
 
 case "$step" in
   --dry-run) dry_run ;;
-  models) step_models ;;
-  tests) step_tests ;;
-  measured) step_measured ;;
-  bench) step_bench "${3:-}" ;;
-  *) echo "usage: $0 --dry-run | models|tests|measured|bench OUT [MODELS]" >&2; exit 2 ;;
+  tests) ensure_models; step_tests ;;
+  measured) ensure_models; step_measured ;;
+  bench) ensure_models; step_bench ;;
+  *) echo "usage: $0 --dry-run | tests OUT engine|MODEL | measured OUT MODEL | bench OUT MODEL" >&2; exit 2 ;;
 esac
 exit $failures

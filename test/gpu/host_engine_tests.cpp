@@ -80,6 +80,8 @@ TEST_CASE("a present but unusable GPU is told apart from no GPU", "[host]") {
   CHECK(cuda::classify_device(1, true, "cuDNN 8 is loaded but ios was built with cuDNN 9") ==
         DeviceState::kUnusable);
   CHECK(cuda::classify_device(2, false, "compute capability 6.1") == DeviceState::kUnusable);
+  // The driver works and says there is no (visible) device: CUDA_VISIBLE_DEVICES="".
+  CHECK(cuda::classify_device(0, true, "cudaGetDeviceCount failed: cudaErrorNoDevice") == DeviceState::kAbsent);
   // This machine: whatever it is, it is never a broken one (that fails main()).
   const cuda::DeviceStatus status = cuda::device_status();
   CHECK(status.state != DeviceState::kUnusable);
@@ -304,6 +306,36 @@ TEST_CASE("weights stay resident across stages and are uploaded once", "[host]")
     small.place({kept});
   }
   CHECK_FALSE(watch.expired());
+}
+
+TEST_CASE("the weight buffer grows with what stays resident; stages then only reuse", "[host]") {
+  // Two stages of 3 MiB of weights each, alternating (the pattern of a DP
+  // that revisits blocks): after both are resident nothing grows or uploads.
+  auto tensor = [](size_t n) { return std::make_shared<const std::vector<float>>(n, 1.0f); };
+  const auto a = tensor(3 << 18), b = tensor(3 << 18);  // 3 MiB each
+  cuda::WeightResidency residency(int64_t{1} << 30);
+  int64_t capacity = 0;
+  int growths = 0, uploads = 0;
+  for (int stage = 0; stage < 100; ++stage) {
+    const int64_t before = residency.used_bytes();
+    const auto placement = residency.place({stage % 2 ? b : a});
+    const cuda::BufferGrowth growth = cuda::weight_buffer_growth(capacity, before, placement);
+    if (growth.grow_to > 0) {
+      ++growths;
+      CHECK(growth.copy_bytes == before);  // the resident weights move along
+      capacity = growth.grow_to;
+    }
+    CHECK(placement.end <= capacity);
+    uploads += placement.upload[0];
+  }
+  CHECK(growths == 2);
+  CHECK(uploads == 2);
+  // After a clear nothing is copied.
+  cuda::WeightResidency tiny(int64_t{4} << 20);
+  tiny.place({a});
+  const auto cleared = tiny.place({b});
+  REQUIRE(cleared.cleared);
+  CHECK(cuda::weight_buffer_growth(int64_t{2} << 20, int64_t{3} << 20, cleared).copy_bytes == 0);
 }
 
 // --- The same graphs on the GPU, against the CPU executor ---------------------
