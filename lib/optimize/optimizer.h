@@ -30,6 +30,7 @@ struct OptimizeOptions {
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   std::string report_json;  // also write the summary and per-block statistics as JSON
+  std::string dot_path;     // also write a picture of the schedule (DOT, or SVG for *.svg)
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;
@@ -60,9 +61,10 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the
 // schedule's metadata.
+// `progress`, when set, is told after each block of a searching scheduler.
 sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
-                               sched::SearchStats& stats);
+                               sched::SearchStats& stats, sched::BlockProgress progress = {});
 
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);
