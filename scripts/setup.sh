@@ -14,7 +14,8 @@ packages=(cmake ninja-build g++ pkg-config
   libfmt-dev nlohmann-json3-dev catch2 libsqlite3-dev
   python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-matplotlib
   nodejs npm
-  help2man graphviz man-db bash-completion)  # man pages at build time; DOT pictures; their tests
+  help2man graphviz man-db bash-completion  # man pages at build time; schedule pictures; their tests
+  chromium)                                 # the --html page is tested in a headless browser
 if [ "${IOS_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

@@ -37,6 +37,7 @@ Examples:
   ios-optimize model.onnx --batch 8 --cost simulated --device-profile h200
   ios-optimize model.onnx --analyze                # per-block statistics only
   ios-optimize model.onnx --dot s.svg              # also draw the schedule (Graphviz)
+  ios-optimize model.onnx --html report.html       # summary, picture and block table
 )",
                      ios::cli::scheduler_names());
 }
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
                  "also write the summary and per-block statistics as JSON (for scripts)");
   app.add_option("--dot", options.dot_path,
                  "also draw the schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
+  app.add_option("--html", options.html_path,
+                 "also write an HTML page: summary, the schedule's picture, per-block table (needs dot)");
   app.add_flag("--analyze", options.analyze,
                "print per-block structure and search statistics; write no schedule");
   app.add_flag("--list-schedulers", list, "list the schedulers and their parameters, then exit");

@@ -13,6 +13,7 @@
 #include "core/file_io.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "optimize/html_report.h"
 #include "cost/device_profile.h"
 #include "cost/simulated.h"
 #include "cuda/engine.h"
@@ -270,13 +271,14 @@ void log_effective_options(const OptimizeOptions& options, const PreparedModel& 
   logger("cli")->debug(
       "effective options: model={} batch={} output={} scheduler={} params='{}' cost={} ({}) "
       "device-profile={} precision={} max-block-units={} max-block-bound=1e{} analyze={} "
-      "report-json={} dot={}",
+      "report-json={} dot={} html={}",
       options.model_path, prepared.model.batch, output.empty() ? "(none: --analyze)" : output,
       options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
       options.device_profile, options.precision, options.max_block_units,
       options.max_block_log10_bound, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
-      options.dot_path.empty() ? "(none)" : options.dot_path);
+      options.dot_path.empty() ? "(none)" : options.dot_path,
+      options.html_path.empty() ? "(none)" : options.html_path);
 }
 
 }  // namespace
@@ -314,6 +316,25 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
     sched::write_schedule_picture(options.dot_path, schedule, units,
                                   output.empty() ? options.model_path : output);
   }
+  // --html: the summary, the picture and the per-block table on one page.
+  auto write_html = [&](double sequential_ms) {
+    if (options.html_path.empty()) return;
+    HtmlReport report;
+    report.title = output.empty() ? options.model_path : output;
+    report.summary = {
+        {"Model", fmt::format("{} (batch {}, sha256 {})", prepared->model.path,
+                              prepared->model.batch, prepared->model.sha256)},
+        {"Units", fmt::format("{} in {} blocks", units.size(), units.blocks().size())},
+        {"Scheduler", fmt::format("{} ({})", entry.name, format_params(schedule.scheduler.params))},
+        {"Cost model", cost.note},
+        {"Predicted latency", fmt::format("{:.4f} ms", schedule.predicted_latency_ms)}};
+    if (sequential_ms > 0) {
+      report.summary.emplace_back("Sequential", fmt::format("{:.4f} ms ({:.2f}x)", sequential_ms,
+                                                            sequential_ms / std::max(1e-12, schedule.predicted_latency_ms)));
+    }
+    report.summary.emplace_back("Schedule file", output.empty() ? "(none: --analyze)" : output);
+    write_html_report(options.html_path, report, schedule, units, stats);
+  };
 
   int widest = 0, widest_width = 0;
   for (const auto& b : units.blocks()) {
@@ -350,6 +371,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
       write_report_json(options.report_json, options, *prepared, schedule, stats, cost, 0.0,
                         import_ms, "");
     }
+    write_html(0.0);
     return 0;
   }
 
@@ -365,6 +387,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
     write_report_json(options.report_json, options, *prepared, schedule, stats, cost,
                       sequential_ms, import_ms, output);
   }
+  write_html(sequential_ms);
 
   if (options.quiet) return 0;
   int stages = 0, merges = 0, streams = 1;

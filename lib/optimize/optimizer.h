@@ -31,6 +31,7 @@ struct OptimizeOptions {
   double max_block_log10_bound = 9.0;
   std::string report_json;  // also write the summary and per-block statistics as JSON
   std::string dot_path;     // also write a picture of the schedule (DOT, or SVG for *.svg)
+  std::string html_path;    // also write a page with the summary, picture and block table
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;

@@ -106,6 +106,33 @@ std::string schedule_to_dot(const Schedule& schedule, const UnitGraph& graph,
   return out;
 }
 
+std::string render_svg(const std::string& dot, const std::string& for_path) {
+  // dot reads and writes temporary files next to the target (same folder,
+  // so a failure names a place the user chose).
+  const std::string dot_file = fmt::format("{}.dot-{}", for_path, static_cast<long>(::getpid()));
+  const std::string svg_file = fmt::format("{}.svg-{}", for_path, static_cast<long>(::getpid()));
+  write_file_atomically(dot_file, dot);
+  const ProgramResult result = run_program({"dot", "-Tsvg", "-o", svg_file, dot_file});
+  std::error_code ignored;
+  std::filesystem::remove(dot_file, ignored);
+  if (!result.started) {
+    user_error(
+        "cannot write {}: drawing SVG needs Graphviz's 'dot' on PATH (Debian: apt-get install "
+        "graphviz), or write DOT text to a file not ending in .svg",
+        for_path);
+  }
+  if (result.exit_code != 0) {
+    std::filesystem::remove(svg_file, ignored);
+    internal_error("cannot write {}: dot exited with {}: {}", for_path, result.exit_code,
+                   result.errors);
+  }
+  std::ifstream in(svg_file, std::ios::binary);
+  std::stringstream svg;
+  svg << in.rdbuf();
+  std::filesystem::remove(svg_file, ignored);
+  return svg.str();
+}
+
 void write_schedule_picture(const std::string& path, const Schedule& schedule,
                             const UnitGraph& graph, std::string_view title) {
   const std::string dot = schedule_to_dot(schedule, graph, title);
@@ -114,29 +141,7 @@ void write_schedule_picture(const std::string& path, const Schedule& schedule,
     write_file_atomically(path, dot);
     return;
   }
-  // Render next to the target, then move the SVG into place atomically.
-  const std::string dot_file = fmt::format("{}.dot-{}", path, static_cast<long>(::getpid()));
-  const std::string svg_file = fmt::format("{}.svg-{}", path, static_cast<long>(::getpid()));
-  write_file_atomically(dot_file, dot);
-  const ProgramResult result = run_program({"dot", "-Tsvg", "-o", svg_file, dot_file});
-  std::error_code ignored;
-  std::filesystem::remove(dot_file, ignored);
-  if (!result.started) {
-    user_error(
-        "cannot write {}: rendering SVG needs Graphviz's 'dot' on PATH (Debian: apt-get install "
-        "graphviz), or write DOT text to a file not ending in .svg",
-        path);
-  }
-  if (result.exit_code != 0) {
-    std::filesystem::remove(svg_file, ignored);
-    internal_error("cannot write {}: dot exited with {}: {}", path, result.exit_code,
-                   result.errors);
-  }
-  std::ifstream in(svg_file, std::ios::binary);
-  std::stringstream svg;
-  svg << in.rdbuf();
-  std::filesystem::remove(svg_file, ignored);
-  write_file_atomically(path, svg.str());
+  write_file_atomically(path, render_svg(dot, path));
 }
 
 }  // namespace ios::sched

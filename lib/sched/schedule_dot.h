@@ -15,6 +15,10 @@ namespace ios::sched {
 std::string schedule_to_dot(const Schedule& schedule, const UnitGraph& graph,
                             std::string_view title);
 
+// Renders DOT text to SVG with Graphviz's `dot`. UserError naming
+// `for_path` when `dot` is not installed; InternalError when it fails.
+std::string render_svg(const std::string& dot, const std::string& for_path);
+
 // Writes the picture to `path` atomically: DOT text, or SVG rendered by
 // Graphviz's `dot` when `path` ends in ".svg" (UserError naming the path when
 // `dot` is missing or fails).

@@ -49,6 +49,32 @@ expect_error "--dot with two schedules" 2 "--dot draws one schedule but 2 are gi
 expect_error "--dot .svg without dot" 2 "needs Graphviz's 'dot'" -- env PATH=/nonexistent "$OPT" "$inception" --batch 1 -o "$WORK/x.json" --dot "$WORK/x.svg" --quiet
 [ ! -e "$WORK/x.svg" ] && ok || fail "a failed render left $WORK/x.svg"
 
+# --html: one page with the summary, the picture and the block table, as a
+# real browser (headless Chromium) parses it: the serialized DOM has the SVG
+# with one node per unit and a table row per block.
+expect_ok "--html" -- "$OPT" "$inception" --batch 1 -o "$WORK/h.json" --html "$WORK/report.html" --report-json "$WORK/h-report.json" --quiet
+if command -v chromium >/dev/null; then
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --user-data-dir="$WORK/chromium" \
+    --dump-dom "file://$WORK/report.html" >"$WORK/dom.html" 2>"$WORK/chromium.err" ||
+    fail "chromium could not load the page: $(tail -3 "$WORK/chromium.err")"
+  $PY - "$WORK/dom.html" "$WORK/h-report.json" <<'PYEOF' && ok || fail "the page as Chromium parsed it lacks the picture or the table"
+import json, re, sys
+dom, r = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+# The browser's own serialization: tables gain a <tbody>, the SVG is in the DOM.
+blocks = re.search(r'<table id="blocks">\s*<tbody>(.*?)</tbody>\s*</table>', dom, re.S)
+assert blocks, "no parsed blocks table"
+assert blocks.group(1).count("<tr>") == len(r["blocks"]) + 1, (blocks.group(1).count("<tr>"), len(r["blocks"]))
+svg = re.search(r"<svg .*?</svg>", dom, re.S)
+assert svg, "no SVG element"
+assert svg.group(0).count('class="node"') == r["units"], (svg.group(0).count('class="node"'), r["units"])
+assert "ios-optimize: " in re.search(r"<title>(.*?)</title>", dom).group(1)
+PYEOF
+else
+  fail "chromium is not installed (scripts/setup.sh installs it)"
+fi
+expect_error "--html without dot" 2 "needs Graphviz's 'dot'" -- env PATH=/nonexistent "$OPT" "$inception" --batch 1 -o "$WORK/y.json" --html "$WORK/y.html" --quiet
+[ ! -e "$WORK/y.html" ] && ok || fail "a failed --html left a file"
+
 # Progress: on a terminal (script(1) gives the program one), not in a pipe
 # or with --quiet. Stdout holds the summary only either way.
 if command -v script >/dev/null; then
