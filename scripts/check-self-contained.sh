@@ -15,9 +15,9 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 step() { echo "self-contained: $* ($(( $(date +%s) - start )) s)"; }
 
-# 1. Text references. The pattern is split so that this file does not match itself.
-pattern='\.\./'"shared|shared/"'data/'
-if git grep -nE "$pattern" -- . ':!docs'; then
+# 1. Text references (this file names the folder it looks for, so it is left out).
+pattern='\.\./shared|shared/data/'
+if git grep -nE "$pattern" -- . ':!docs' ':!scripts/check-self-contained.sh'; then
   echo "self-contained: FAILED: the files above refer to ../shared; commit what they need instead" >&2
   exit 1
 fi

@@ -45,6 +45,10 @@ Examples:
 // Options that would do nothing with the rest of the command line.
 void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOptions& o) {
   using ios::cli::reject_options_without_effect;
+  if (o.quiet) {
+    reject_options_without_effect(app, "with --quiet", {"--verbose"},
+                                  "--quiet prints errors only; drop one of them");
+  }
   if (o.analyze) {
     reject_options_without_effect(app, "with --analyze", {"--output"},
                                   "--analyze writes no schedule; drop one of them");
@@ -136,9 +140,9 @@ int main(int argc, char** argv) {
                    "ios-optimize --help)\n";
       return static_cast<int>(ios::ExitCode::kInput);
     }
-    reject_useless_options(app, options);
     options.verbose = verbose;
     options.quiet = quiet;
+    reject_useless_options(app, options);
     return ios::optimize::run_optimize(options, std::cout);
   } catch (const ios::Error& e) {
     std::cerr << "ios-optimize: error: " << e.what() << "\n";

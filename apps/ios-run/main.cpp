@@ -39,6 +39,10 @@ Examples:
 // Options that would do nothing with the rest of the command line.
 void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& o) {
   using ios::cli::reject_options_without_effect;
+  if (o.quiet) {
+    reject_options_without_effect(app, "with --quiet", {"--verbose"},
+                                  "--quiet prints errors and the verdict only; drop one of them");
+  }
   if (o.dry_run) {
     reject_options_without_effect(
         app, "with --dry-run",

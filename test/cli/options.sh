@@ -30,6 +30,8 @@ expect_error "--rtol without --check" 2 "--rtol has no effect without --check" -
 expect_error "--precision on the CPU" 2 "--precision has no effect with --backend cpu" -- "$RUN" "$model" --backend cpu --precision fp32
 expect_error "--threads on CUDA" 2 "--threads has no effect with --backend cuda" -- "$RUN" "$model" --threads 2
 expect_error "--profile-db with simulated costs" 2 "--profile-db has no effect with --cost simulated" -- "$OPT" "$model" --cost simulated --profile-db "$WORK/p.db"
+expect_error "-v with --quiet" 2 "^ios-optimize: error: --verbose has no effect with --quiet" -- "$OPT" "$model" -v -q
+expect_error "ios-run -v with --quiet" 2 "^ios-run: error: --verbose has no effect with --quiet" -- "$RUN" "$model" --dry-run -q -v
 expect_error "--device-profile with measured costs" 2 "--device-profile has no effect with --cost measured" -- "$OPT" "$model" --cost measured --device-profile h200
 
 # -v prints the values in effect, not the "use the default" markers.
