@@ -76,16 +76,17 @@ expect_error "--html without dot" 2 "needs Graphviz's 'dot'" -- env PATH=/nonexi
 [ ! -e "$WORK/y.html" ] && ok || fail "a failed --html left a file"
 
 # Progress: on a terminal (script(1) gives the program one), not in a pipe
-# or with --quiet. Stdout holds the summary only either way.
+# or with --quiet. Stdout holds the summary only either way. script reads
+# its stdin for the terminal: /dev/null, so a closed stdin (CI) cannot end it early.
 if command -v script >/dev/null; then
-  script -qec "'$OPT' '$inception' --batch 1 -o '$WORK/p.json' 2>'$WORK/tty.err' >/dev/null" /dev/null >/dev/null
+  script -qec "'$OPT' '$inception' --batch 1 -o '$WORK/p.json' 2>'$WORK/tty.err' >/dev/null" /dev/null </dev/null >/dev/null
   # The child's stderr went to a file, so it is not a terminal there:
   grep -q "blocks searched" "$WORK/tty.err" && fail "progress shown on a redirected stderr" || ok
-  script -qec "'$OPT' '$inception' --batch 1 -o '$WORK/p.json' >/dev/null" /dev/null >"$WORK/tty.out"
+  script -qec "'$OPT' '$inception' --batch 1 -o '$WORK/p.json' >/dev/null" /dev/null </dev/null >"$WORK/tty.out"
   grep -q "\[import\] .*inception_v3-bdyn.onnx" "$WORK/tty.out" && ok || fail "no import progress on a terminal: $(cat -v "$WORK/tty.out" | head -c 600)"
   grep -qE "\[ios\] 13/13 blocks searched, [0-9.]+ s, ETA [0-9]+ s" "$WORK/tty.out" && ok ||
     fail "no block progress on a terminal: $(cat -v "$WORK/tty.out" | head -c 600)"
-  script -qec "'$OPT' '$inception' --batch 1 -o '$WORK/p.json' --quiet" /dev/null >"$WORK/quiet.out"
+  script -qec "'$OPT' '$inception' --batch 1 -o '$WORK/p.json' --quiet" /dev/null </dev/null >"$WORK/quiet.out"
   grep -q "blocks searched\|\[import\]" "$WORK/quiet.out" && fail "progress shown with --quiet" || ok
   expect_ok "progress-free pipe" -- "$OPT" "$inception" --batch 1 -o "$WORK/p.json"
   grep -q "blocks searched\|\[import\]" "$WORK/stderr" && fail "progress shown in a pipe" || ok
