@@ -96,7 +96,8 @@ std::unique_ptr<PreparedModel> prepare_model(const std::string& path, int64_t ba
   return prepared;
 }
 
-CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options) {
+CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
+                           ProgressLine* progress) {
   CostChoice choice;
   const cost::Precision precision =
       options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
@@ -112,10 +113,9 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
     measured.db_path = options.profile_db;
     measured.precision = precision == cost::Precision::kFp32 ? cuda::Precision::kFp32
                                                              : cuda::Precision::kTf32;
-    if (progress_wanted(options.quiet)) {
+    if (progress != nullptr && progress->enabled()) {
       // One progress line, rewritten in place (stderr only, so stdout stays clean).
-      auto line = std::make_shared<ProgressLine>(true);
-      measured.progress = [line](const cuda::MeasureProgress& p) {
+      measured.progress = [line = progress](const cuda::MeasureProgress& p) {
         std::string eta = p.eta_s >= 0 ? fmt::format(", ETA {:.0f} s", p.eta_s) : "";
         std::string total = p.expected > 0 ? fmt::format("/{}", p.expected) : "";
         line->update(fmt::format("[measure] {}{} stages measured, {} cache hits, {:.1f} s{}", p.measured,
@@ -299,7 +299,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   const sched::UnitGraph& units = *prepared->units;
   const double import_ms = ms_since(start);
   progress.clear();
-  CostChoice cost = make_cost_model(units, options);
+  CostChoice cost = make_cost_model(units, options, &progress);
   const std::string output =
       options.analyze ? ""
       : options.output_path.empty() ? default_output(options.model_path, entry.name)
@@ -381,6 +381,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
       options.scheduler == "sequential"
           ? schedule.predicted_latency_ms
           : schedule_model(*prepared, "sequential", "", cost, seq_stats).predicted_latency_ms;
+  progress.clear();  // measuring the sequential stages may have shown it again
 
   sched::write_schedule(output, schedule, units);
   if (!options.report_json.empty()) {

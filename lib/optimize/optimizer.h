@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "cost/cost_model.h"
 #include "onnx/importer.h"
 #include "sched/schedule.h"
@@ -58,7 +59,10 @@ struct CostChoice {
   sched::DeviceInfo device;
   std::string note;  // e.g. "predicted (no GPU)": printed in the summary
 };
-CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options);
+// With `progress`, the measured model reports stages measured on that line
+// (the search's progress shares it).
+CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
+                           ProgressLine* progress = nullptr);
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the
 // schedule's metadata.
