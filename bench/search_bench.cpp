@@ -1,7 +1,7 @@
 // Search-speed benchmark of the IOS DP.
 //
 //  1. The unpruned, single-entry, concurrent-only DP over the four RandWire
-//     blocks of the IOS paper (shared/data/ios-randwire-graphs; 2.86 million
+//     blocks of the IOS paper (onnx_models/randwire_graphs; 2.86 million
 //     transitions in all) with a synthetic stage cost. Target: < 1 s.
 //  2. The full Inception V3 (ONNX model) with the default r = 3, s = 8 and
 //     the simulated cost model (H100 profile). Target: < 0.2 s.
@@ -130,9 +130,12 @@ int bench_randwire(const std::filesystem::path& dir, int repeat) {
   return 0;
 }
 
-int bench_model(const std::string& model, const std::string& profile, int repeat) {
+int bench_model(const std::string& model, int64_t batch, const std::string& profile, int repeat) {
   const auto t0 = Clock::now();
-  onnx::ImportedModel imported = onnx::import_model(model);
+  // The exported models have a symbolic batch; the benchmark sets it itself.
+  onnx::ImportOptions import_options;
+  import_options.batch = batch;
+  onnx::ImportedModel imported = onnx::import_model(model, import_options);
   const double import_ms = ms_since(t0);
   const auto t1 = Clock::now();
   const sched::UnitGraph graph = sched::UnitGraph::form(imported.graph);
@@ -162,7 +165,8 @@ int bench_model(const std::string& model, const std::string& profile, int repeat
     max_units = std::max(max_units, b.units);
     max_width = std::max(max_width, b.width);
   }
-  fmt::print("{}: import {:.0f} ms, unit formation {:.1f} ms\n", model, import_ms, form_ms);
+  fmt::print("{} (batch {}): import {:.0f} ms, unit formation {:.1f} ms\n", model, imported.batch, import_ms,
+             form_ms);
   fmt::print("ios r=3 s=8, simulated cost ({}): {} units, {} blocks (largest {} units, widest {}),\n"
              "  {} states, {} transitions, {} stages costed, predicted {:.3f} ms\n"
              "  search (best of {}): {:.1f} ms wall, {:.1f} ms cpu (target < 200 ms)\n",
@@ -175,19 +179,21 @@ int bench_model(const std::string& model, const std::string& profile, int repeat
 
 int main(int argc, char** argv) {
   CLI::App app{"Search-speed benchmark of the IOS dynamic program"};
-  std::string randwire_dir = std::string(IOS_SHARED_DIR) + "/data/ios-randwire-graphs";
-  std::string model = std::string(IOS_MODELS_DIR) + "/inception_v3.onnx";
+  std::string randwire_dir = std::string(IOS_RANDWIRE_GRAPHS_DIR);
+  std::string model = std::string(IOS_MODELS_DIR) + "/inception_v3-bdyn.onnx";
+  int64_t batch = 1;
   std::string profile = "h100";
   int repeat = 3;
   app.add_option("--randwire-dir", randwire_dir, "folder of RandWire graph files");
   app.add_option("--model", model, "ONNX model for the full-network run (skipped when absent)");
+  app.add_option("--batch", batch, "batch size the model is imported at")->check(CLI::Range(1, 1 << 20));
   app.add_option("--profile", profile, "device profile of the simulated cost model");
   app.add_option("--repeat", repeat, "runs per measurement (the best is reported)")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     int rc = bench_randwire(randwire_dir, repeat);
     if (std::filesystem::exists(model)) {
-      rc |= bench_model(model, profile, repeat);
+      rc |= bench_model(model, batch, profile, repeat);
     } else {
       fmt::print("{} not found: full-network run skipped\n", model);
     }

@@ -54,9 +54,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nets  # noqa: E402  (sibling module)
 
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
-# <repo>/onnx_models -> <repo>/../shared/data/ios-randwire-graphs
-DEFAULT_GRAPH_DIR = os.path.normpath(
-    os.path.join(SCRIPT_DIR, "..", "..", "shared", "data", "ios-randwire-graphs"))
+# The IOS paper's RandWire graphs, committed next to this script.
+DEFAULT_GRAPH_DIR = os.path.join(SCRIPT_DIR, "randwire_graphs")
 OPSET = 13
 PRODUCER = "ios onnx_models/export_models.py"
 

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 py=${IOS_PYTHON:-/usr/bin/python3}  # the GPU machine has no Debian python: IOS_PYTHON=python3
 out=onnx_models/generated
 stamp="$out/.stamp"
-hash=$(cat onnx_models/*.py scripts/make-models.sh | sha256sum | cut -c1-16)
+hash=$(cat onnx_models/*.py onnx_models/randwire_graphs/* scripts/make-models.sh | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ]; then
   echo "models: up to date in $out"
   exit 0

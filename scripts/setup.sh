@@ -13,7 +13,9 @@ packages=(cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libcli11-dev libspdlog-dev
   libfmt-dev nlohmann-json3-dev catch2 libsqlite3-dev libonnx-testdata
   python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-matplotlib
-  nodejs npm)
+  nodejs npm
+  help2man graphviz man-db bash-completion  # man pages at build time; schedule pictures; their tests
+  chromium)                                 # the --html page is tested in a headless browser
 if [ "${IOS_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

@@ -15,7 +15,10 @@ inline std::filesystem::path models_dir() {
   return env && *env ? std::filesystem::path(env) : std::filesystem::path(IOS_MODELS_DIR);
 }
 inline std::filesystem::path bad_models_dir() { return models_dir() / "bad"; }
-inline std::filesystem::path shared_dir() { return IOS_SHARED_DIR; }
+// The IOS paper's RandWire graphs, committed with the sources.
+inline std::filesystem::path randwire_graphs_dir() {
+  return std::filesystem::path(IOS_SOURCE_DIR) / "onnx_models" / "randwire_graphs";
+}
 inline std::filesystem::path source_dir() { return IOS_SOURCE_DIR; }
 inline std::filesystem::path model(const std::string& file) { return models_dir() / file; }
 

@@ -1,22 +1,31 @@
 // ios-optimize: ONNX model in, schedule file out. Parses options and calls
 // the library (lib/optimize/optimizer.h does the work).
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <iostream>
 
+#include "cli/help_text.h"
+#include "cli/option_rules.h"
+#include "cli/parse_error.h"
+#include "cli/version_text.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "optimize/optimizer.h"
 
 namespace {
 
-constexpr const char* kDescription = R"(ios-optimize - find a fast inter-operator schedule for a CNN
+constexpr const char* kProgram = "ios-optimize";
+
+// The scheduler list comes from the registry, so --help cannot fall behind it.
+std::string description() {
+  return fmt::format(R"(ios-optimize - find a fast inter-operator schedule for a CNN
 
 Reads an ONNX model, forms schedule units and blocks, obtains stage latencies
 (measured on the GPU, or predicted by the analytical model without one), runs
 a scheduler and writes the schedule as a versioned JSON file that ios-run
-executes. Schedulers: sequential, greedy, ios (the IOS dynamic program of
-Ding et al., MLSys 2021; the default), dos, lios and nimble.
+executes. The default scheduler is ios, the IOS dynamic program of Ding et
+al. (MLSys 2021). Schedulers: {}.
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error, 3 no usable GPU
 (--cost measured without one).
@@ -27,13 +36,38 @@ Examples:
   ios-optimize model.onnx --scheduler ios --params r=2,s=8,strategy=parallel
   ios-optimize model.onnx --batch 8 --cost simulated --device-profile h200
   ios-optimize model.onnx --analyze                # per-block statistics only
-)";
+  ios-optimize model.onnx --dot s.svg              # also draw the schedule (Graphviz)
+  ios-optimize model.onnx --html report.html       # summary, picture and block table
+)",
+                     ios::cli::scheduler_names());
+}
+
+// Options that would do nothing with the rest of the command line.
+void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOptions& o) {
+  using ios::cli::reject_options_without_effect;
+  if (o.quiet) {
+    reject_options_without_effect(app, "with --quiet", {"--verbose"},
+                                  "--quiet prints errors only; drop one of them");
+  }
+  if (o.analyze) {
+    reject_options_without_effect(app, "with --analyze", {"--output"},
+                                  "--analyze writes no schedule; drop one of them");
+  }
+  if (o.cost == "simulated") {
+    reject_options_without_effect(app, "with --cost simulated", {"--profile-db"},
+                                  "the profile database caches measured latencies; drop one of them");
+  }
+  if (o.cost == "measured") {
+    reject_options_without_effect(app, "with --cost measured", {"--device-profile"},
+                                  "a device profile describes the simulated GPU; drop one of them");
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   ios::optimize::OptimizeOptions options;
-  CLI::App app{kDescription, "ios-optimize"};
+  CLI::App app{description(), kProgram};
   app.get_formatter()->column_width(34);
   bool verbose = false, quiet = false, list = false;
 
@@ -41,7 +75,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--output", options.output_path,
                  "schedule file to write (default: MODEL without .onnx + .SCHEDULER.schedule.json)");
   app.add_option("-s,--scheduler", options.scheduler,
-                 "scheduler: sequential, greedy, ios, dos, lios, nimble (see --list-schedulers)")
+                 "scheduler: " + ios::cli::scheduler_names() + " (see --list-schedulers)")
       ->capture_default_str();
   app.add_option("-p,--params", options.scheduler_params,
                  "scheduler parameters as key=value[,key=value...], e.g. r=3,s=8");
@@ -74,18 +108,24 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--report-json", options.report_json,
                  "also write the summary and per-block statistics as JSON (for scripts)");
+  app.add_option("--dot", options.dot_path,
+                 "also draw the schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
+  app.add_option("--html", options.html_path,
+                 "also write an HTML page: summary, the schedule's picture, per-block table (needs dot)");
   app.add_flag("--analyze", options.analyze,
                "print per-block structure and search statistics; write no schedule");
   app.add_flag("--list-schedulers", list, "list the schedulers and their parameters, then exit");
   app.add_flag("-v,--verbose", verbose, "print the effective options and per-block progress");
   app.add_flag("-q,--quiet", quiet, "print errors only");
+  app.set_version_flag("--version", [] { return ios::cli::version_text(kProgram); },
+                       "print the version, source commit and CUDA/cuDNN versions, then exit");
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "ios-optimize: " << e.what() << " (see --help)\n";
+    std::cerr << ios::cli::describe_parse_error(app, e, kProgram) << "\n";
     return static_cast<int>(ios::ExitCode::kInput);
   }
 
@@ -98,11 +138,13 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (options.model_path.empty()) {
-      std::cerr << "ios-optimize: no model given; usage: ios-optimize MODEL.onnx [options] (see --help)\n";
+      std::cerr << "ios-optimize: error: no model given; usage: ios-optimize MODEL.onnx [options] (see "
+                   "ios-optimize --help)\n";
       return static_cast<int>(ios::ExitCode::kInput);
     }
     options.verbose = verbose;
     options.quiet = quiet;
+    reject_useless_options(app, options);
     return ios::optimize::run_optimize(options, std::cout);
   } catch (const ios::Error& e) {
     std::cerr << "ios-optimize: error: " << e.what() << "\n";

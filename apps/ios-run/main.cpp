@@ -4,11 +4,16 @@
 
 #include <iostream>
 
+#include "cli/option_rules.h"
+#include "cli/parse_error.h"
+#include "cli/version_text.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "runner/runner.h"
 
 namespace {
+
+constexpr const char* kProgram = "ios-run";
 
 constexpr const char* kDescription = R"(ios-run - execute and compare inter-operator schedules
 
@@ -17,7 +22,8 @@ validates each against the model, lowers it to a per-stream plan and runs it:
 on the GPU with CUDA streams, events, cuDNN and CUDA graphs (--backend cuda,
 the default) or on the CPU reference executor (--backend cpu). Several
 schedules are timed interleaved and compared in one table, speed-ups against
-the first. Without a schedule file the sequential schedule is run.
+the first; a schedule given as NAME=FILE is shown as NAME. Without a schedule
+file the sequential schedule is run.
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error (bad model,
 schedule or option), 3 no usable GPU (use --dry-run or --backend cpu),
@@ -25,18 +31,48 @@ schedule or option), 3 no usable GPU (use --dry-run or --backend cpu),
 
 Examples:
   ios-run model.onnx model.ios.schedule.json --dry-run
-  ios-run model.onnx seq.json ios.json --iterations 500 --export-times t.json
+  ios-run model.onnx seq=a/s.json ios=b/s.json --iterations 500 --export-times t.json
   ios-run model.onnx ios.json --backend cpu --check --input input=x.npy --output-dir out/
+  ios-run model.onnx ios.json --dry-run --dot ios.svg
 )";
+
+// Options that would do nothing with the rest of the command line.
+void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& o) {
+  using ios::cli::reject_options_without_effect;
+  if (o.quiet) {
+    reject_options_without_effect(app, "with --quiet", {"--verbose"},
+                                  "--quiet prints errors and the verdict only; drop one of them");
+  }
+  if (o.dry_run) {
+    reject_options_without_effect(
+        app, "with --dry-run",
+        {"--check", "--reference", "--rtol", "--atol", "--input", "--seed", "--warmup", "--iterations",
+         "--duration", "--output-dir", "--export-times", "--trace", "--no-cuda-graph", "--precision",
+         "--threads"},
+        "--dry-run validates and prints the plans and runs nothing; drop one of them");
+  } else if (!o.check && o.references.empty()) {
+    reject_options_without_effect(app, "without --check", {"--rtol", "--atol"},
+                                  "tolerances apply to --check; add --check or drop it");
+  }
+  if (!o.dry_run && o.backend == "cpu") {
+    reject_options_without_effect(app, "with --backend cpu", {"--no-cuda-graph", "--precision", "--trace"},
+                                  "the CPU reference runs FP32 without CUDA; drop it or use --backend cuda");
+  }
+  if (!o.dry_run && o.backend == "cuda") {
+    reject_options_without_effect(app, "with --backend cuda", {"--threads"},
+                                  "--threads sets the CPU backend's threads; drop it or use --backend cpu");
+  }
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   ios::runner::RunOptions o;
-  CLI::App app{kDescription, "ios-run"};
+  CLI::App app{kDescription, kProgram};
   app.get_formatter()->column_width(34);
   app.add_option("model", o.model_path, "ONNX model file")->required();
-  app.add_option("schedules", o.schedule_paths, "schedule files (default: sequential)");
+  app.add_option("schedules", o.schedule_paths,
+                 "schedule files, FILE or NAME=FILE (NAME labels it in reports; default: sequential)");
   app.add_flag("--dry-run", o.dry_run, "validate, lower and print the plans; run nothing");
   app.add_option("--backend", o.backend, "cuda or cpu")
       ->check(CLI::IsMember({"cuda", "cpu"}))->capture_default_str();
@@ -58,6 +94,8 @@ int main(int argc, char** argv) {
   app.add_option("--output-dir", o.output_dir, "write each output as NAME.npy here");
   app.add_option("--export-times", o.export_times, "write per-iteration timings as JSON");
   app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of one iteration (cuda)");
+  app.add_option("--dot", o.dot_path,
+                 "draw the (one) schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
   bool no_graph = false;
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph");
   app.add_option("--precision", o.precision, "convolution math: tf32 or fp32")
@@ -65,12 +103,14 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("-v,--verbose", o.verbose, "print the effective options and plan details");
   app.add_flag("-q,--quiet", o.quiet, "print errors and the final verdict only");
+  app.set_version_flag("--version", [] { return ios::cli::version_text(kProgram); },
+                       "print the version, source commit and CUDA/cuDNN versions, then exit");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
+  } catch (const CLI::Success& e) {  // --help, --version
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "ios-run: " << e.what() << " (see --help)\n";
+    std::cerr << ios::cli::describe_parse_error(app, e, kProgram) << "\n";
     return static_cast<int>(ios::ExitCode::kInput);
   }
   o.cuda_graph = !no_graph;
@@ -78,6 +118,7 @@ int main(int argc, char** argv) {
     ios::set_verbosity(o.quiet ? ios::Verbosity::kQuiet
                        : o.verbose ? ios::Verbosity::kVerbose
                                    : ios::Verbosity::kNormal);
+    reject_useless_options(app, o);
     return ios::runner::run(o, std::cout);
   } catch (const ios::Error& e) {
     std::cerr << "ios-run: error: " << e.what() << "\n";

@@ -33,6 +33,35 @@ bool worse(const ElementDiff& a, const ElementDiff& b) {
 
 }  // namespace
 
+ValueStats value_stats(const HostTensor& tensor) {
+  ValueStats stats;
+  double sum = 0.0, sum_sq = 0.0;
+  for (const float v : tensor.data) {
+    if (!std::isfinite(v)) {
+      ++stats.non_finite;
+      continue;
+    }
+    const double x = v;
+    if (stats.finite == 0 || x < stats.min) stats.min = x;
+    if (stats.finite == 0 || x > stats.max) stats.max = x;
+    stats.max_abs = std::max(stats.max_abs, std::fabs(x));
+    sum += x;
+    sum_sq += x * x;
+    ++stats.finite;
+  }
+  if (stats.finite > 0) {
+    const double n = static_cast<double>(stats.finite);
+    stats.mean = sum / n;
+    stats.std = std::sqrt(std::max(0.0, sum_sq / n - stats.mean * stats.mean));
+  }
+  return stats;
+}
+
+std::string format_value_stats(std::string_view label, const ValueStats& s) {
+  return fmt::format("{} min {:.6g} max {:.6g} mean {:.6g} std {:.6g}{}", label, s.min, s.max, s.mean, s.std,
+                     s.non_finite > 0 ? fmt::format(" ({} NaN or infinite values left out)", s.non_finite) : "");
+}
+
 CompareResult compare(const HostTensor& actual, const HostTensor& expected, const Tolerance& tolerance,
                       const std::string& name, int worst_k) {
   CompareResult result;
@@ -45,6 +74,8 @@ CompareResult compare(const HostTensor& actual, const HostTensor& expected, cons
     return result;
   }
   result.count = expected.size();
+  result.actual_stats = value_stats(actual);
+  result.expected_stats = value_stats(expected);
   double sum_abs = 0.0, sum_sq = 0.0;
   int64_t finite_pairs = 0;
   // A bounded heap of the worst elements: the top is the least bad kept.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,10 +12,13 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "core/progress.h"
+#include "optimize/html_report.h"
 #include "cost/device_profile.h"
 #include "cost/simulated.h"
 #include "cuda/engine.h"
 #include "cuda/measured.h"
+#include "sched/schedule_dot.h"
 #include "sched/schedule_io.h"
 #include "sched/validate.h"
 
@@ -98,7 +102,8 @@ std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
   return prepared;
 }
 
-CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options) {
+CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
+                           ProgressLine* progress) {
   CostChoice choice;
   const cost::Precision precision =
       options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
@@ -114,13 +119,13 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
     measured.db_path = options.profile_db;
     measured.precision = precision == cost::Precision::kFp32 ? cuda::Precision::kFp32
                                                              : cuda::Precision::kTf32;
-    if (!options.quiet && stderr_is_tty()) {
+    if (progress != nullptr && progress->enabled()) {
       // One progress line, rewritten in place (stderr only, so stdout stays clean).
-      measured.progress = [](const cuda::MeasureProgress& p) {
+      measured.progress = [line = progress](const cuda::MeasureProgress& p) {
         std::string eta = p.eta_s >= 0 ? fmt::format(", ETA {:.0f} s", p.eta_s) : "";
         std::string total = p.expected > 0 ? fmt::format("/{}", p.expected) : "";
-        fmt::print(stderr, "\r[measure] {}{} stages measured, {} cache hits, {:.1f} s{}   ",
-                   p.measured, total, p.cache_hits, p.elapsed_s, eta);
+        line->update(fmt::format("[measure] {}{} stages measured, {} cache hits, {:.1f} s{}", p.measured,
+                                 total, p.cache_hits, p.elapsed_s, eta));
       };
     }
     choice.model = cuda::make_measured_cost_model(units, measured);
@@ -141,11 +146,13 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 
 sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
-                               sched::SearchStats& stats) {
+                               sched::SearchStats& stats, sched::BlockProgress progress) {
   const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
   const sched::Params parsed = sched::Params::parse(entry.name, entry.params, params);
   const auto start = std::chrono::steady_clock::now();
-  sched::Schedule schedule = entry.make(parsed)->run(*prepared.units, *cost.model, stats);
+  std::unique_ptr<sched::Scheduler> instance = entry.make(parsed);
+  instance->set_block_progress(std::move(progress));
+  sched::Schedule schedule = instance->run(*prepared.units, *cost.model, stats);
   stats.total_search_ms = ms_since(start);
   schedule.model = prepared.info();
   schedule.device = cost.device;
@@ -239,19 +246,53 @@ void write_report_json(const std::string& path, const OptimizeOptions& options,
   write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
+// The search's progress line: blocks searched / total, with an ETA that
+// weighs each block by the IOS paper's bound on its transitions (blocks
+// differ in cost by orders of magnitude, so a block count alone misleads).
+sched::BlockProgress search_progress(ProgressLine& line, const sched::UnitGraph& units,
+                                     const std::string& scheduler) {
+  if (!line.enabled()) return {};
+  std::vector<double> weight;
+  for (const sched::Block& b : units.blocks()) {
+    weight.push_back(std::pow(10.0, std::min(15.0, sched::log10_search_bound(b.size(), b.width))));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  return [&line, weight, start, scheduler](int done, int total) {
+    double done_weight = 0.0, all_weight = 0.0;
+    for (size_t b = 0; b < weight.size(); ++b) {
+      all_weight += weight[b];
+      if (static_cast<int>(b) < done) done_weight += weight[b];
+    }
+    const double elapsed_s = ms_since(start) / 1000.0;
+    const double eta_s = done_weight > 0 ? elapsed_s * (all_weight - done_weight) / done_weight : 0.0;
+    line.update(fmt::format("[{}] {}/{} blocks searched, {:.1f} s, ETA {:.0f} s", scheduler, done, total,
+                            elapsed_s, eta_s),
+                done == total);
+  };
+}
+
+// -v: the values in effect once the model is imported and defaults applied.
+void log_effective_options(const OptimizeOptions& options, const PreparedModel& prepared,
+                           const CostChoice& cost, const std::string& output) {
+  logger("cli")->debug(
+      "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
+      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} analyze={} "
+      "report-json={} dot={} html={}",
+      options.model_path, prepared.model.batch, options.rewrite_batch,
+      output.empty() ? "(none: --analyze)" : output,
+      options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
+      options.device_profile, options.precision, options.max_block_units,
+      options.max_block_log10_bound, options.analyze,
+      options.report_json.empty() ? "(none)" : options.report_json,
+      options.dot_path.empty() ? "(none)" : options.dot_path,
+      options.html_path.empty() ? "(none)" : options.html_path);
+}
+
 }  // namespace
 
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   auto log = logger("cli");
   const auto start = std::chrono::steady_clock::now();
-  if (options.verbose) {
-    log->debug(
-        "model={} output={} scheduler={} params='{}' batch={} cost={} device-profile={} "
-        "precision={} max-block-units={} analyze={} rewrite-batch={}",
-        options.model_path, options.output_path, options.scheduler, options.scheduler_params,
-        options.batch, options.cost, options.device_profile, options.precision,
-        options.max_block_units, options.analyze, options.rewrite_batch);
-  }
   // Fail on a bad scheduler name or parameters before the (slow) import.
   const sched::SchedulerEntry& entry = sched::find_scheduler(options.scheduler);
   sched::Params::parse(entry.name, entry.params, options.scheduler_params);
@@ -259,17 +300,50 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   sched::FormationOptions formation;
   formation.max_block_units = options.max_block_units;
   formation.max_block_log10_bound = options.max_block_log10_bound;
+  ProgressLine progress(progress_wanted(options.quiet));
+  progress.update(fmt::format("[import] {}", options.model_path), true);
   auto prepared = prepare_model(
       options.model_path, shape_options(options.batch, options.rewrite_batch, options.input_shapes),
       formation);
   const sched::UnitGraph& units = *prepared->units;
   const double import_ms = ms_since(start);
-  CostChoice cost = make_cost_model(units, options);
+  progress.clear();
+  CostChoice cost = make_cost_model(units, options, &progress);
+  const std::string output =
+      options.analyze ? ""
+      : options.output_path.empty() ? default_output(options.model_path, entry.name)
+                                    : options.output_path;
+  if (options.verbose) log_effective_options(options, *prepared, cost, output);
   if (!options.quiet) log->info("{}", cost.note);
 
   sched::SearchStats stats;
   sched::Schedule schedule =
-      schedule_model(*prepared, options.scheduler, options.scheduler_params, cost, stats);
+      schedule_model(*prepared, options.scheduler, options.scheduler_params, cost, stats,
+                     search_progress(progress, units, entry.name));
+  progress.clear();
+  if (!options.dot_path.empty()) {
+    sched::write_schedule_picture(options.dot_path, schedule, units,
+                                  output.empty() ? options.model_path : output);
+  }
+  // --html: the summary, the picture and the per-block table on one page.
+  auto write_html = [&](double sequential_ms) {
+    if (options.html_path.empty()) return;
+    HtmlReport report;
+    report.title = output.empty() ? options.model_path : output;
+    report.summary = {
+        {"Model", fmt::format("{} (batch {}, sha256 {})", prepared->model.path,
+                              prepared->model.batch, prepared->model.sha256)},
+        {"Units", fmt::format("{} in {} blocks", units.size(), units.blocks().size())},
+        {"Scheduler", fmt::format("{} ({})", entry.name, format_params(schedule.scheduler.params))},
+        {"Cost model", cost.note},
+        {"Predicted latency", fmt::format("{:.4f} ms", schedule.predicted_latency_ms)}};
+    if (sequential_ms > 0) {
+      report.summary.emplace_back("Sequential", fmt::format("{:.4f} ms ({:.2f}x)", sequential_ms,
+                                                            sequential_ms / std::max(1e-12, schedule.predicted_latency_ms)));
+    }
+    report.summary.emplace_back("Schedule file", output.empty() ? "(none: --analyze)" : output);
+    write_html_report(options.html_path, report, schedule, units, stats);
+  };
 
   int widest = 0, widest_width = 0;
   for (const auto& b : units.blocks()) {
@@ -306,6 +380,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
       write_report_json(options.report_json, options, *prepared, schedule, stats, cost, 0.0,
                         import_ms, "");
     }
+    write_html(0.0);
     return 0;
   }
 
@@ -315,14 +390,14 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
       options.scheduler == "sequential"
           ? schedule.predicted_latency_ms
           : schedule_model(*prepared, "sequential", "", cost, seq_stats).predicted_latency_ms;
+  progress.clear();  // measuring the sequential stages may have shown it again
 
-  const std::string output =
-      options.output_path.empty() ? default_output(options.model_path, entry.name) : options.output_path;
   sched::write_schedule(output, schedule, units);
   if (!options.report_json.empty()) {
     write_report_json(options.report_json, options, *prepared, schedule, stats, cost,
                       sequential_ms, import_ms, output);
   }
+  write_html(sequential_ms);
 
   if (options.quiet) return 0;
   int stages = 0, merges = 0, streams = 1;

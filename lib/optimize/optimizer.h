@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "cost/cost_model.h"
 #include "onnx/importer.h"
 #include "sched/schedule.h"
@@ -31,6 +32,8 @@ struct OptimizeOptions {
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   std::string report_json;  // also write the summary and per-block statistics as JSON
+  std::string dot_path;     // also write a picture of the schedule (DOT, or SVG for *.svg)
+  std::string html_path;    // also write a page with the summary, picture and block table
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;
@@ -62,13 +65,17 @@ struct CostChoice {
   sched::DeviceInfo device;
   std::string note;  // e.g. "predicted (no GPU)": printed in the summary
 };
-CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options);
+// With `progress`, the measured model reports stages measured on that line
+// (the search's progress shares it).
+CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
+                           ProgressLine* progress = nullptr);
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the
 // schedule's metadata.
+// `progress`, when set, is told after each block of a searching scheduler.
 sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
-                               sched::SearchStats& stats);
+                               sched::SearchStats& stats, sched::BlockProgress progress = {});
 
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -21,6 +22,8 @@
 #include "exec/report.h"
 #include "exec/stats.h"
 #include "optimize/optimizer.h"
+#include "runner/schedule_labels.h"
+#include "sched/schedule_dot.h"
 #include "sched/schedule_io.h"
 #include "sched/scheduler.h"
 #include "sched/validate.h"
@@ -170,6 +173,35 @@ std::map<std::string, std::string> parse_named_files(const std::vector<std::stri
   return files;
 }
 
+// The check tolerances in effect: the options', else the backend's defaults.
+exec::Tolerance effective_tolerance(const RunOptions& options, bool on_cpu) {
+  // Schedules differ from the sequential one in summation order only where
+  // merges or other convolution algorithms change it; on the GPU cuDNN
+  // picks algorithms per launch shape, and TF32 rounds inputs to 10 bits.
+  const double default_tol = options.precision == "fp32" ? 1e-3 : 5e-2;  // cuda
+  return {options.atol >= 0 ? options.atol : (on_cpu ? 1e-5 : default_tol),
+          options.rtol >= 0 ? options.rtol : (on_cpu ? 1e-4 : default_tol)};
+}
+
+// One --check comparison: the verdict line, the per-output statistics of
+// both sides (as Polygraphy prints them), the full report on failure or -v,
+// and a warning when the reference is too small for atol to test anything.
+bool report_check(const exec::CompareResult& result, const std::string& what, bool verbose, std::ostream& out) {
+  out << fmt::format("check {}, output '{}': {}\n", what, result.name, result.passed() ? "PASSED" : "FAILED");
+  if (result.shape_error.empty()) {
+    out << "  " << exec::format_value_stats("actual  ", result.actual_stats) << "\n";
+    out << "  " << exec::format_value_stats("expected", result.expected_stats) << "\n";
+  }
+  if (!result.passed() || verbose) out << exec::format_report(result);
+  if (result.expected_below_atol()) {
+    logger("cli")->warn(
+        "check {}, output '{}': every expected value is below atol {:g} in magnitude (largest {:g}), so "
+        "any output within atol of zero passes and this check proves little; lower --atol",
+        what, result.name, result.tolerance.atol, result.expected_stats.max_abs);
+  }
+  return result.passed();
+}
+
 std::string safe_file_name(const std::string& name) {
   std::string out;
   for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
@@ -180,28 +212,24 @@ std::string safe_file_name(const std::string& name) {
 
 int run(const RunOptions& options, std::ostream& out) {
   auto log = logger("cli");
-  if (options.verbose) {
-    log->debug("model={} schedules={} backend={} dry-run={} batch={} warmup={} iterations={} "
-               "duration={}s check={} rtol={} atol={} seed={} cuda-graph={} precision={} threads={}",
-               options.model_path, fmt::join(options.schedule_paths, ","), options.backend,
-               options.dry_run, options.batch, options.warmup, options.iterations,
-               options.duration_s, options.check, options.rtol, options.atol, options.seed,
-               options.cuda_graph, options.precision, options.threads);
+  const std::vector<LabeledPath> schedule_files = label_schedule_paths(options.schedule_paths);
+  if (!options.dot_path.empty() && schedule_files.size() > 1) {
+    user_error("--dot draws one schedule but {} are given; run once per schedule", schedule_files.size());
   }
   onnx::ImportOptions import_options =
       optimize::shape_options(options.batch, options.rewrite_batch, options.input_shapes);
-  if (options.batch == 0 && options.input_shapes.empty() && !options.schedule_paths.empty()) {
+  if (options.batch == 0 && options.input_shapes.empty() && !schedule_files.empty()) {
     // Reproduce the input shapes the first schedule was made for; the
     // importer refuses them where the model's static dimensions disagree.
     // A schedule for another model file is reported as such after the
     // import (check_model_hash), not as shapes that do not fit.
-    const ScheduleHeader header = peek_header(options.schedule_paths[0]);
+    const ScheduleHeader header = peek_header(schedule_files[0].path);
     if (header.batch > 0) import_options.batch = header.batch;
     const bool readable = std::filesystem::is_regular_file(options.model_path);
     if (options.force || header.sha256.empty() ||
         (readable && header.sha256 == sha256_file(options.model_path))) {
       import_options.recorded_inputs = header.inputs;
-      import_options.recorded_source = options.schedule_paths[0];
+      import_options.recorded_source = schedule_files[0].path;
     }
   }
   auto prepared = optimize::prepare_model(options.model_path, import_options);
@@ -209,10 +237,10 @@ int run(const RunOptions& options, std::ostream& out) {
   const sched::ModelInfo model = prepared->info();
 
   std::vector<LoadedSchedule> schedules;
-  for (const std::string& path : options.schedule_paths) {
+  for (const auto& [label, path] : schedule_files) {
     LoadedSchedule loaded;
     loaded.path = path;
-    loaded.name = std::filesystem::path(path).filename().string();
+    loaded.name = label;
     const ScheduleHeader header = peek_header(path);
     if (!header.sha256.empty()) {
       sched::check_model_hash(header.sha256, header.model_path, model, path, options.force);
@@ -237,6 +265,32 @@ int run(const RunOptions& options, std::ostream& out) {
   };
   if (schedules.empty()) schedules.push_back(make_sequential());
   for (auto& s : schedules) s.plan = exec::lower(units, s.schedule);
+  if (!options.dot_path.empty()) {
+    sched::write_schedule_picture(options.dot_path, schedules[0].schedule, units, schedules[0].name);
+  }
+  const bool on_cpu = options.backend == "cpu";
+  const int warmup = options.warmup >= 0 ? options.warmup : (on_cpu ? 1 : 20);
+  const int iterations = options.iterations > 0 ? options.iterations : (on_cpu ? 5 : 200);
+  const exec::Tolerance tol = effective_tolerance(options, on_cpu);
+  if (options.verbose) {
+    // The values in effect, defaults resolved (the model's batch, the backend's counts).
+    std::vector<std::string> labels;
+    for (const auto& s : schedules) labels.push_back(s.path.empty() ? s.name : s.name + "=" + s.path);
+    log->debug("effective options: model={} batch={} rewrite-batch={} schedules=[{}] dry-run={}",
+               options.model_path, model.batch, options.rewrite_batch, fmt::join(labels, ", "),
+               options.dry_run);
+    if (!options.dry_run) {
+      log->debug("effective options: backend={} warmup={} iterations={} duration={}s check={} rtol={:g} "
+                 "atol={:g} seed={} cuda-graph={} precision={} threads={}",
+                 options.backend, warmup, iterations, options.duration_s,
+                 options.check || !options.references.empty(), tol.rtol, tol.atol, options.seed,
+                 on_cpu ? "n/a (cpu)" : (options.cuda_graph ? "on" : "off"),
+                 on_cpu ? "fp32 (cpu)" : options.precision,
+                 on_cpu ? fmt::format("{}", options.threads > 0 ? options.threads
+                                                                : static_cast<int>(std::thread::hardware_concurrency()))
+                        : std::string("n/a (cuda)"));
+    }
+  }
 
   if (options.dry_run) {
     for (const auto& s : schedules) {
@@ -251,7 +305,6 @@ int run(const RunOptions& options, std::ostream& out) {
   }
 
   // Backend.
-  const bool on_cpu = options.backend == "cpu";
   if (on_cpu && !options.trace.empty()) {
     user_error("--trace records GPU stream activity; it is available with --backend cuda only");
   }
@@ -265,8 +318,6 @@ int run(const RunOptions& options, std::ostream& out) {
     }
     device_name = device->name;
   }
-  const int warmup = options.warmup >= 0 ? options.warmup : (on_cpu ? 1 : 20);
-  const int iterations = options.iterations > 0 ? options.iterations : (on_cpu ? 5 : 200);
   cuda::EngineOptions engine_options;
   engine_options.cuda_graph = options.cuda_graph;
   engine_options.precision = cuda::parse_precision(options.precision);
@@ -312,13 +363,6 @@ int run(const RunOptions& options, std::ostream& out) {
   // --check: every schedule against the sequential one, and against references.
   bool mismatch = false;
   if (options.check || !options.references.empty()) {  // --reference implies --check
-    // Schedules differ from the sequential one in summation order only where
-    // merges or other convolution algorithms change it; on the GPU cuDNN
-    // picks algorithms per launch shape, and TF32 rounds inputs to 10 bits.
-    const double default_tol = options.precision == "fp32" ? 1e-3 : 5e-2;  // cuda
-    const exec::Tolerance tol{
-        options.atol >= 0 ? options.atol : (on_cpu ? 1e-5 : default_tol),
-        options.rtol >= 0 ? options.rtol : (on_cpu ? 1e-4 : default_tol)};
     TensorMap reference;
     const bool first_is_sequential = schedules[0].path.empty();
     if (first_is_sequential) {
@@ -330,20 +374,14 @@ int run(const RunOptions& options, std::ostream& out) {
     for (size_t i = 0; i < schedules.size(); ++i) {
       for (const std::string& name : output_names) {
         const auto result = exec::compare(outputs[i].at(name), reference.at(name), tol, name);
-        out << fmt::format("check {} vs sequential, output '{}': {}\n", schedules[i].name, name,
-                           result.passed() ? "PASSED" : "FAILED");
-        if (!result.passed() || options.verbose) out << exec::format_report(result);
-        mismatch |= !result.passed();
+        mismatch |= !report_check(result, schedules[i].name + " vs sequential", options.verbose, out);
       }
     }
     for (const auto& [name, file] : parse_named_files(options.references, output_names, "--reference")) {
       const HostTensor expected = exec::read_npy(file);
       for (size_t i = 0; i < schedules.size(); ++i) {
         const auto result = exec::compare(outputs[i].at(name), expected, tol, name);
-        out << fmt::format("check {} vs {}, output '{}': {}\n", schedules[i].name, file, name,
-                           result.passed() ? "PASSED" : "FAILED");
-        if (!result.passed() || options.verbose) out << exec::format_report(result);
-        mismatch |= !result.passed();
+        mismatch |= !report_check(result, schedules[i].name + " vs " + file, options.verbose, out);
       }
     }
   }

@@ -12,7 +12,7 @@ namespace ios::runner {
 
 struct RunOptions {
   std::string model_path;
-  std::vector<std::string> schedule_paths;  // none: the sequential schedule
+  std::vector<std::string> schedule_paths;  // FILE or NAME=FILE; none: the sequential schedule
   bool dry_run = false;
   std::string backend = "cuda";  // cuda | cpu
   // Input shapes: with neither batch nor input_shapes, those the first
@@ -35,6 +35,7 @@ struct RunOptions {
   std::string output_dir;
   std::string export_times;
   std::string trace;
+  std::string dot_path;  // a picture of the (single) schedule: DOT, or SVG for *.svg
   bool cuda_graph = true;
   std::string precision = "tf32";
   int threads = 0;  // CPU backend; 0: all cores

@@ -40,6 +40,7 @@ class DpScheduler : public Scheduler {
       stats.total_search_ms += solution.search_ms;
       schedule.predicted_latency_ms += solution.latency_ms;
       for (Stage& stage : solution.stages) staged.stages.push_back(std::move(stage));
+      report_block_done(b + 1, static_cast<int>(graph.blocks().size()));
     }
     schedule.body = std::move(staged);
     return schedule;

@@ -59,12 +59,25 @@ class Params {
   std::map<std::string, ParamValue> values_;
 };
 
+// Told after each block a searching scheduler finishes: blocks done, blocks
+// in all (for progress displays; the search itself never depends on it).
+using BlockProgress = std::function<void(int done, int total)>;
+
 class Scheduler {
  public:
   virtual ~Scheduler() = default;
   // Fills the schedule body, its predicted latency and the search statistics.
   // The caller fills model/device metadata.
   virtual Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) = 0;
+  void set_block_progress(BlockProgress progress) { block_progress_ = std::move(progress); }
+
+ protected:
+  void report_block_done(int done, int total) const {
+    if (block_progress_) block_progress_(done, total);
+  }
+
+ private:
+  BlockProgress block_progress_;
 };
 
 struct SchedulerEntry {

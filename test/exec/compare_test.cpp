@@ -90,5 +90,41 @@ TEST_CASE("compare: shapes must match", "[exec][compare]") {
   CHECK_THAT(format_report(r), Catch::Contains("FAILED"));
 }
 
+TEST_CASE("compare: value statistics of both sides, against direct sums", "[exec][compare]") {
+  const std::vector<float> values = {-2.0f, 0.5f, 1.0f, 4.0f, kNaN, 3.5f, kInf};
+  const ValueStats s = value_stats(HostTensor({7}, values));
+  double sum = 0.0, sum_sq = 0.0;
+  for (float v : {-2.0f, 0.5f, 1.0f, 4.0f, 3.5f}) {
+    sum += v;
+    sum_sq += static_cast<double>(v) * v;
+  }
+  CHECK(s.finite == 5);
+  CHECK(s.non_finite == 2);
+  CHECK(s.min == -2.0);
+  CHECK(s.max == 4.0);
+  CHECK(s.max_abs == 4.0);
+  CHECK(s.mean == Approx(sum / 5));
+  CHECK(s.std == Approx(std::sqrt(sum_sq / 5 - (sum / 5) * (sum / 5))));
+  const std::string text = format_value_stats("actual", s);
+  CHECK(text.find("actual min -2 max 4 mean") == 0);
+  CHECK(text.find("2 NaN or infinite values left out") != std::string::npos);
+
+  const CompareResult r = compare(HostTensor({2}, {1.0f, 2.0f}), HostTensor({2}, {1.0f, -3.0f}), {1e-5, 1e-4});
+  CHECK(r.actual_stats.max == 2.0);
+  CHECK(r.expected_stats.min == -3.0);
+}
+
+TEST_CASE("compare: a reference entirely within atol of zero is flagged", "[exec][compare]") {
+  const HostTensor tiny({3}, {1e-9f, -2e-9f, 0.0f});
+  // Zeros pass against it: the comparison cannot tell them from the real output.
+  const CompareResult zeros = compare(HostTensor({3}, {0.0f, 0.0f, 0.0f}), tiny, {1e-5, 1e-4});
+  CHECK(zeros.passed());
+  CHECK(zeros.expected_below_atol());
+  // One expected value beyond atol: the check means something again.
+  const HostTensor real({3}, {1e-9f, -2e-9f, 0.5f});
+  CHECK_FALSE(compare(real, real, {1e-5, 1e-4}).expected_below_atol());
+  CHECK_FALSE(compare(tiny, tiny, {1e-10, 1e-4}).expected_below_atol());
+}
+
 }  // namespace
 }  // namespace ios::exec

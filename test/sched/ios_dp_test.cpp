@@ -107,8 +107,8 @@ TEST_CASE("ios dp: single-entry schedule counts match Table 1", "[ios_dp][paper]
 }
 
 TEST_CASE("ios dp: RandWire block ws-32-4-0.75-4 matches Table 1", "[ios_dp][paper]") {
-  const auto file = ios::test::shared_dir() / "data" / "ios-randwire-graphs" / "ws-32-4-0.75-4.txt";
-  INFO("reads " << file.string() << " (the shared data folder must be present)");
+  const auto file = ios::test::randwire_graphs_dir() / "ws-32-4-0.75-4.txt";
+  INFO("reads " << file.string() << " (committed with the sources)");
   REQUIRE(std::filesystem::exists(file));
   const EdgeList g = ios::sched::test::randwire_block(file);
   REQUIRE(g.n == 33);

@@ -1,0 +1,23 @@
+// Options that would do nothing in the mode the command line chose are usage
+// errors (exit 2), never silently ignored.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ios::cli {
+
+// Throws UserError naming the first of `options` that was given on the
+// command line: "OPTION has no effect CONTEXT: WHY", e.g. "--check has no
+// effect with --dry-run: it runs nothing; drop one of them". The caller
+// calls it only when the mode that makes `options` useless is in effect.
+void reject_options_without_effect(const CLI::App& app, std::string_view context,
+                                   const std::vector<std::string>& options, std::string_view why);
+
+// True when `option` appeared on the command line.
+bool given(const CLI::App& app, const std::string& option);
+
+}  // namespace ios::cli

@@ -1,0 +1,83 @@
+#include "optimize/html_report.h"
+
+#include <fmt/format.h>
+
+#include "core/file_io.h"
+#include "sched/schedule_dot.h"
+
+namespace ios::optimize {
+namespace {
+
+std::string escaped(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// The SVG as dot writes it, minus the XML prolog and doctype (not allowed
+// inside an HTML body).
+std::string inline_svg(const std::string& svg) {
+  const size_t start = svg.find("<svg");
+  return start == std::string::npos ? svg : svg.substr(start);
+}
+
+}  // namespace
+
+void write_html_report(const std::string& path, const HtmlReport& report,
+                       const sched::Schedule& schedule, const sched::UnitGraph& units,
+                       const sched::SearchStats& stats) {
+  const std::string svg =
+      sched::render_svg(sched::schedule_to_dot(schedule, units, report.title), path);
+  std::string html = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<title>ios-optimize: {0}</title>\n<style>\n"
+      "body {{ font-family: sans-serif; margin: 1.5em; }}\n"
+      "table {{ border-collapse: collapse; margin: 1em 0; }}\n"
+      "td, th {{ border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }}\n"
+      "td:first-child, th:first-child, .text {{ text-align: left; }}\n"
+      ".picture {{ overflow: auto; border: 1px solid #ccc; }}\n"
+      "</style>\n</head>\n<body>\n<h1>ios-optimize: {0}</h1>\n",
+      escaped(report.title));
+  html += "<table id=\"summary\">\n";
+  for (const auto& [label, value] : report.summary) {
+    html += fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", escaped(label),
+                        escaped(value));
+  }
+  html += "</table>\n<h2>Schedule</h2>\n<div class=\"picture\">\n" + inline_svg(svg) + "</div>\n";
+  html +=
+      "<h2>Blocks</h2>\n<table id=\"blocks\">\n<tr><th>block</th><th>first unit</th><th>n</th>"
+      "<th>width</th><th>states</th><th>transitions</th><th>stages costed</th><th>search "
+      "(ms)</th><th>predicted (ms)</th><th>split by size cap</th></tr>\n";
+  for (size_t b = 0; b < units.blocks().size(); ++b) {
+    const sched::Block& block = units.blocks()[b];
+    const sched::BlockStats* s = b < stats.blocks.size() ? &stats.blocks[b] : nullptr;
+    html += fmt::format(
+        "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td><td>{:.3f}</td><td>{:.4f}</td><td>{}</td></tr>\n",
+        b, escaped(units.unit(block.begin).id), block.size(), block.width, s ? s->states : 0,
+        s ? s->transitions : 0, s ? s->stages_costed : 0, s ? s->search_ms : 0.0,
+        s ? s->predicted_ms : 0.0, block.split_by_cap ? "yes" : "");
+  }
+  html += "</table>\n</body>\n</html>\n";
+  create_parent_folder(path);
+  write_file_atomically(path, html);
+}
+
+}  // namespace ios::optimize

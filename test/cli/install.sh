@@ -1,0 +1,57 @@
+# Installing to a prefix: programs, man pages generated from --help, bash
+# completion; and --version.
+source "$(dirname "$0")/common.bash"
+build_dir="$IOS_BIN/.."
+
+for prog in ios-optimize ios-run; do
+  expect_ok "$prog --version" -- "$IOS_BIN/$prog" --version || continue
+  head -1 "$WORK/stdout" | grep -qE "^$prog [0-9]+\.[0-9]+\.[0-9]+ \(commit [0-9a-f]{7,}(-dirty)?|unknown\)$" ||
+    fail "$prog --version first line: $(head -1 "$WORK/stdout")"
+  grep -qE "^built with: +CUDA [^,]+, cuDNN " "$WORK/stdout" || fail "$prog --version lacks the build's CUDA/cuDNN: $(cat "$WORK/stdout")"
+  grep -qE "^run time: +CUDA driver [^,]+, cuDNN " "$WORK/stdout" || fail "$prog --version lacks the run-time versions"
+done
+
+prefix="$WORK/prefix"
+expect_ok "cmake --install" -- cmake --install "$build_dir" --prefix "$prefix"
+for prog in ios-optimize ios-run; do
+  [ -x "$prefix/bin/$prog" ] || fail "$prefix/bin/$prog not installed"
+  expect_ok "installed $prog --version" -- "$prefix/bin/$prog" --version
+  grep -q "^$prog " "$WORK/stdout" || fail "installed $prog --version: $(cat "$WORK/stdout")"
+  page="$prefix/share/man/man1/$prog.1"
+  if [ ! -f "$page" ]; then fail "$page not installed (is help2man installed? scripts/setup.sh)"; continue; fi
+  MANWIDTH=120 man -l "$page" >"$WORK/man.txt" 2>"$WORK/man.err" || fail "man -l $page: $(cat "$WORK/man.err")"
+  grep -q "^NAME" "$WORK/man.txt" || fail "$prog man page has no NAME section"
+  # Every option of --help is in the page: it is generated from --help.
+  for opt in $("$IOS_BIN/$prog" --help | grep -oE -- '--[a-z][a-z0-9-]+' | sort -u); do
+    grep -q -- "$opt" "$WORK/man.txt" || fail "$prog man page lacks $opt"
+  done
+  [ -f "$prefix/share/bash-completion/completions/$prog" ] || fail "no bash completion installed for $prog"
+done
+[ -f "$WORK/man.txt" ] && grep -q -- "--check" "$WORK/man.txt" && ok || fail "ios-run man page lacks --check"
+
+# Bash completion through bash-completion's own loader, as an interactive
+# shell finds it: the installed file must be where the loader looks.
+complete_words() {  # complete_words WORD... : what TAB offers for the last word
+  PATH="$prefix/bin:$PATH" XDG_DATA_DIRS="$prefix/share" bash --norc --noprofile -c '
+    source /usr/share/bash-completion/bash_completion || exit 3
+    _completion_loader "$1" || true
+    spec=$(complete -p "$1" 2>/dev/null) || { echo "NO-COMPLETION"; exit 0; }
+    COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 ))
+    COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
+    fn=$(sed -E "s/.*-F ([^ ]+).*/\1/" <<<"$spec")
+    "$fn" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+    printf "%s\n" "${COMPREPLY[@]}"' bash "$@"
+}
+if [ -f /usr/share/bash-completion/bash_completion ]; then
+  out=$(complete_words ios-optimize --sched)
+  [ "$out" = "--scheduler" ] && ok || fail "ios-optimize --sched<TAB> offers '$out', expected --scheduler"
+  out=$(complete_words ios-optimize --scheduler ios-)
+  [ "$(echo $out)" = "ios-parallel ios-merge" ] && ok || fail "ios-optimize --scheduler ios-<TAB> offers '$out'"
+  out=$(complete_words ios-run --dry)
+  [ "$out" = "--dry-run" ] && ok || fail "ios-run --dry<TAB> offers '$out'"
+  out=$(complete_words ios-run --backend c)
+  [ "$(echo $out)" = "cuda cpu" ] && ok || fail "ios-run --backend c<TAB> offers '$out'"
+else
+  fail "bash-completion is not installed (scripts/setup.sh installs it)"
+fi
+finish

@@ -1,0 +1,70 @@
+# Option handling: parser errors in the documented form with the closest
+# option, options that would do nothing, -v's effective values, schedule
+# labels in comparisons, and --check's statistics and warning.
+source "$(dirname "$0")/common.bash"
+model="$BAD/two_branch.onnx"
+[ -f "$model" ] || { echo "FAIL: $model missing: run scripts/setup.sh"; exit 1; }
+
+# Parser errors: one line "PROGRAM: error: ...", exit 2, the closest option.
+expect_error "typo suggests the option" 2 "^ios-optimize: error: unknown option '--schedular'; did you mean '--scheduler'\?" -- "$OPT" "$model" --schedular ios
+expect_error "prefix suggests the option" 2 "^ios-optimize: error: unknown option '--sched'; did you mean '--scheduler'\?" -- "$OPT" "$model" --sched ios
+expect_error "ios-run typo" 2 "^ios-run: error: unknown option '--itrations'; did you mean '--iterations'\?" -- "$RUN" "$model" --itrations 3
+expect_error "nothing close" 2 "^ios-run: error: unknown option '--zzzzzzzz' \(see ios-run --help\)$" -- "$RUN" "$model" --zzzzzzzz
+expect_error "extra argument" 2 "^ios-optimize: error: unexpected argument 'b\.onnx'" -- "$OPT" "$model" b.onnx
+expect_error "bad value" 2 "^ios-optimize: error: --cost: sometimes" -- "$OPT" "$model" --cost sometimes
+expect_error "ios-run without a model" 2 "^ios-run: error: no model given" -- "$RUN"
+expect_error "ios-optimize without a model" 2 "^ios-optimize: error: no model given" -- "$OPT"
+
+# Options that would do nothing: exit 2 naming both sides.
+expect_ok "schedule" -- "$OPT" "$model" -o "$WORK/s.json" --quiet
+for opt in "--check" "--export-times $WORK/t.json" "--output-dir $WORK/out" "--iterations 5" "--trace $WORK/t.trace" \
+           "--warmup 1" "--reference $WORK/r.npy" "--seed 3" "--rtol 1e-3"; do
+  name=${opt%% *}
+  # shellcheck disable=SC2086
+  expect_error "$name with --dry-run" 2 "^ios-run: error: $name has no effect with --dry-run" -- "$RUN" "$model" "$WORK/s.json" --dry-run $opt
+done
+[ ! -e "$WORK/t.json" ] && [ ! -e "$WORK/out" ] && ok || fail "a refused --dry-run wrote its outputs"
+expect_error "--analyze -o" 2 "^ios-optimize: error: --output has no effect with --analyze" -- "$OPT" "$model" --analyze -o "$WORK/a.json"
+[ ! -e "$WORK/a.json" ] && ok || fail "--analyze -o wrote a file"
+expect_error "--rtol without --check" 2 "--rtol has no effect without --check" -- "$RUN" "$model" --backend cpu --rtol 1e-3
+expect_error "--precision on the CPU" 2 "--precision has no effect with --backend cpu" -- "$RUN" "$model" --backend cpu --precision fp32
+expect_error "--threads on CUDA" 2 "--threads has no effect with --backend cuda" -- "$RUN" "$model" --threads 2
+expect_error "--profile-db with simulated costs" 2 "--profile-db has no effect with --cost simulated" -- "$OPT" "$model" --cost simulated --profile-db "$WORK/p.db"
+expect_error "-v with --quiet" 2 "^ios-optimize: error: --verbose has no effect with --quiet" -- "$OPT" "$model" -v -q
+expect_error "ios-run -v with --quiet" 2 "^ios-run: error: --verbose has no effect with --quiet" -- "$RUN" "$model" --dry-run -q -v
+expect_error "--device-profile with measured costs" 2 "--device-profile has no effect with --cost measured" -- "$OPT" "$model" --cost measured --device-profile h200
+
+# -v prints the values in effect, not the "use the default" markers.
+expect_ok "ios-run -v" -- "$RUN" "$model" "$WORK/s.json" --backend cpu -v
+grep -q "effective options: .*batch=1 " "$WORK/stderr" || fail "ios-run -v: no effective batch: $(grep effective "$WORK/stderr")"
+grep -q "warmup=1 iterations=5 .*rtol=0.0001 atol=1e-05" "$WORK/stderr" || fail "ios-run -v: no effective counts/tolerances: $(grep effective "$WORK/stderr")"
+grep -qE "(=-1|batch=0)( |$)" "$WORK/stderr" && fail "ios-run -v still prints placeholders: $(grep effective "$WORK/stderr")" || ok
+expect_ok "ios-optimize -v" -- "$OPT" "$BAD/symbolic_batch.onnx" --batch 3 -o "$WORK/v.json" -v
+grep -q "effective options: .*batch=3 output=$WORK/v.json " "$WORK/stderr" || fail "ios-optimize -v: $(grep effective "$WORK/stderr")"
+
+# Labels: two files named s.json in different folders, and NAME=FILE.
+mkdir -p "$WORK/a" "$WORK/b"
+expect_ok "schedule a" -- "$OPT" "$model" -o "$WORK/a/s.json" --quiet
+expect_ok "schedule b" -- "$OPT" "$model" -o "$WORK/b/s.json" --scheduler greedy --quiet
+expect_ok "same file names" -- "$RUN" "$model" "$WORK/a/s.json" "$WORK/b/s.json" --backend cpu --iterations 2
+grep -qE "^a/s\.json +[0-9]" "$WORK/stdout" && grep -qE "^b/s\.json +[0-9]" "$WORK/stdout" && ok ||
+  fail "labels of a/s.json and b/s.json are not unique: $(tail -4 "$WORK/stdout")"
+expect_ok "NAME=FILE" -- "$RUN" "$model" "ios=$WORK/a/s.json" "greedy=$WORK/b/s.json" --backend cpu --iterations 2
+grep -qE "^ios +[0-9]" "$WORK/stdout" && grep -qE "^greedy +[0-9]" "$WORK/stdout" && ok ||
+  fail "NAME=FILE labels not used: $(tail -4 "$WORK/stdout")"
+expect_ok "NAME=FILE dry-run" -- "$RUN" "$model" "ios=$WORK/a/s.json" --dry-run
+grep -q "^=== ios (" "$WORK/stdout" && ok || fail "--dry-run does not show the label: $(head -2 "$WORK/stdout")"
+expect_error "repeated NAME" 2 "label 'x' is given twice" -- "$RUN" "$model" "x=$WORK/a/s.json" "x=$WORK/b/s.json" --dry-run
+expect_error "empty NAME" 2 "'=.*s\.json'.*NAME=FILE" -- "$RUN" "$model" "=$WORK/a/s.json" --dry-run
+
+# --check: statistics of both sides per output; a warning when atol is above
+# every expected value (the check then proves nothing).
+expect_ok "check" -- "$RUN" "$model" "$WORK/a/s.json" --backend cpu --check --iterations 1
+grep -qE "^  actual +min -?[0-9.e+-]+ max [0-9.e+-]+ mean [0-9.e+-]+ std [0-9.e+-]+" "$WORK/stdout" &&
+  grep -qE "^  expected min -?[0-9.e+-]+ max" "$WORK/stdout" && ok || fail "--check prints no statistics: $(cat "$WORK/stdout")"
+grep -q "below atol" "$WORK/stderr" && fail "warning without cause: $(cat "$WORK/stderr")" || ok
+max=$(grep -m1 -E "^  expected min" "$WORK/stdout" | awk '{print $5}')
+expect_ok "check with a huge atol" -- "$RUN" "$model" "$WORK/a/s.json" --backend cpu --check --iterations 1 --atol 1000
+grep -q "every expected value is below atol 1000 in magnitude (largest $max)" "$WORK/stderr" && ok ||
+  fail "no all-below-atol warning (max $max): $(cat "$WORK/stderr")"
+finish
