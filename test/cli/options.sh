@@ -40,7 +40,7 @@ grep -q "effective options: .*batch=1 " "$WORK/stderr" || fail "ios-run -v: no e
 grep -q "warmup=1 iterations=5 .*rtol=0.0001 atol=1e-05" "$WORK/stderr" || fail "ios-run -v: no effective counts/tolerances: $(grep effective "$WORK/stderr")"
 grep -qE "(=-1|batch=0)( |$)" "$WORK/stderr" && fail "ios-run -v still prints placeholders: $(grep effective "$WORK/stderr")" || ok
 expect_ok "ios-optimize -v" -- "$OPT" "$BAD/symbolic_batch.onnx" --batch 3 -o "$WORK/v.json" -v
-grep -q "effective options: .*batch=3 output=$WORK/v.json " "$WORK/stderr" || fail "ios-optimize -v: $(grep effective "$WORK/stderr")"
+grep -q "effective options: .*batch=3 rewrite-batch=false output=$WORK/v.json " "$WORK/stderr" || fail "ios-optimize -v: $(grep effective "$WORK/stderr")"
 
 # Labels: two files named s.json in different folders, and NAME=FILE.
 mkdir -p "$WORK/a" "$WORK/b"
