@@ -17,7 +17,9 @@ validates each against the model, lowers it to a per-stream plan and runs it:
 on the GPU with CUDA streams, events, cuDNN and CUDA graphs (--backend cuda,
 the default) or on the CPU reference executor (--backend cpu). Several
 schedules are timed interleaved and compared in one table, speed-ups against
-the first. Without a schedule file the sequential schedule is run.
+the first. Without a schedule file the sequential schedule is run. Without a
+GPU, --backend sim predicts the same table and trace with the GPU simulator
+(nothing is executed; the device is a profile, --device-profile).
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error (bad model,
 schedule or option), 3 no usable GPU (use --dry-run or --backend cpu),
@@ -27,6 +29,7 @@ Examples:
   ios-run model.onnx model.ios.schedule.json --dry-run
   ios-run model.onnx seq.json ios.json --iterations 500 --export-times t.json
   ios-run model.onnx ios.json --backend cpu --check --input input=x.npy --output-dir out/
+  ios-run model.onnx seq.json ios.json --backend sim --device-profile v100 --trace t.json
 )";
 
 }  // namespace
@@ -38,8 +41,10 @@ int main(int argc, char** argv) {
   app.add_option("model", o.model_path, "ONNX model file")->required();
   app.add_option("schedules", o.schedule_paths, "schedule files (default: sequential)");
   app.add_flag("--dry-run", o.dry_run, "validate, lower and print the plans; run nothing");
-  app.add_option("--backend", o.backend, "cuda or cpu")
-      ->check(CLI::IsMember({"cuda", "cpu"}))->capture_default_str();
+  app.add_option("--backend", o.backend, "cuda, cpu, or sim (predict with the GPU simulator)")
+      ->check(CLI::IsMember({"cuda", "cpu", "sim"}))->capture_default_str();
+  app.add_option("--device-profile", o.device_profile,
+                 "sim: h100, h200, a100, v100 or a profile JSON (default: the schedule's device, else h100)");
   app.add_option("-b,--batch", o.batch, "batch size (default: the schedule's)")->check(CLI::Range(1, 1 << 20));
   app.add_option("--input-shape", o.input_shapes, "static shape of an input, NAME:1x3x224x224");
   app.add_flag("--force", o.force, "accept schedules made for another model file (hash mismatch)");
@@ -54,7 +59,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the random inputs")->capture_default_str();
   app.add_option("--output-dir", o.output_dir, "write each output as NAME.npy here");
   app.add_option("--export-times", o.export_times, "write per-iteration timings as JSON");
-  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of one iteration (cuda)");
+  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of one iteration (cuda, sim)");
   bool no_graph = false;
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph");
   app.add_option("--precision", o.precision, "convolution math: tf32 or fp32")

@@ -131,6 +131,7 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   p.mem_bandwidth_gbs = r.number("mem_bandwidth_gbs", 0.0, true, kHuge);
   p.launch_overhead_us = r.number("launch_overhead_us", 0.0, false, kHuge);
   p.event_sync_overhead_us = r.number("event_sync_overhead_us", 0.0, false, kHuge);
+  p.host_launch_us = r.number("host_launch_us", 0.0, false, kHuge);
   p.max_concurrent_kernels = r.integer("max_concurrent_kernels", 1);
   p.compute_efficiency = r.number("compute_efficiency", 0.0, true, 1.0);
   p.tensor_core_efficiency = r.number("tensor_core_efficiency", 0.0, false, 1.0);

@@ -15,6 +15,8 @@
 #include "cost/simulated.h"
 #include "cuda/engine.h"
 #include "cuda/measured.h"
+#include "exec/plan.h"
+#include "sim/simulator.h"
 #include "sched/schedule_io.h"
 #include "sched/validate.h"
 
@@ -125,8 +127,9 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
   cost::DeviceProfile profile = cost::load_device_profile(options.device_profile);
   choice.device = {profile.name, "", "", ""};
   choice.note = options.cost == "auto"
-                    ? fmt::format("predicted: no CUDA device found, simulated '{}' profile", profile.name)
-                    : fmt::format("predicted: simulated '{}' profile", profile.name);
+                    ? fmt::format("predicted: no CUDA device found, GPU simulator with the '{}' device profile",
+                                  profile.name)
+                    : fmt::format("predicted: GPU simulator with the '{}' device profile", profile.name);
   cost::SimulatedOptions simulated;
   simulated.precision = precision;
   choice.model = std::make_unique<cost::SimulatedCostModel>(units, std::move(profile), simulated);
@@ -152,7 +155,48 @@ sched::Schedule schedule_model(const PreparedModel& prepared, const std::string&
     // The schedule came from ios, not from the user: a scheduler bug.
     internal_error("scheduler '{}' produced an invalid schedule: {}", entry.name, e.what());
   }
+  if (const auto* simulated = dynamic_cast<const cost::SimulatedCostModel*>(cost.model.get())) {
+    predict_by_simulation(*simulated, schedule, stats);
+  }
   return schedule;
+}
+
+void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedule& schedule,
+                           sched::SearchStats& stats) {
+  const sched::UnitGraph& units = model.graph();
+  const exec::ExecPlan plan = exec::lower(units, schedule);
+  const sim::Timeline timeline = model.simulate(plan);
+  schedule.predicted_latency_ms = timeline.makespan_us / 1000.0;
+  // A staged schedule's stage predictions already are simulations of the
+  // stages' plans, and its plan is their sequence. A streamed schedule's
+  // per-launch times and per-block latencies come from its scheduler's own
+  // estimate: replace them by the simulated timeline.
+  if (schedule.is_staged()) return;
+  std::vector<double> begin(static_cast<size_t>(units.size()), 0.0), end(begin);
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    for (sched::UnitId u : plan.kernels[k].units) {
+      begin[static_cast<size_t>(u)] = timeline.launch_begin_us[k] / 1000.0;
+      end[static_cast<size_t>(u)] = timeline.launch_end_us[k] / 1000.0;
+    }
+  }
+  for (auto& launch : std::get<sched::StreamedSchedule>(schedule.body).launches) {
+    launch.predicted_start_ms = begin[static_cast<size_t>(launch.unit)];
+    launch.predicted_finish_ms = end[static_cast<size_t>(launch.unit)];
+  }
+  // A block's latency: from the end of the previous block's last unit to the
+  // end of its own (the last block also takes the final join).
+  double previous = 0.0;
+  for (size_t i = 0; i < stats.blocks.size(); ++i) {
+    sched::BlockStats& block_stats = stats.blocks[i];
+    const sched::Block& block = units.blocks().at(static_cast<size_t>(block_stats.block));
+    double block_end = previous;
+    for (sched::UnitId u = block.begin; u < block.end; ++u) {
+      block_end = std::max(block_end, end[static_cast<size_t>(u)]);
+    }
+    if (i + 1 == stats.blocks.size()) block_end = std::max(block_end, schedule.predicted_latency_ms);
+    block_stats.predicted_ms = block_end - previous;
+    previous = block_end;
+  }
 }
 
 std::string describe_schedulers() {
@@ -347,7 +391,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   }
   out << fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n",
                      schedule.predicted_latency_ms,
-                     cost.model->name() == "measured" ? "measured per stage" : "predicted",
+                     cost.model->name() == "measured" ? "measured per stage" : "predicted (whole plan simulated)",
                      sequential_ms, sequential_ms / std::max(1e-12, schedule.predicted_latency_ms));
   out << fmt::format("Written          {}\n", output);
   return 0;

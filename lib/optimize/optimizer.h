@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cost/cost_model.h"
+#include "cost/simulated.h"
 #include "onnx/importer.h"
 #include "sched/schedule.h"
 #include "sched/scheduler.h"
@@ -59,10 +60,19 @@ struct CostChoice {
 CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options);
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the
-// schedule's metadata.
+// schedule's metadata. Under the simulated cost model the schedule's
+// predicted latency is then that of its whole lowered plan on the simulator
+// (predict_by_simulation), whatever the scheduler estimated.
 sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats);
+
+// Replaces a schedule's predictions by the simulation of its whole lowered
+// plan: the predicted latency, and for a streamed schedule each launch's
+// predicted start/finish and each block's latency in `stats`. Every scheduler
+// is thereby compared by one model (contention and event waits included).
+void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedule& schedule,
+                           sched::SearchStats& stats);
 
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);

@@ -12,6 +12,8 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "cost/device_profile.h"
+#include "cost/simulated.h"
 #include "cpu/executor.h"
 #include "cuda/engine.h"
 #include "exec/compare.h"
@@ -19,10 +21,12 @@
 #include "exec/plan.h"
 #include "exec/report.h"
 #include "exec/stats.h"
+#include "exec/trace.h"
 #include "optimize/optimizer.h"
 #include "sched/schedule_io.h"
 #include "sched/scheduler.h"
 #include "sched/validate.h"
+#include "sim/simulator.h"
 
 namespace ios::runner {
 namespace {
@@ -63,7 +67,7 @@ class CpuSession : public Session {
     return times;
   }
   cuda::TraceIteration trace(const std::string&) override {
-    user_error("--trace records GPU stream activity; it is available with --backend cuda only");
+    user_error("--trace records GPU stream activity; it is available with --backend cuda or sim");
   }
 
  private:
@@ -100,6 +104,54 @@ class CudaSession : public Session {
   ir::Shape output_shape(const std::string& name) const { return output_shapes_.at(name); }
   cuda::Engine engine_;
   std::map<std::string, ir::Shape> output_shapes_;
+};
+
+// The GPU simulator as a backend: predicts the plan's timeline once; computes
+// no outputs (--check and friends are refused before a session is opened).
+class SimSession : public Session {
+ public:
+  SimSession(const cost::SimulatedCostModel& model, const exec::ExecPlan& plan, bool cuda_graph,
+             std::string label_suffix)
+      : plan_(plan),
+        timeline_(model.simulate(plan, cuda_graph ? sim::LaunchMode::kGraph : sim::LaunchMode::kPlain)),
+        label_suffix_(std::move(label_suffix)) {
+    for (const exec::Kernel& kernel : plan.kernels) {
+      std::string name;
+      for (sched::UnitId u : kernel.units) name += (name.empty() ? "" : "+") + model.graph().unit(u).id;
+      names_.push_back(std::move(name));
+    }
+  }
+  TensorMap run(const TensorMap&) override { return {}; }
+  cuda::TimingSamples time(int, int iterations) override {
+    cuda::TimingSamples times;  // deterministic: every iteration is the same prediction
+    times.gpu_compute_ms.assign(static_cast<size_t>(iterations), timeline_.makespan_us / 1000.0);
+    return times;
+  }
+  cuda::TraceIteration trace(const std::string& label) override {
+    exec::TraceIteration iteration;
+    iteration.label = label + label_suffix_;
+    iteration.num_streams = plan_.num_streams;
+    iteration.total_us = timeline_.makespan_us;
+    for (const sim::KernelSpan& span : timeline_.kernels) {
+      const size_t launch = static_cast<size_t>(span.launch);
+      exec::TraceEvent event;
+      event.name = names_[launch];
+      event.stream = span.stream;
+      event.start_us = span.begin_us;
+      event.duration_us = span.end_us - span.begin_us;
+      event.args = {{"launch_us", fmt::format("{:.3f}", span.start_us - span.begin_us)},
+                    {"work_us", fmt::format("{:.3f}", span.end_us - span.start_us)},
+                    {"kernel", fmt::format("{}", span.part)}};
+      iteration.events.push_back(std::move(event));
+    }
+    return iteration;
+  }
+
+ private:
+  exec::ExecPlan plan_;
+  sim::Timeline timeline_;
+  std::vector<std::string> names_;  // per plan launch: its unit ids
+  std::string label_suffix_;
 };
 
 struct LoadedSchedule {
@@ -169,6 +221,26 @@ std::string safe_file_name(const std::string& name) {
   return out;
 }
 
+// The simulated device of --backend sim: --device-profile, else the device
+// the first schedule was optimized for when that is a shipped profile (a
+// schedule made with --cost simulated names its profile), else h100.
+std::unique_ptr<cost::SimulatedCostModel> make_simulated_device(const sched::UnitGraph& units,
+                                                                const RunOptions& options,
+                                                                const std::vector<LoadedSchedule>& schedules) {
+  std::string profile = options.device_profile;
+  if (profile.empty()) {
+    profile = "h100";
+    const std::vector<std::string> shipped = cost::shipped_device_profiles();
+    if (!schedules.empty() && !schedules[0].path.empty() &&
+        std::find(shipped.begin(), shipped.end(), schedules[0].schedule.device.name) != shipped.end()) {
+      profile = schedules[0].schedule.device.name;
+    }
+  }
+  cost::SimulatedOptions simulated;
+  simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+  return std::make_unique<cost::SimulatedCostModel>(units, cost::load_device_profile(profile), simulated);
+}
+
 }  // namespace
 
 int run(const RunOptions& options, std::ostream& out) {
@@ -231,11 +303,31 @@ int run(const RunOptions& options, std::ostream& out) {
 
   // Backend.
   const bool on_cpu = options.backend == "cpu";
+  const bool on_sim = options.backend == "sim";
   if (on_cpu && !options.trace.empty()) {
-    user_error("--trace records GPU stream activity; it is available with --backend cuda only");
+    user_error("--trace records GPU stream activity; it is available with --backend cuda or sim");
+  }
+  if (on_sim) {
+    const std::pair<bool, const char*> needs_outputs[] = {
+        {options.check, "--check"}, {!options.references.empty(), "--reference"},
+        {!options.output_dir.empty(), "--output-dir"}, {!options.inputs.empty(), "--input"}};
+    for (const auto& [given, option] : needs_outputs) {
+      if (given) {
+        user_error("{} needs computed outputs, and --backend sim only predicts timing; use --backend "
+                   "cuda or cpu for it", option);
+      }
+    }
   }
   std::string device_name = "CPU reference";
-  if (!on_cpu) {
+  std::unique_ptr<cost::SimulatedCostModel> simulated;
+  std::string sim_note;  // what the predictions are, printed with them
+  if (on_sim) {
+    simulated = make_simulated_device(units, options, schedules);
+    device_name = fmt::format("'{}' device profile (simulated)", simulated->profile().name);
+    sim_note = fmt::format("predicted by the GPU simulator, '{}' device profile, {}",
+                           simulated->profile().name,
+                           options.cuda_graph ? "CUDA graph" : "plain launches");
+  } else if (!on_cpu) {
     const auto device = cuda::probe_device();
     if (!device) {
       throw NoDeviceError(
@@ -244,8 +336,9 @@ int run(const RunOptions& options, std::ostream& out) {
     }
     device_name = device->name;
   }
-  const int warmup = options.warmup >= 0 ? options.warmup : (on_cpu ? 1 : 20);
-  const int iterations = options.iterations > 0 ? options.iterations : (on_cpu ? 5 : 200);
+  const int warmup = options.warmup >= 0 ? options.warmup : (on_sim ? 0 : on_cpu ? 1 : 20);
+  const int iterations = options.iterations > 0 ? options.iterations : (on_sim ? 1 : on_cpu ? 5 : 200);
+  const double duration_s = on_sim ? 0.0 : options.duration_s;  // predictions do not vary
   cuda::EngineOptions engine_options;
   engine_options.cuda_graph = options.cuda_graph;
   engine_options.precision = cuda::parse_precision(options.precision);
@@ -258,6 +351,7 @@ int run(const RunOptions& options, std::ostream& out) {
   for (const auto& [name, shape] : model.inputs) input_names.push_back(name);
   auto open_session = [&](const exec::ExecPlan& plan) -> std::unique_ptr<Session> {
     if (on_cpu) return std::make_unique<CpuSession>(units, plan, options.threads);
+    if (on_sim) return std::make_unique<SimSession>(*simulated, plan, options.cuda_graph, " (" + sim_note + ")");
     auto s = std::make_unique<CudaSession>(units, plan, engine_options);
     s->set_output_shapes(output_shapes);
     return s;
@@ -266,7 +360,7 @@ int run(const RunOptions& options, std::ostream& out) {
   // Inputs: files or seeded random values.
   TensorMap inputs;
   const auto input_files = parse_named_files(options.inputs, input_names, "--input");
-  for (size_t i = 0; i < model.inputs.size(); ++i) {
+  for (size_t i = 0; i < model.inputs.size() && !on_sim; ++i) {
     const auto& [name, shape] = model.inputs[i];
     auto file = input_files.find(name);
     if (file != input_files.end()) {
@@ -344,13 +438,14 @@ int run(const RunOptions& options, std::ostream& out) {
     runs[i].device = device_name;
     runs[i].batch = model.batch;
     runs[i].warmup_iterations = warmup;
-    runs[i].gpu_compute = options.backend == "cuda";
+    runs[i].gpu_compute = !on_cpu;
+    runs[i].predicted = on_sim;
     sessions[i]->time(warmup, 0);
   }
   const int rounds = std::max(1, std::min(iterations, 10));
   const auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < rounds || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
-                                    options.duration_s;
+                                    duration_s;
        ++r) {
     const int chunk = r < rounds ? iterations / rounds + (r < iterations % rounds ? 1 : 0)
                                  : std::max(1, iterations / rounds);
@@ -363,6 +458,7 @@ int run(const RunOptions& options, std::ostream& out) {
     }
   }
 
+  if (on_sim && !options.quiet) out << "Predicted, not measured: " << sim_note << "; nothing was executed\n\n";
   if (!options.quiet) {
     for (const auto& run : runs) {
       out << exec::format_summary(run, exec::compute_stats(run.latencies_ms, run.batch)) << "\n";
@@ -374,7 +470,9 @@ int run(const RunOptions& options, std::ostream& out) {
     // One trace process per schedule, one track per stream.
     std::vector<cuda::TraceIteration> traces;
     for (size_t i = 0; i < schedules.size(); ++i) traces.push_back(sessions[i]->trace(schedules[i].name));
-    cuda::write_chrome_trace(options.trace, traces);
+    std::map<std::string, std::string> about = {{"backend", options.backend}, {"device", device_name}};
+    if (on_sim) about["source"] = "predicted, not measured: " + sim_note;
+    exec::write_chrome_trace(options.trace, traces, about);
   }
   if (mismatch) {
     out << "FAILED: outputs differ beyond tolerance (see the reports above)\n";
