@@ -27,6 +27,7 @@ Examples:
   ios-optimize model.onnx --scheduler ios --params r=2,s=8,strategy=parallel
   ios-optimize model.onnx --batch 8 --cost simulated --device-profile h200
   ios-optimize model.onnx --analyze                # per-block statistics only
+  ios-optimize model.onnx --calibrate profile.sqlite --device-profile h100 -o h100-fit.json
 )";
 
 }  // namespace
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--report-json", options.report_json,
                  "also write the summary and per-block statistics as JSON (for scripts)");
+  app.add_option("--calibrate", options.calibrate_db,
+                 "fit --device-profile's knobs to this profile database's measured stages of the "
+                 "model; writes the profile to -o (no schedule)");
   app.add_flag("--analyze", options.analyze,
                "print per-block structure and search statistics; write no schedule");
   app.add_flag("--list-schedulers", list, "list the schedulers and their parameters, then exit");

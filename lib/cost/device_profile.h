@@ -41,6 +41,9 @@ std::vector<std::string> shipped_device_profiles();
 // UserErrors naming `source` and the field.
 DeviceProfile parse_device_profile(std::string_view json_text, const std::string& source);
 
+// The profile as JSON text that parse_device_profile() reads back.
+std::string device_profile_json(const DeviceProfile& profile);
+
 // A shipped name ("h100", case-insensitive) or a path to a JSON file (anything
 // containing '/' or ending in ".json", or an existing file). An unknown name
 // is a UserError listing the shipped names.

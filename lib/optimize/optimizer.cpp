@@ -11,7 +11,9 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "cost/calibrate.h"
 #include "cost/device_profile.h"
+#include "cost/profile_db.h"
 #include "cost/simulated.h"
 #include "cuda/engine.h"
 #include "cuda/measured.h"
@@ -279,7 +281,71 @@ void write_report_json(const std::string& path, const OptimizeOptions& options,
 
 }  // namespace
 
+namespace {
+
+// ios-optimize --calibrate DB: the device profile whose simulation best
+// reproduces the model's stages measured in DB.
+int run_calibration(const OptimizeOptions& options, std::ostream& out) {
+  if (options.output_path.empty()) {
+    user_error("--calibrate writes a device profile: give its path with -o FILE.json");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(options.calibrate_db, ec)) {
+    user_error("--calibrate {}: no such profile database (fill one with --cost measured --profile-db {} "
+               "on a GPU)",
+               options.calibrate_db, options.calibrate_db);
+  }
+  sched::FormationOptions formation;
+  formation.max_block_units = options.max_block_units;
+  formation.max_block_log10_bound = options.max_block_log10_bound;
+  auto prepared = prepare_model(options.model_path, options.batch, options.input_shapes, formation);
+  const sched::UnitGraph& units = *prepared->units;
+  const cost::DeviceProfile start = cost::load_device_profile(options.device_profile);
+  cost::SimulatedOptions simulated;
+  simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+
+  const cost::ProfileDb db(options.calibrate_db);
+  const cost::DbSamples found = cost::samples_from_db(
+      units, db, cost::candidate_stages(units, start, simulated), simulated.precision, prepared->model.batch);
+  if (found.samples.empty()) {
+    user_error("--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; measure "
+               "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
+               options.calibrate_db, prepared->model.path, prepared->model.batch, options.precision,
+               prepared->model.path, prepared->model.batch, options.calibrate_db);
+  }
+  cost::CalibrationResult fit = cost::calibrate_profile(units, start, simulated, found.samples);
+  fit.profile.name = start.name + "-calibrated";
+  fit.profile.description = fmt::format(
+      "'{}' fitted to {} stages of {} measured on {} (mean error {:.1f}% -> {:.1f}%)", start.name,
+      fit.samples, std::filesystem::path(prepared->model.path).filename().string(), found.device,
+      100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after);
+  create_parent_folder(options.output_path);
+  write_file_atomically(options.output_path, cost::device_profile_json(fit.profile));
+
+  if (options.quiet) return 0;
+  out << "\n=== ios-optimize calibration ===\n";
+  out << fmt::format("Measured         {} stages of {} (batch {}, {}) on {}\n", fit.samples,
+                     prepared->model.path, prepared->model.batch, options.precision, found.device);
+  out << fmt::format("Start profile    {}\n", start.name);
+  for (const std::string& knob : fit.fitted) {
+    const nlohmann::json before = nlohmann::json::parse(cost::device_profile_json(start));
+    const nlohmann::json after = nlohmann::json::parse(cost::device_profile_json(fit.profile));
+    out << fmt::format("  {:<26} {:>10.4g} -> {:.4g}\n", knob, before.at(knob).get<double>(),
+                       after.at(knob).get<double>());
+  }
+  out << fmt::format("Error            mean |predicted/measured - 1| {:.2f}% -> {:.2f}% (max {:.2f}%), "
+                     "{} evaluations\n",
+                     100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after,
+                     100.0 * fit.max_error_after, fit.evaluations);
+  out << fmt::format("Written          {} (use it with --device-profile {})\n", options.output_path,
+                     options.output_path);
+  return 0;
+}
+
+}  // namespace
+
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
+  if (!options.calibrate_db.empty()) return run_calibration(options, out);
   auto log = logger("cli");
   const auto start = std::chrono::steady_clock::now();
   if (options.verbose) {

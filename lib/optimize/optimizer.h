@@ -31,6 +31,9 @@ struct OptimizeOptions {
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   std::string report_json;  // also write the summary and per-block statistics as JSON
+  // Fit the --device-profile's knobs to this profile database's measured
+  // stages of the model and write the profile to output_path (no schedule).
+  std::string calibrate_db;
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;
