@@ -1,6 +1,7 @@
 # ios-run --backend sim: the predicted comparison table, --export-times and a
 # Perfetto trace of Inception V3 in under a second, labelled as predicted;
-# options that need computed outputs are refused.
+# options that need computed outputs are refused. ios-optimize --calibrate's
+# input errors (its fitting is tested in test/sim/calibration_test.cpp).
 source "$(dirname "$0")/common.bash"
 model="$IOS_MODELS_DIR/inception_v3-bdyn.onnx"
 [ -f "$model" ] || { fail "$model missing: run scripts/setup.sh"; finish; exit; }
@@ -79,6 +80,11 @@ expect_error "sim --check" 2 "^ios-run: error: --check needs computed outputs" -
   "$RUN" "$model" "$WORK/ios.json" --backend sim --check
 expect_error "sim unknown profile" 2 "unknown device profile 'nosuch'" -- \
   "$RUN" "$model" "$WORK/ios.json" --backend sim --device-profile nosuch
+expect_error "calibrate without -o" 2 "^ios-optimize: error: --calibrate writes a device profile: give its path with -o" -- \
+  "$OPT" "$model" --batch 1 --calibrate "$WORK/none.sqlite"
+expect_error "calibrate missing db" 2 "no such profile database" -- \
+  "$OPT" "$model" --batch 1 --calibrate "$WORK/none.sqlite" -o "$WORK/p.json"
+[ ! -e "$WORK/none.sqlite" ] && [ ! -e "$WORK/p.json" ] && ok || fail "a failed --calibrate left files behind"
 expect_error "cpu trace" 2 "--trace records GPU stream activity" -- \
   "$RUN" "$model" "$WORK/ios.json" --backend cpu --trace "$WORK/t2.json"
 finish
