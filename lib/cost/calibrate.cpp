@@ -16,7 +16,8 @@ namespace {
 // Answers like the simulated model and remembers every distinct stage asked.
 class RecordingCost : public CostModel {
  public:
-  RecordingCost(const sched::UnitGraph& graph, SimulatedCostModel& model) : graph_(graph), model_(model) {}
+  RecordingCost(const sched::UnitGraph& graph, SimulatedCostModel& model)
+      : graph_(graph), model_(model) {}
   std::string name() const override { return model_.name(); }
   double stage_latency(const sched::Stage& stage) override {
     if (seen_.insert(stage_signature(graph_, stage)).second) stages_.push_back(stage);
@@ -57,11 +58,13 @@ std::vector<double> nelder_mead(F&& f, std::vector<double> x0, double step, int 
   };
   while (evaluations < max_evaluations) {
     for (size_t i = 0; i <= n; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return value[a] < value[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return value[a] < value[b]; });
     const size_t best = order[0], worst = order[n], second = order[n - 1];
     double spread = 0.0;
     for (size_t i = 1; i <= n; ++i) {
-      for (size_t k = 0; k < n; ++k) spread = std::max(spread, std::abs(simplex[order[i]][k] - simplex[best][k]));
+      for (size_t k = 0; k < n; ++k)
+        spread = std::max(spread, std::abs(simplex[order[i]][k] - simplex[best][k]));
     }
     if (spread < 1e-7) break;
     std::vector<double> centroid(n, 0.0);
@@ -87,7 +90,8 @@ std::vector<double> nelder_mead(F&& f, std::vector<double> x0, double step, int 
       value[worst] = fr;
     } else {
       const bool outside = fr < value[worst];
-      const std::vector<double> contracted = point(centroid, outside ? reflected : simplex[worst], 0.5);
+      const std::vector<double> contracted =
+          point(centroid, outside ? reflected : simplex[worst], 0.5);
       const double fc = f(contracted);
       ++evaluations;
       if (fc < std::min(fr, value[worst])) {
@@ -108,7 +112,8 @@ std::vector<double> nelder_mead(F&& f, std::vector<double> x0, double step, int 
 
 }  // namespace
 
-std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph, const DeviceProfile& profile,
+std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph,
+                                           const DeviceProfile& profile,
                                            const SimulatedOptions& options) {
   SimulatedCostModel model(graph, profile, options);
   RecordingCost recorder(graph, model);
@@ -127,14 +132,15 @@ DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
   std::map<std::string, std::map<std::string, double>> measured;
   for (const auto& [key, entry] : db.entries()) {
     if (key.precision != precision_name(precision) || key.batch != batch) continue;
-    measured[key.signature][fmt::format("{} (driver {}, cuDNN {})", key.device, key.driver, key.cudnn)] =
-        entry.latency_ms;
+    measured[key.signature][fmt::format("{} (driver {}, cuDNN {})", key.device, key.driver,
+                                        key.cudnn)] = entry.latency_ms;
   }
   std::map<std::string, std::vector<StageSample>> by_device;
   for (const sched::Stage& stage : candidates) {
     const auto found = measured.find(stage_signature(graph, stage));
     if (found == measured.end()) continue;
-    for (const auto& [device, latency] : found->second) by_device[device].push_back({stage, latency});
+    for (const auto& [device, latency] : found->second)
+      by_device[device].push_back({stage, latency});
   }
   DbSamples out;
   for (auto& [device, samples] : by_device) {
@@ -149,11 +155,12 @@ DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
 CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceProfile& start,
                                     const SimulatedOptions& options,
                                     const std::vector<StageSample>& samples) {
-  std::vector<Knob> knobs = {{"launch_overhead_us", &DeviceProfile::launch_overhead_us, false},
-                             {"event_sync_overhead_us", &DeviceProfile::event_sync_overhead_us, false},
-                             {"compute_efficiency", &DeviceProfile::compute_efficiency, true},
-                             {"memory_efficiency", &DeviceProfile::memory_efficiency, true},
-                             {"concurrency_interference", &DeviceProfile::concurrency_interference, false}};
+  std::vector<Knob> knobs = {
+      {"launch_overhead_us", &DeviceProfile::launch_overhead_us, false},
+      {"event_sync_overhead_us", &DeviceProfile::event_sync_overhead_us, false},
+      {"compute_efficiency", &DeviceProfile::compute_efficiency, true},
+      {"memory_efficiency", &DeviceProfile::memory_efficiency, true},
+      {"concurrency_interference", &DeviceProfile::concurrency_interference, false}};
   if (options.precision == Precision::kTf32 && start.peak_tf32_tflops > 0.0) {
     knobs.push_back({"tensor_core_efficiency", &DeviceProfile::tensor_core_efficiency, true});
   }

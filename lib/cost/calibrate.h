@@ -22,7 +22,8 @@ struct StageSample {
 
 // The distinct stages (by signature) the sequential, greedy and IOS
 // schedulers ask about on `graph`: the stages a measured search stores.
-std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph, const DeviceProfile& profile,
+std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph,
+                                           const DeviceProfile& profile,
                                            const SimulatedOptions& options);
 
 // The candidates found in `db` at this precision and batch, for the one
@@ -39,10 +40,10 @@ struct CalibrationResult {
   DeviceProfile profile;            // the start profile with the fitted knobs
   std::vector<std::string> fitted;  // names of the fitted fields
   size_t samples = 0;
-  double mean_error_before = 0.0;   // mean |predicted / measured - 1| with the start profile
+  double mean_error_before = 0.0;  // mean |predicted / measured - 1| with the start profile
   double mean_error_after = 0.0;
   double max_error_after = 0.0;
-  int evaluations = 0;              // objective evaluations of the search
+  int evaluations = 0;  // objective evaluations of the search
 };
 
 // Fits launch_overhead_us, event_sync_overhead_us, compute_efficiency,

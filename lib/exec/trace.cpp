@@ -14,8 +14,12 @@ std::string chrome_trace_json(const std::vector<TraceIteration>& iterations,
   for (size_t pid = 0; pid < iterations.size(); ++pid) {
     const TraceIteration& it = iterations[pid];
     const std::string label = it.label.empty() ? fmt::format("plan {}", pid) : it.label;
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", label}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    events.push_back(
+        {{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", label}}}});
+    events.push_back({{"name", "process_sort_index"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"args", {{"sort_index", pid}}}});
     for (int s = 0; s < it.num_streams; ++s) {
       events.push_back({{"name", "thread_name"},
                         {"ph", "M"},
@@ -24,8 +28,8 @@ std::string chrome_trace_json(const std::vector<TraceIteration>& iterations,
                         {"args", {{"name", fmt::format("stream {}", s)}}}});
     }
     for (const TraceEvent& e : it.events) {
-      nlohmann::json event = {{"name", e.name}, {"cat", "launch"},     {"ph", "X"},
-                              {"pid", pid},     {"tid", e.stream},      {"ts", e.start_us},
+      nlohmann::json event = {{"name", e.name},      {"cat", "launch"}, {"ph", "X"},
+                              {"pid", pid},          {"tid", e.stream}, {"ts", e.start_us},
                               {"dur", e.duration_us}};
       if (!e.args.empty()) event["args"] = e.args;
       events.push_back(std::move(event));

@@ -21,9 +21,9 @@ constexpr double kWorkEps = 1e-9;
 enum class Phase { kStep, kLaunching, kQueued, kWorking, kDone };
 
 struct StreamState {
-  size_t pos = 0;          // current step: stream_steps_[pos], up to `end`
+  size_t pos = 0;  // current step: stream_steps_[pos], up to `end`
   size_t end = 0;
-  int part = 0;            // current kernel of a launch step
+  int part = 0;  // current kernel of a launch step
   Phase phase = Phase::kStep;
   double ready_at = 0.0;
   double remaining = 0.0;
@@ -77,10 +77,12 @@ class Simulation {
                    "step {} launches kernel {} of {}", i, step.kernel, plan.kernels.size());
         calls = static_cast<int>(costs[static_cast<size_t>(step.kernel)].size());
       } else {
-        IOS_ASSERT(step.event >= 0 && step.event < plan.num_events, "step {} uses event {} of {}", i,
-                   step.event, plan.num_events);
-        if (step.kind == Step::Kind::kRecord) last_record[static_cast<size_t>(step.event)] = static_cast<int>(i);
-        if (step.kind == Step::Kind::kWait) bound_record_[i] = last_record[static_cast<size_t>(step.event)];
+        IOS_ASSERT(step.event >= 0 && step.event < plan.num_events, "step {} uses event {} of {}",
+                   i, step.event, plan.num_events);
+        if (step.kind == Step::Kind::kRecord)
+          last_record[static_cast<size_t>(step.event)] = static_cast<int>(i);
+        if (step.kind == Step::Kind::kWait)
+          bound_record_[i] = last_record[static_cast<size_t>(step.event)];
       }
       if (limits.mode == LaunchMode::kPlain) {
         issued_[i] = host + limits.host_call_us;  // the step's first call has returned
@@ -114,9 +116,11 @@ class Simulation {
                  "record never completes)",
                  s, st.pos < st.end ? stream_steps_[st.pos] : -1);
     }
-    IOS_ASSERT(queue_head_ == queue_.size() && working_ == 0, "simulation ended with {} queued, {} working kernels",
-               queue_.size() - queue_head_, working_);
-    timeline_.makespan_us = *std::max_element(timeline_.stream_end_us.begin(), timeline_.stream_end_us.end());
+    IOS_ASSERT(queue_head_ == queue_.size() && working_ == 0,
+               "simulation ended with {} queued, {} working kernels", queue_.size() - queue_head_,
+               working_);
+    timeline_.makespan_us =
+        *std::max_element(timeline_.stream_end_us.begin(), timeline_.stream_end_us.end());
     return std::move(timeline_);
   }
 
@@ -134,7 +138,8 @@ class Simulation {
     while (changed) {
       changed = false;
       for (size_t s = 0; s < streams_.size(); ++s) changed |= advance(s);
-      while (queue_head_ < queue_.size() && working_ < static_cast<size_t>(limits_.max_concurrent_kernels)) {
+      while (queue_head_ < queue_.size() &&
+             working_ < static_cast<size_t>(limits_.max_concurrent_kernels)) {
         StreamState& st = streams_[queue_[queue_head_++]];
         st.phase = Phase::kWorking;
         st.remaining = current_kernel(st).work_us;
@@ -186,7 +191,8 @@ class Simulation {
       const Step& step = plan_.steps[i];
       const double issued =
           issued_[i] + (step.kind == Step::Kind::kLaunch ? st.part * limits_.host_call_us : 0.0);
-      if (issued > now_ && !(step.kind == Step::Kind::kLaunch && costs_[static_cast<size_t>(step.kernel)].empty())) {
+      if (issued > now_ &&
+          !(step.kind == Step::Kind::kLaunch && costs_[static_cast<size_t>(step.kernel)].empty())) {
         st.ready_at = issued;
         return changed;
       }
@@ -268,12 +274,12 @@ class Simulation {
   const std::vector<std::vector<KernelCost>>& costs_;
   const DeviceLimits& limits_;
   std::vector<StreamState> streams_;
-  std::vector<int> stream_steps_;     // step indices grouped by stream, each in issue order
-  std::vector<int> bound_record_;     // per wait step: its record step, or -1
-  std::vector<double> record_done_;   // per record step: when it completed, -1 before
-  std::vector<double> issued_;        // per step: when the host had issued it (kPlain)
-  std::vector<size_t> queue_;         // streams with a queued kernel, first come first served,
-  size_t queue_head_ = 0;             // from queue_[queue_head_] on
+  std::vector<int> stream_steps_;    // step indices grouped by stream, each in issue order
+  std::vector<int> bound_record_;    // per wait step: its record step, or -1
+  std::vector<double> record_done_;  // per record step: when it completed, -1 before
+  std::vector<double> issued_;       // per step: when the host had issued it (kPlain)
+  std::vector<size_t> queue_;        // streams with a queued kernel, first come first served,
+  size_t queue_head_ = 0;            // from queue_[queue_head_] on
   size_t working_ = 0;
   double now_ = 0.0;
   Timeline timeline_;

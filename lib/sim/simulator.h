@@ -26,9 +26,9 @@ enum class LaunchMode {
 
 // One device kernel as it behaves alone on the device.
 struct KernelCost {
-  double launch_us = 0.0;        // on its stream before it works (launch, ramp-up, tail); uses no SMs
-  double work_us = 0.0;          // working time alone (roofline)
-  double sm_share = 0.0;         // fraction of the device's thread-block slots it fills alone, (0, 1]
+  double launch_us = 0.0;  // on its stream before it works (launch, ramp-up, tail); uses no SMs
+  double work_us = 0.0;    // working time alone (roofline)
+  double sm_share = 0.0;   // fraction of the device's thread-block slots it fills alone, (0, 1]
   double bandwidth_share = 0.0;  // fraction of the usable DRAM bandwidth it draws alone, [0, 1]
   double total_us() const { return launch_us + work_us; }
 };

@@ -30,7 +30,8 @@ TEST_CASE("Chrome traces have one process per plan and one track per stream", "[
   for (const auto& e : doc.at("traceEvents")) {
     const int pid = e.at("pid").get<int>();
     const int tid = e.contains("tid") ? e.at("tid").get<int>() : -1;
-    if (e.at("ph") == "M" && e.at("name") == "process_name") processes[pid] = e.at("args").at("name").get<std::string>();
+    if (e.at("ph") == "M" && e.at("name") == "process_name")
+      processes[pid] = e.at("args").at("name").get<std::string>();
     if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks.insert({pid, tid});
     if (e.at("ph") == "X") {
       used.insert({pid, tid});

@@ -15,7 +15,8 @@
 
 using namespace ios;
 
-TEST_CASE("calibration recovers known knobs from a simulated profile database", "[sim][calibration]") {
+TEST_CASE("calibration recovers known knobs from a simulated profile database",
+          "[sim][calibration]") {
   const auto path = test::model("squeezenet1_1-bdyn.onnx");
   REQUIRE(std::filesystem::exists(path));
   const auto prepared = optimize::prepare_model(path.string(), 1, {});
@@ -49,28 +50,31 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database", 
       entries.push_back({{"Synthetic V100", "1.0", "9.0", "fp32", 8, signature}, {1.0, 100, 0}});
     }
     for (size_t i = 0; i < 5 && i < stages.size(); ++i) {
-      entries.push_back({{"Other GPU", "1.0", "9.0", "fp32", 1, cost::stage_signature(units, stages[i])},
-                         {1.0, 100, 0}});
+      entries.push_back(
+          {{"Other GPU", "1.0", "9.0", "fp32", 1, cost::stage_signature(units, stages[i])},
+           {1.0, 100, 0}});
     }
     db.store_all(entries);
     stored = stages.size();
   }
 
   const cost::ProfileDb db(db_path);
-  const cost::DbSamples found =
-      cost::samples_from_db(units, db, cost::candidate_stages(units, start, options), cost::Precision::kFp32, 1);
+  const cost::DbSamples found = cost::samples_from_db(
+      units, db, cost::candidate_stages(units, start, options), cost::Precision::kFp32, 1);
   CHECK(found.device == "Synthetic V100 (driver 1.0, cuDNN 9.0)");
   CHECK(found.samples.size() > 50);
   CHECK(found.samples.size() <= stored);
 
   const cost::CalibrationResult fit = cost::calibrate_profile(units, start, options, found.samples);
-  INFO("evaluations " << fit.evaluations << ", error " << fit.mean_error_before << " -> " << fit.mean_error_after);
+  INFO("evaluations " << fit.evaluations << ", error " << fit.mean_error_before << " -> "
+                      << fit.mean_error_after);
   CHECK(fit.fitted.size() == 5);  // no tensor cores on a V100
   CHECK(fit.profile.launch_overhead_us == Approx(truth.launch_overhead_us).epsilon(0.05));
   CHECK(fit.profile.event_sync_overhead_us == Approx(truth.event_sync_overhead_us).epsilon(0.05));
   CHECK(fit.profile.compute_efficiency == Approx(truth.compute_efficiency).epsilon(0.05));
   CHECK(fit.profile.memory_efficiency == Approx(truth.memory_efficiency).epsilon(0.05));
-  CHECK(fit.profile.concurrency_interference == Approx(truth.concurrency_interference).epsilon(0.05));
+  CHECK(fit.profile.concurrency_interference ==
+        Approx(truth.concurrency_interference).epsilon(0.05));
   CHECK(fit.mean_error_before > 0.05);
   CHECK(fit.mean_error_after < 0.01);
   // What is not fitted stays as it was.

@@ -51,7 +51,8 @@ const Case& prepare(const std::string& name, int64_t batch, const std::string& p
   return *slot;
 }
 
-sched::Schedule optimize_with(const Case& c, const std::string& scheduler, const std::string& params = "") {
+sched::Schedule optimize_with(const Case& c, const std::string& scheduler,
+                              const std::string& params = "") {
   sched::SearchStats stats;
   return optimize::schedule_model(*c.model, scheduler, params, c.cost, stats);
 }
@@ -64,7 +65,8 @@ double stage_sum(const sched::Schedule& schedule) {
 
 }  // namespace
 
-TEST_CASE("every scheduler's prediction is the simulation of its whole plan", "[sim][predictions]") {
+TEST_CASE("every scheduler's prediction is the simulation of its whole plan",
+          "[sim][predictions]") {
   for (const char* name : {"squeezenet1_1", "inception_v3"}) {
     const Case& c = prepare(name, 1);
     for (const auto& entry : sched::scheduler_registry()) {
@@ -130,7 +132,8 @@ TEST_CASE("paper, Figure 6: SqueezeNet at batch 1, greedy does not beat sequenti
   const sched::Schedule greedy = optimize_with(c, "greedy");
   const sched::Schedule ios = optimize_with(c, "ios");
   auto plain_ms = [&](const sched::Schedule& s) {
-    return c.simulated().simulate(exec::lower(c.units(), s), sim::LaunchMode::kPlain).makespan_us / 1000.0;
+    return c.simulated().simulate(exec::lower(c.units(), s), sim::LaunchMode::kPlain).makespan_us /
+           1000.0;
   };
   INFO("plain launches: sequential " << plain_ms(sequential) << " ms, greedy " << plain_ms(greedy)
                                      << " ms, ios " << plain_ms(ios) << " ms");
@@ -194,7 +197,9 @@ TEST_CASE("paper, Figure 10: the 1x3 + 3x1 merge at batch 32 is compute-bound in
   int pairs = 0;
   for (sched::UnitId a = block.begin; a < block.end; ++a) {
     for (sched::UnitId b = block.begin; b < block.end; ++b) {
-      if (kernel_of(a) != std::array<int64_t, 2>{1, 3} || kernel_of(b) != std::array<int64_t, 2>{3, 1}) continue;
+      if (kernel_of(a) != std::array<int64_t, 2>{1, 3} ||
+          kernel_of(b) != std::array<int64_t, 2>{3, 1})
+        continue;
       if (units.unit(a).inputs != units.unit(b).inputs) continue;
       ++pairs;
       const sched::MergeCheck check = sched::check_merge(units, {a, b});

@@ -13,7 +13,8 @@ using sim::LaunchMode;
 
 namespace {
 
-KernelCost kernel(double launch_us, double work_us, double sm_share = 0.1, double bandwidth_share = 0.0) {
+KernelCost kernel(double launch_us, double work_us, double sm_share = 0.1,
+                  double bandwidth_share = 0.0) {
   return {launch_us, work_us, sm_share, bandwidth_share};
 }
 
@@ -25,7 +26,8 @@ struct PlanBuilder {
   void launch(int stream, std::vector<KernelCost> parts) {
     plan.kernels.push_back({{static_cast<sched::UnitId>(plan.kernels.size())}, false});
     costs.push_back(std::move(parts));
-    plan.steps.push_back({Step::Kind::kLaunch, stream, static_cast<int>(plan.kernels.size() - 1), -1});
+    plan.steps.push_back(
+        {Step::Kind::kLaunch, stream, static_cast<int>(plan.kernels.size() - 1), -1});
   }
   int record(int stream) {
     plan.steps.push_back({Step::Kind::kRecord, stream, -1, plan.num_events});
@@ -133,7 +135,8 @@ TEST_CASE("the simulator is deterministic", "[sim]") {
   const int fork = b.record(0);
   b.wait(1, fork);
   b.wait(2, fork);
-  for (int i = 0; i < 20; ++i) b.launch(i % 3, {kernel(1.0 + i % 4, 3.0 + (i * 7) % 11, 0.05 * (i % 9 + 1), 0.1 * (i % 5))});
+  for (int i = 0; i < 20; ++i)
+    b.launch(i % 3, {kernel(1.0 + i % 4, 3.0 + (i * 7) % 11, 0.05 * (i % 9 + 1), 0.1 * (i % 5))});
   b.wait(0, b.record(1));
   b.wait(0, b.record(2));
   DeviceLimits limits;
@@ -144,6 +147,7 @@ TEST_CASE("the simulator is deterministic", "[sim]") {
     const sim::Timeline again = b.run(limits);
     CHECK(again.makespan_us == first.makespan_us);
     REQUIRE(again.kernels.size() == first.kernels.size());
-    for (size_t k = 0; k < first.kernels.size(); ++k) CHECK(again.kernels[k].end_us == first.kernels[k].end_us);
+    for (size_t k = 0; k < first.kernels.size(); ++k)
+      CHECK(again.kernels[k].end_us == first.kernels[k].end_us);
   }
 }
