@@ -323,7 +323,8 @@ int run(const RunOptions& options, std::ostream& out) {
   std::string sim_note;  // what the predictions are, printed with them
   if (on_sim) {
     simulated = make_simulated_device(units, options, schedules);
-    device_name = fmt::format("'{}' device profile (simulated)", simulated->profile().name);
+    device_name = fmt::format("'{}' device profile (simulated, {})", simulated->profile().name,
+                              options.cuda_graph ? "CUDA graph" : "plain launches");
     sim_note = fmt::format("predicted by the GPU simulator, '{}' device profile, {}",
                            simulated->profile().name,
                            options.cuda_graph ? "CUDA graph" : "plain launches");
@@ -458,7 +459,7 @@ int run(const RunOptions& options, std::ostream& out) {
     }
   }
 
-  if (on_sim && !options.quiet) out << "Predicted, not measured: " << sim_note << "; nothing was executed\n\n";
+  if (on_sim && !options.quiet) out << "Not measured: " << sim_note << "; nothing was executed\n\n";
   if (!options.quiet) {
     for (const auto& run : runs) {
       out << exec::format_summary(run, exec::compute_stats(run.latencies_ms, run.batch)) << "\n";
@@ -471,7 +472,7 @@ int run(const RunOptions& options, std::ostream& out) {
     std::vector<cuda::TraceIteration> traces;
     for (size_t i = 0; i < schedules.size(); ++i) traces.push_back(sessions[i]->trace(schedules[i].name));
     std::map<std::string, std::string> about = {{"backend", options.backend}, {"device", device_name}};
-    if (on_sim) about["source"] = "predicted, not measured: " + sim_note;
+    if (on_sim) about["source"] = "not measured: " + sim_note;
     exec::write_chrome_trace(options.trace, traces, about);
   }
   if (mismatch) {
