@@ -38,6 +38,7 @@ Examples:
   ios-optimize model.onnx --analyze                # per-block statistics only
   ios-optimize model.onnx --dot s.svg              # also draw the schedule (Graphviz)
   ios-optimize model.onnx --html report.html       # summary, picture and block table
+  ios-optimize model.onnx --calibrate profile.sqlite --device-profile h100 -o h100-fit.json
 )",
                      ios::cli::scheduler_names());
 }
@@ -112,6 +113,9 @@ int main(int argc, char** argv) {
                  "also draw the schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
   app.add_option("--html", options.html_path,
                  "also write an HTML page: summary, the schedule's picture, per-block table (needs dot)");
+  app.add_option("--calibrate", options.calibrate_db,
+                 "fit --device-profile's knobs to this profile database's measured stages of the "
+                 "model; writes the profile to -o (no schedule)");
   app.add_flag("--analyze", options.analyze,
                "print per-block structure and search statistics; write no schedule");
   app.add_flag("--list-schedulers", list, "list the schedulers and their parameters, then exit");

@@ -23,7 +23,9 @@ on the GPU with CUDA streams, events, cuDNN and CUDA graphs (--backend cuda,
 the default) or on the CPU reference executor (--backend cpu). Several
 schedules are timed interleaved and compared in one table, speed-ups against
 the first; a schedule given as NAME=FILE is shown as NAME. Without a schedule
-file the sequential schedule is run.
+file the sequential schedule is run. Without a GPU, --backend sim predicts the
+same table and trace with the GPU simulator (nothing is executed; the device
+is a profile, --device-profile).
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error (bad model,
 schedule or option), 3 no usable GPU (use --dry-run or --backend cpu),
@@ -34,6 +36,7 @@ Examples:
   ios-run model.onnx seq=a/s.json ios=b/s.json --iterations 500 --export-times t.json
   ios-run model.onnx ios.json --backend cpu --check --input input=x.npy --output-dir out/
   ios-run model.onnx ios.json --dry-run --dot ios.svg
+  ios-run model.onnx seq.json ios.json --backend sim --device-profile v100 --trace t.json
 )";
 
 // Options that would do nothing with the rest of the command line.
@@ -74,8 +77,10 @@ int main(int argc, char** argv) {
   app.add_option("schedules", o.schedule_paths,
                  "schedule files, FILE or NAME=FILE (NAME labels it in reports; default: sequential)");
   app.add_flag("--dry-run", o.dry_run, "validate, lower and print the plans; run nothing");
-  app.add_option("--backend", o.backend, "cuda or cpu")
-      ->check(CLI::IsMember({"cuda", "cpu"}))->capture_default_str();
+  app.add_option("--backend", o.backend, "cuda, cpu, or sim (predict with the GPU simulator)")
+      ->check(CLI::IsMember({"cuda", "cpu", "sim"}))->capture_default_str();
+  app.add_option("--device-profile", o.device_profile,
+                 "sim: h100, h200, a100, v100 or a profile JSON (default: the schedule's device, else h100)");
   app.add_option("-b,--batch", o.batch, "batch size (default: the schedule's input shapes)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--rewrite-batch", o.rewrite_batch,
@@ -93,7 +98,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the random inputs")->capture_default_str();
   app.add_option("--output-dir", o.output_dir, "write each output as NAME.npy here");
   app.add_option("--export-times", o.export_times, "write per-iteration timings as JSON");
-  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of one iteration (cuda)");
+  app.add_option("--trace", o.trace, "write a Chrome/Perfetto trace of one iteration (cuda, sim)");
   app.add_option("--dot", o.dot_path,
                  "draw the (one) schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
   bool no_graph = false;

@@ -374,15 +374,19 @@ METHOD_COMMON = """\
   over blocks); **transitions** and **stages costed** are its counters (the
   DP's edges and the distinct stages whose latency it asked the cost model
   for). They are summed over blocks.
-- **Predicted latency** is the cost model's latency of the schedule found;
-  the **predicted speed-up** divides the sequential schedule's predicted
-  latency under the same cost model by it. For the staged schedulers it is
-  the sum of the cost model's stage latencies (contention between concurrent
-  groups and stage synchronization included). For the streamed ones (`lios`,
-  `nimble`) it is their own list-scheduling makespan over standalone unit
-  latencies, with no contention and no synchronization cost: optimistic, and
-  not comparable with the staged predictions. Only measured latencies
-  compare all schedulers on equal terms.
+- **Predicted latency** is the latency of the schedule found as
+  `ios-optimize` reports it; the **predicted speed-up** divides the
+  sequential schedule's predicted latency under the same cost model by it.
+  With the simulated cost model every scheduler's prediction is the GPU
+  simulator's latency of its whole lowered plan (`docs/cost-model.md`):
+  contention between concurrent kernels, launch overheads and every event
+  wait included, for the staged schedulers (the sum of their stages) and the
+  streamed ones (`lios`, `nimble`) alike, so the predictions compare all
+  schedulers by one model. They are estimates of a GPU, not measurements.
+  With measured costs a staged schedule's prediction is the sum of its
+  measured stages and a streamed one's its scheduler's own estimate over
+  measured unit latencies; only measured latencies compare all schedulers on
+  equal terms there.
 - Schedulers: `sequential`, `greedy`, `ios` (r=3, s=8, concurrent stages and
   operator merge), `ios-parallel` and `ios-merge` (`ios --params
   strategy=parallel` / `strategy=merge`), `dos`, `lios`, `nimble`, each with

@@ -131,6 +131,7 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   p.mem_bandwidth_gbs = r.number("mem_bandwidth_gbs", 0.0, true, kHuge);
   p.launch_overhead_us = r.number("launch_overhead_us", 0.0, false, kHuge);
   p.event_sync_overhead_us = r.number("event_sync_overhead_us", 0.0, false, kHuge);
+  p.host_launch_us = r.number("host_launch_us", 0.0, false, kHuge);
   p.max_concurrent_kernels = r.integer("max_concurrent_kernels", 1);
   p.compute_efficiency = r.number("compute_efficiency", 0.0, true, 1.0);
   p.tensor_core_efficiency = r.number("tensor_core_efficiency", 0.0, false, 1.0);
@@ -147,6 +148,28 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
         source);
   }
   return p;
+}
+
+std::string device_profile_json(const DeviceProfile& p) {
+  nlohmann::ordered_json doc;
+  doc["name"] = p.name;
+  if (!p.description.empty()) doc["description"] = p.description;
+  doc["sm_count"] = p.sm_count;
+  doc["peak_fp32_tflops"] = p.peak_fp32_tflops;
+  doc["peak_tf32_tflops"] = p.peak_tf32_tflops;
+  doc["mem_bandwidth_gbs"] = p.mem_bandwidth_gbs;
+  doc["launch_overhead_us"] = p.launch_overhead_us;
+  doc["event_sync_overhead_us"] = p.event_sync_overhead_us;
+  doc["host_launch_us"] = p.host_launch_us;
+  doc["max_concurrent_kernels"] = p.max_concurrent_kernels;
+  doc["compute_efficiency"] = p.compute_efficiency;
+  doc["tensor_core_efficiency"] = p.tensor_core_efficiency;
+  doc["memory_efficiency"] = p.memory_efficiency;
+  doc["blocks_per_sm"] = p.blocks_per_sm;
+  doc["outputs_per_block"] = p.outputs_per_block;
+  doc["split_k_length"] = p.split_k_length;
+  doc["concurrency_interference"] = p.concurrency_interference;
+  return doc.dump(2) + "\n";
 }
 
 DeviceProfile load_device_profile(const std::string& name_or_path) {

@@ -20,7 +20,8 @@ struct DeviceProfile {
   double peak_tf32_tflops = 0.0;  // 0: the device has no TF32 tensor cores
   double mem_bandwidth_gbs = 0.0;
   double launch_overhead_us = 0.0;      // fixed cost of each kernel on its stream
-  double event_sync_overhead_us = 0.0;  // fork/join of a stage that uses > 1 stream
+  double event_sync_overhead_us = 0.0;  // latency of one cross-stream event wait
+  double host_launch_us = 0.0;          // host time of one CUDA call (plain launches only)
   int64_t max_concurrent_kernels = 0;   // kernels resident at once across streams
   // Efficiency knobs (docs/cost-model.md, "Knobs").
   double compute_efficiency = 0.0;        // of peak FP32, reached by a kernel filling the device
@@ -39,6 +40,9 @@ std::vector<std::string> shipped_device_profiles();
 // Missing, mistyped, negative or out-of-range fields and unknown fields are
 // UserErrors naming `source` and the field.
 DeviceProfile parse_device_profile(std::string_view json_text, const std::string& source);
+
+// The profile as JSON text that parse_device_profile() reads back.
+std::string device_profile_json(const DeviceProfile& profile);
 
 // A shipped name ("h100", case-insensitive) or a path to a JSON file (anything
 // containing '/' or ending in ".json", or an existing file). An unknown name

@@ -233,6 +233,28 @@ int64_t ProfileDb::count() const {
   return sqlite3_column_int64(q.get(), 0);
 }
 
+std::vector<std::pair<ProfileKey, ProfileEntry>> ProfileDb::entries() const {
+  IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
+  Statement q(db_,
+              "SELECT device, driver, cudnn, precision, batch, signature, latency_ms, repetitions, "
+              "measured_at FROM stage_latency ORDER BY device, driver, cudnn, precision, batch, signature");
+  if (!q.ok()) fail("preparing a listing");
+  auto text = [&](int column) {
+    const unsigned char* value = sqlite3_column_text(q.get(), column);
+    return value ? std::string(reinterpret_cast<const char*>(value)) : std::string();
+  };
+  std::vector<std::pair<ProfileKey, ProfileEntry>> out;
+  int rc = SQLITE_ROW;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    ProfileKey key{text(0), text(1), text(2), text(3), sqlite3_column_int64(q.get(), 4), text(5)};
+    ProfileEntry entry{sqlite3_column_double(q.get(), 6), sqlite3_column_int64(q.get(), 7),
+                       sqlite3_column_int64(q.get(), 8)};
+    out.emplace_back(std::move(key), entry);
+  }
+  if (rc != SQLITE_DONE) fail("listing the stages");
+  return out;
+}
+
 void ProfileDb::clear() { exec("DELETE FROM stage_latency"); }
 
 // --- Stage signatures --------------------------------------------------------

@@ -67,6 +67,8 @@ class ProfileDb {
   // Many entries in one transaction (faster than one store() each).
   void store_all(const std::vector<std::pair<ProfileKey, ProfileEntry>>& entries);
   int64_t count() const;
+  // Every entry, ordered by key (calibration reads them all).
+  std::vector<std::pair<ProfileKey, ProfileEntry>> entries() const;
   void clear();
 
  private:

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
-#include <limits>
 
 #include "core/error.h"
 #include "sched/merge.h"
@@ -26,12 +24,17 @@ SimulatedCostModel::SimulatedCostModel(const sched::UnitGraph& graph, DeviceProf
   IOS_ASSERT(graph.ir() != nullptr,
              "the simulated cost model needs a unit graph formed from an IR graph");
   work_.reserve(static_cast<size_t>(graph.size()));
-  for (sched::UnitId u = 0; u < graph.size(); ++u) work_.push_back(unit_work(graph, u));
+  kernels_.reserve(static_cast<size_t>(graph.size()));
+  for (sched::UnitId u = 0; u < graph.size(); ++u) {
+    work_.push_back(unit_work(graph, u));
+    std::vector<sim::KernelCost>& parts = kernels_.emplace_back();
+    for (const KernelWork& k : work_.back().kernels) parts.push_back(time_kernel(k));
+  }
 }
 
-KernelTiming SimulatedCostModel::time_kernel(const KernelWork& k) const {
+sim::KernelCost SimulatedCostModel::time_kernel(const KernelWork& k) const {
   const DeviceProfile& p = profile_;
-  KernelTiming t;
+  sim::KernelCost t;
   t.launch_us = p.launch_overhead_us;
 
   // Occupancy, in fractional thread blocks (no wave quantization, so time
@@ -59,90 +62,42 @@ KernelTiming SimulatedCostModel::time_kernel(const KernelWork& k) const {
   return t;
 }
 
-double SimulatedCostModel::simulate_us(
-    const std::vector<std::vector<KernelTiming>>& streams) const {
-  // Fluid model. Each stream is in one of: launching its next kernel (a fixed
-  // delay that uses no device resources), queued (launched, but the device
-  // already holds max_concurrent_kernels kernels), working, or done. While
-  // kernels work together each progresses at 1/s of its solo speed, where
-  // s = max(1, sum of SM shares, sum of bandwidth shares), times
-  // (1 + concurrency_interference) when more than one works.
-  enum class Phase { kLaunch, kQueued, kWork, kDone };
-  struct State {
-    size_t next = 0;  // index of the current kernel
-    Phase phase = Phase::kDone;
-    double remaining = 0.0;  // kLaunch: us of launch left; kWork: solo us of work left
-  };
-  const size_t n = streams.size();
-  std::vector<State> state(n);
-  std::deque<size_t> queue;  // queued streams, first come first served
-  size_t working = 0;
-  auto start_kernel = [&](size_t s) {
-    if (state[s].next >= streams[s].size()) {
-      state[s].phase = Phase::kDone;
-      return;
-    }
-    state[s].phase = Phase::kLaunch;
-    state[s].remaining = streams[s][state[s].next].launch_us;
-  };
-  for (size_t s = 0; s < n; ++s) start_kernel(s);
+sim::DeviceLimits SimulatedCostModel::limits(sim::LaunchMode mode) const {
+  sim::DeviceLimits limits;
+  limits.max_concurrent_kernels = profile_.max_concurrent_kernels;
+  limits.concurrency_interference = profile_.concurrency_interference;
+  limits.event_wait_us = profile_.event_sync_overhead_us;
+  limits.mode = mode;
+  limits.host_call_us = profile_.host_launch_us;
+  return limits;
+}
 
-  const auto max_working = static_cast<size_t>(profile_.max_concurrent_kernels);
-  constexpr double kEps = 1e-9;
-  double now = 0.0;
-  for (;;) {
-    // Transitions at `now`, repeated until nothing changes (zero-length
-    // launches and work finish immediately).
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      for (size_t s = 0; s < n; ++s) {
-        State& st = state[s];
-        if (st.phase == Phase::kLaunch && st.remaining <= kEps) {
-          st.phase = Phase::kQueued;
-          queue.push_back(s);
-          changed = true;
-        } else if (st.phase == Phase::kWork && st.remaining <= kEps) {
-          --working;
-          ++st.next;
-          start_kernel(s);
-          changed = true;
-        }
-      }
-      while (!queue.empty() && working < max_working) {
-        State& st = state[queue.front()];
-        st.phase = Phase::kWork;
-        st.remaining = streams[queue.front()][st.next].work_us;
-        queue.pop_front();
-        ++working;
-        changed = true;
-      }
+std::vector<std::vector<sim::KernelCost>> SimulatedCostModel::kernel_costs(
+    const exec::ExecPlan& plan) const {
+  std::vector<std::vector<sim::KernelCost>> costs;
+  costs.reserve(plan.kernels.size());
+  for (const exec::Kernel& kernel : plan.kernels) {
+    if (!kernel.merged) {
+      IOS_ASSERT(kernel.units.size() == 1, "an unmerged launch runs one unit, not {}",
+                 kernel.units.size());
+      costs.push_back(kernels_.at(static_cast<size_t>(kernel.units[0])));
+      continue;
     }
-
-    double sm = 0.0, bandwidth = 0.0;
-    for (size_t s = 0; s < n; ++s) {
-      if (state[s].phase != Phase::kWork) continue;
-      sm += streams[s][state[s].next].sm_share;
-      bandwidth += streams[s][state[s].next].bandwidth_share;
-    }
-    double slowdown = std::max({1.0, sm, bandwidth});
-    if (working > 1) slowdown *= 1.0 + profile_.concurrency_interference;
-
-    double dt = std::numeric_limits<double>::infinity();
-    for (size_t s = 0; s < n; ++s) {
-      if (state[s].phase == Phase::kLaunch) dt = std::min(dt, state[s].remaining);
-      if (state[s].phase == Phase::kWork) dt = std::min(dt, state[s].remaining * slowdown);
-    }
-    if (std::isinf(dt)) break;  // every stream is done
-    now += dt;
-    for (size_t s = 0; s < n; ++s) {
-      if (state[s].phase == Phase::kLaunch) state[s].remaining -= dt;
-      if (state[s].phase == Phase::kWork) state[s].remaining -= dt / slowdown;
-    }
+    const sched::MergeCheck check = sched::check_merge(graph_, kernel.units);
+    IOS_ASSERT(check.spec.has_value(), "merge stage is not mergeable: {}", check.reason);
+    const UnitWork merged = merged_conv_work(graph_, *check.spec);
+    std::vector<sim::KernelCost>& parts = costs.emplace_back();
+    for (const KernelWork& k : merged.kernels) parts.push_back(time_kernel(k));
   }
-  IOS_ASSERT(queue.empty() && working == 0, "simulation ended with {} queued, {} working kernels",
-             queue.size(), working);
-  return now;
+  return costs;
+}
+
+sim::Timeline SimulatedCostModel::simulate(const exec::ExecPlan& plan, sim::LaunchMode mode) const {
+  return sim::simulate(plan, kernel_costs(plan), limits(mode));
+}
+
+double SimulatedCostModel::schedule_latency(const sched::Schedule& schedule) const {
+  return simulate(exec::lower(graph_, schedule)).makespan_us / 1000.0;
 }
 
 double SimulatedCostModel::stage_latency(const sched::Stage& stage) {
@@ -150,23 +105,10 @@ double SimulatedCostModel::stage_latency(const sched::Stage& stage) {
   if (stage.strategy == sched::Strategy::kMerge) {
     IOS_ASSERT(stage.groups.size() == 1, "a merge stage has exactly one group, got {}",
                stage.groups.size());
-    const sched::MergeCheck check = sched::check_merge(graph_, stage.groups[0]);
-    IOS_ASSERT(check.spec.has_value(), "merge stage is not mergeable: {}", check.reason);
-    const UnitWork merged = merged_conv_work(graph_, *check.spec);
-    return simulate_us({{time_kernel(merged.kernels.at(0))}}) / 1000.0;
   }
-
-  std::vector<std::vector<KernelTiming>> streams;
-  streams.reserve(stage.groups.size());
-  for (const auto& group : stage.groups) {
-    std::vector<KernelTiming>& kernels = streams.emplace_back();
-    for (sched::UnitId u : group) {
-      for (const KernelWork& k : work(u).kernels) kernels.push_back(time_kernel(k));
-    }
-  }
-  double us = simulate_us(streams);
-  if (stage.groups.size() > 1) us += profile_.event_sync_overhead_us;
-  return us / 1000.0;
+  sched::Schedule one_stage;
+  one_stage.body = sched::StagedSchedule{{stage}};
+  return schedule_latency(one_stage);
 }
 
 }  // namespace ios::cost

@@ -1,8 +1,9 @@
-// SimulatedCostModel: an analytical, deterministic stage-latency model for
-// when no GPU is at hand. Each kernel is a roofline with an occupancy factor;
-// concurrent groups share the device in a small fluid simulation (kernels
-// that together need more SMs or bandwidth than the device has slow down in
-// proportion). Formulas, knobs and blind spots: docs/cost-model.md.
+// SimulatedCostModel: an analytical, deterministic latency model for when no
+// GPU is at hand. Each kernel is a roofline with an occupancy factor (from
+// the unit-work model and a device profile); a stage, or a whole schedule, is
+// lowered to its ExecPlan and run on the GPU simulator (lib/sim), so every
+// schedule form is predicted by the same rules. Formulas, knobs and blind
+// spots: docs/cost-model.md.
 #pragma once
 
 #include <string>
@@ -12,6 +13,8 @@
 #include "cost/cost_model.h"
 #include "cost/device_profile.h"
 #include "cost/unit_work.h"
+#include "exec/plan.h"
+#include "sim/simulator.h"
 
 namespace ios::cost {
 
@@ -23,16 +26,6 @@ struct SimulatedOptions {
   Precision precision = Precision::kFp32;
 };
 
-// A kernel as the device sees it when it runs alone (derived from KernelWork
-// and the profile).
-struct KernelTiming {
-  double launch_us = 0.0;        // fixed per-kernel overhead on its stream
-  double work_us = 0.0;          // roofline time after the launch
-  double sm_share = 0.0;         // fraction of the SMs it occupies, (0, 1]
-  double bandwidth_share = 0.0;  // fraction of the usable bandwidth it draws, [0, 1]
-  double total_us() const { return launch_us + work_us; }
-};
-
 class SimulatedCostModel : public CostModel {
  public:
   // Shapes (batch included) come from the IR behind `graph`, which must
@@ -41,24 +34,35 @@ class SimulatedCostModel : public CostModel {
                      SimulatedOptions options = {});
 
   std::string name() const override { return "simulated"; }
+  // The simulated latency of the stage's lowered plan (a one-stage schedule
+  // run as a CUDA graph): fork, groups, join.
   double stage_latency(const sched::Stage& stage) override;
 
   const DeviceProfile& profile() const { return profile_; }
   const SimulatedOptions& options() const { return options_; }
+  const sched::UnitGraph& graph() const { return graph_; }
   const UnitWork& work(sched::UnitId unit) const { return work_.at(static_cast<size_t>(unit)); }
 
   // One kernel alone on the device.
-  KernelTiming time_kernel(const KernelWork& kernel) const;
+  sim::KernelCost time_kernel(const KernelWork& kernel) const;
+
+  // The simulator's device limits for this profile and launch mode.
+  sim::DeviceLimits limits(sim::LaunchMode mode = sim::LaunchMode::kGraph) const;
+  // The device kernels of every launch of `plan` (merged convolutions as one).
+  std::vector<std::vector<sim::KernelCost>> kernel_costs(const exec::ExecPlan& plan) const;
+  // Runs `plan` (lowered from a schedule of this model's graph) on the simulator.
+  sim::Timeline simulate(const exec::ExecPlan& plan,
+                         sim::LaunchMode mode = sim::LaunchMode::kGraph) const;
+  // Predicted latency in ms of a validated schedule: its whole lowered plan
+  // simulated as a CUDA graph (what ios-optimize reports for every scheduler).
+  double schedule_latency(const sched::Schedule& schedule) const;
 
  private:
-  // Makespan in microseconds of streams that start together, each running its
-  // kernels in order.
-  double simulate_us(const std::vector<std::vector<KernelTiming>>& streams) const;
-
   const sched::UnitGraph& graph_;
   DeviceProfile profile_;
   SimulatedOptions options_;
-  std::vector<UnitWork> work_;  // per unit
+  std::vector<UnitWork> work_;                         // per unit
+  std::vector<std::vector<sim::KernelCost>> kernels_;  // per unit, from work_
 };
 
 }  // namespace ios::cost

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -173,7 +172,7 @@ TraceIteration Engine::trace() {
     float begin = 0.0f, length = 0.0f;
     IOS_CUDA_CALL(cudaEventElapsedTime(&begin, base.get(), events[2 * l].get()));
     IOS_CUDA_CALL(cudaEventElapsedTime(&length, events[2 * l].get(), events[2 * l + 1].get()));
-    trace.events.push_back({p.launches[l].name, p.launches[l].stream, begin * 1000.0, length * 1000.0});
+    trace.events.push_back({p.launches[l].name, p.launches[l].stream, begin * 1000.0, length * 1000.0, {}});
   }
   std::sort(trace.events.begin(), trace.events.end(),
             [](const TraceEvent& a, const TraceEvent& b) { return a.start_us < b.start_us; });
@@ -183,39 +182,11 @@ TraceIteration Engine::trace() {
 void Engine::write_trace(const std::string& path, const std::string& label) {
   TraceIteration t = trace();
   t.label = label;
-  write_chrome_trace(path, {t});
+  exec::write_chrome_trace(path, {t});
 }
 
 const EngineInfo& Engine::info() const { return impl_->info; }
 
 std::string Engine::describe() const { return impl_->runtime->describe(); }
-
-void write_chrome_trace(const std::string& path, const std::vector<TraceIteration>& iterations) {
-  nlohmann::json events = nlohmann::json::array();
-  for (size_t pid = 0; pid < iterations.size(); ++pid) {
-    const TraceIteration& it = iterations[pid];
-    const std::string label = it.label.empty() ? fmt::format("plan {}", pid) : it.label;
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", label}}}});
-    events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
-    for (int s = 0; s < it.num_streams; ++s) {
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", pid},
-                        {"tid", s},
-                        {"args", {{"name", fmt::format("stream {}", s)}}}});
-    }
-    for (const TraceEvent& e : it.events) {
-      events.push_back({{"name", e.name},
-                        {"cat", "launch"},
-                        {"ph", "X"},
-                        {"pid", pid},
-                        {"tid", e.stream},
-                        {"ts", e.start_us},
-                        {"dur", e.duration_us}});
-    }
-  }
-  const nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-}
 
 }  // namespace ios::cuda

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "exec/plan.h"
+#include "exec/trace.h"
 #include "sched/unit_graph.h"
 
 namespace ios::cuda {
@@ -140,19 +141,10 @@ struct TimingSamples {
 };
 constexpr int kTimingQueueDepth = 32;
 
-// One traced iteration: every launch with its stream and its GPU interval.
-struct TraceEvent {
-  std::string name;  // unit id(s) of the launch
-  int stream = 0;
-  double start_us = 0.0;  // from the start of the iteration
-  double duration_us = 0.0;
-};
-struct TraceIteration {
-  std::string label;  // e.g. the schedule file
-  int num_streams = 1;
-  double total_us = 0.0;
-  std::vector<TraceEvent> events;
-};
+// One traced iteration: every launch with its stream and its GPU interval
+// (the format lib/exec/trace.h writes, shared with the simulator).
+using TraceEvent = exec::TraceEvent;
+using TraceIteration = exec::TraceIteration;
 
 class Engine {
  public:
@@ -191,10 +183,5 @@ class Engine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Writes several traced iterations as one Chrome trace (JSON Trace Event
-// Format): one process per iteration (labelled), one thread (track) per
-// stream. Atomic: temporary file, then rename.
-void write_chrome_trace(const std::string& path, const std::vector<TraceIteration>& iterations);
 
 }  // namespace ios::cuda

@@ -46,10 +46,6 @@ void Engine::write_trace(const std::string& /*path*/, const std::string& /*label
 const EngineInfo& Engine::info() const { no_device("an engine"); }
 std::string Engine::describe() const { no_device("an engine"); }
 
-void write_chrome_trace(const std::string& /*path*/, const std::vector<TraceIteration>& /*iterations*/) {
-  no_device("writing a GPU trace");
-}
-
 std::unique_ptr<MeasuredCostModel> make_measured_cost_model(const sched::UnitGraph& /*graph*/,
                                                             const MeasuredOptions& /*options*/) {
   no_device("the measured cost model");

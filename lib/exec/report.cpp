@@ -37,6 +37,14 @@ nlohmann::ordered_json summary_json(const LatencyStats& s) {
 
 std::string format_summary(const TimedRun& run, const LatencyStats& s,
                            const ReportOptions& options) {
+  if (run.predicted) {
+    // A prediction is one deterministic number: no spread to report.
+    return fmt::format(
+        "=== Predicted performance: {} (sim, {}, batch {}) ===\n"
+        "Predicted throughput: {:.2f} qps\n"
+        "Predicted GPU Compute Time: {:.4f} ms (simulated, not measured)\n",
+        run.name, run.device, run.batch, s.throughput, s.mean);
+  }
   std::string out =
       fmt::format("=== Performance summary: {} ({}, batch {}, {} iterations) ===\n", run.name,
                   run.backend.empty() ? "?" : run.backend, run.batch, s.count);
@@ -73,7 +81,9 @@ std::string format_comparison(const std::vector<TimedRun>& runs) {
 
   size_t width = std::string_view("Schedule").size();
   for (const auto& run : runs) width = std::max(width, run.name.size());
-  std::string out = fmt::format("{:<{}}  {:>10}  {:>12}  {:>10}  {:>9}\n", "Schedule", width,
+  std::string out;
+  if (runs[0].predicted) out += fmt::format("Predicted on the {} (GPU simulator; nothing was executed)\n", runs[0].device);
+  out += fmt::format("{:<{}}  {:>10}  {:>12}  {:>10}  {:>9}\n", "Schedule", width,
                                 "Mean (ms)", "Median (ms)", "p99 (ms)", "Speed-up");
   const double base = stats[0].mean;
   size_t fastest = 0;
@@ -84,7 +94,9 @@ std::string format_comparison(const std::vector<TimedRun>& runs) {
     if (stats[i].mean < stats[fastest].mean) fastest = i;
   }
   if (runs.size() > 1) {
-    const char* metric = runs[0].gpu_compute ? "GPU compute time" : "latency";
+    const char* metric = runs[0].predicted     ? "predicted GPU compute time"
+                         : runs[0].gpu_compute ? "GPU compute time"
+                                               : "latency";
     if (fastest == 0) {
       out += fmt::format("Fastest: {} (the baseline; mean {})\n", runs[0].name, metric);
     } else {
@@ -113,7 +125,7 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     r["batch"] = run.batch;
     r["warmup_iterations"] = run.warmup_iterations;
     r["started_at"] = iso8601_utc(run.started_at_unix_ms);
-    r["latency_metric"] = run.gpu_compute ? "gpu_compute" : "wall";
+    r["latency_metric"] = run.predicted ? "predicted_gpu_compute" : run.gpu_compute ? "gpu_compute" : "wall";
     r["summary"] = summary_json(s);
     IOS_ASSERT(run.end_to_end_ms.empty() || run.end_to_end_ms.size() == run.latencies_ms.size(),
                "run '{}': {} end-to-end samples for {} iterations", run.name, run.end_to_end_ms.size(),

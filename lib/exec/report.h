@@ -8,12 +8,13 @@
 //     "runs": [ {
 //       "name": "ios",                       // schedule name as shown in the table
 //       "schedule_file": "m.ios.json",       // "" when none (e.g. a built-in sequential run)
-//       "backend": "cuda",                   // "cuda" or "cpu"
+//       "backend": "cuda",                   // "cuda", "cpu" or "sim"
 //       "device": "NVIDIA H100 80GB HBM3",
 //       "batch": 1,
 //       "warmup_iterations": 20,
 //       "started_at": "2025-01-31T12:00:00.123Z",  // UTC wall clock of the first timed iteration
-//       "latency_metric": "gpu_compute",     // what latency_ms is: "gpu_compute" (CUDA) or "wall" (CPU)
+//       "latency_metric": "gpu_compute",     // what latency_ms is: "gpu_compute" (CUDA), "wall" (CPU)
+//                                            // or "predicted_gpu_compute" (the simulator; nothing ran)
 //       "summary": { "count", "min_ms", "max_ms", "mean_ms", "median_ms", "p90_ms", "p95_ms",
 //                    "p99_ms", "stddev_ms", "cv", "throughput_qps" },
 //       "end_to_end_summary": { ...the same keys... },   // only when end-to-end was measured
@@ -51,6 +52,7 @@ struct TimedRun {
   // the CPU. Schedules are compared by this.
   std::vector<double> latencies_ms;
   bool gpu_compute = false;          // latencies_ms is GPU compute time
+  bool predicted = false;            // ... predicted by the GPU simulator, not measured
   std::vector<double> end_to_end_ms; // empty, or one per iteration (CUDA: submit to completion)
   std::vector<double> start_ms;      // empty, or one per iteration
 };

@@ -13,12 +13,16 @@
 #include "core/file_io.h"
 #include "core/log.h"
 #include "core/progress.h"
+#include "cost/calibrate.h"
 #include "optimize/html_report.h"
 #include "cost/device_profile.h"
+#include "cost/profile_db.h"
 #include "cost/simulated.h"
 #include "cuda/engine.h"
 #include "cuda/measured.h"
+#include "exec/plan.h"
 #include "sched/schedule_dot.h"
+#include "sim/simulator.h"
 #include "sched/schedule_io.h"
 #include "sched/validate.h"
 
@@ -136,8 +140,9 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
   cost::DeviceProfile profile = cost::load_device_profile(options.device_profile);
   choice.device = {profile.name, "", "", ""};
   choice.note = options.cost == "auto"
-                    ? fmt::format("predicted: no CUDA device found, simulated '{}' profile", profile.name)
-                    : fmt::format("predicted: simulated '{}' profile", profile.name);
+                    ? fmt::format("predicted: no CUDA device found, GPU simulator with the '{}' device profile",
+                                  profile.name)
+                    : fmt::format("predicted: GPU simulator with the '{}' device profile", profile.name);
   cost::SimulatedOptions simulated;
   simulated.precision = precision;
   choice.model = std::make_unique<cost::SimulatedCostModel>(units, std::move(profile), simulated);
@@ -165,7 +170,48 @@ sched::Schedule schedule_model(const PreparedModel& prepared, const std::string&
     // The schedule came from ios, not from the user: a scheduler bug.
     internal_error("scheduler '{}' produced an invalid schedule: {}", entry.name, e.what());
   }
+  if (const auto* simulated = dynamic_cast<const cost::SimulatedCostModel*>(cost.model.get())) {
+    predict_by_simulation(*simulated, schedule, stats);
+  }
   return schedule;
+}
+
+void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedule& schedule,
+                           sched::SearchStats& stats) {
+  const sched::UnitGraph& units = model.graph();
+  const exec::ExecPlan plan = exec::lower(units, schedule);
+  const sim::Timeline timeline = model.simulate(plan);
+  schedule.predicted_latency_ms = timeline.makespan_us / 1000.0;
+  // A staged schedule's stage predictions already are simulations of the
+  // stages' plans, and its plan is their sequence. A streamed schedule's
+  // per-launch times and per-block latencies come from its scheduler's own
+  // estimate: replace them by the simulated timeline.
+  if (schedule.is_staged()) return;
+  std::vector<double> begin(static_cast<size_t>(units.size()), 0.0), end(begin);
+  for (size_t k = 0; k < plan.kernels.size(); ++k) {
+    for (sched::UnitId u : plan.kernels[k].units) {
+      begin[static_cast<size_t>(u)] = timeline.launch_begin_us[k] / 1000.0;
+      end[static_cast<size_t>(u)] = timeline.launch_end_us[k] / 1000.0;
+    }
+  }
+  for (auto& launch : std::get<sched::StreamedSchedule>(schedule.body).launches) {
+    launch.predicted_start_ms = begin[static_cast<size_t>(launch.unit)];
+    launch.predicted_finish_ms = end[static_cast<size_t>(launch.unit)];
+  }
+  // A block's latency: from the end of the previous block's last unit to the
+  // end of its own (the last block also takes the final join).
+  double previous = 0.0;
+  for (size_t i = 0; i < stats.blocks.size(); ++i) {
+    sched::BlockStats& block_stats = stats.blocks[i];
+    const sched::Block& block = units.blocks().at(static_cast<size_t>(block_stats.block));
+    double block_end = previous;
+    for (sched::UnitId u = block.begin; u < block.end; ++u) {
+      block_end = std::max(block_end, end[static_cast<size_t>(u)]);
+    }
+    if (i + 1 == stats.blocks.size()) block_end = std::max(block_end, schedule.predicted_latency_ms);
+    block_stats.predicted_ms = block_end - previous;
+    previous = block_end;
+  }
 }
 
 std::string describe_schedulers() {
@@ -290,7 +336,71 @@ void log_effective_options(const OptimizeOptions& options, const PreparedModel& 
 
 }  // namespace
 
+namespace {
+
+// ios-optimize --calibrate DB: the device profile whose simulation best
+// reproduces the model's stages measured in DB.
+int run_calibration(const OptimizeOptions& options, std::ostream& out) {
+  if (options.output_path.empty()) {
+    user_error("--calibrate writes a device profile: give its path with -o FILE.json");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(options.calibrate_db, ec)) {
+    user_error("--calibrate {}: no such profile database (fill one with --cost measured --profile-db {} "
+               "on a GPU)",
+               options.calibrate_db, options.calibrate_db);
+  }
+  sched::FormationOptions formation;
+  formation.max_block_units = options.max_block_units;
+  formation.max_block_log10_bound = options.max_block_log10_bound;
+  auto prepared = prepare_model(options.model_path, options.batch, options.input_shapes, formation);
+  const sched::UnitGraph& units = *prepared->units;
+  const cost::DeviceProfile start = cost::load_device_profile(options.device_profile);
+  cost::SimulatedOptions simulated;
+  simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+
+  const cost::ProfileDb db(options.calibrate_db);
+  const cost::DbSamples found = cost::samples_from_db(
+      units, db, cost::candidate_stages(units, start, simulated), simulated.precision, prepared->model.batch);
+  if (found.samples.empty()) {
+    user_error("--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; measure "
+               "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
+               options.calibrate_db, prepared->model.path, prepared->model.batch, options.precision,
+               prepared->model.path, prepared->model.batch, options.calibrate_db);
+  }
+  cost::CalibrationResult fit = cost::calibrate_profile(units, start, simulated, found.samples);
+  fit.profile.name = start.name + "-calibrated";
+  fit.profile.description = fmt::format(
+      "'{}' fitted to {} stages of {} measured on {} (mean error {:.1f}% -> {:.1f}%)", start.name,
+      fit.samples, std::filesystem::path(prepared->model.path).filename().string(), found.device,
+      100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after);
+  create_parent_folder(options.output_path);
+  write_file_atomically(options.output_path, cost::device_profile_json(fit.profile));
+
+  if (options.quiet) return 0;
+  out << "\n=== ios-optimize calibration ===\n";
+  out << fmt::format("Measured         {} stages of {} (batch {}, {}) on {}\n", fit.samples,
+                     prepared->model.path, prepared->model.batch, options.precision, found.device);
+  out << fmt::format("Start profile    {}\n", start.name);
+  for (const std::string& knob : fit.fitted) {
+    const nlohmann::json before = nlohmann::json::parse(cost::device_profile_json(start));
+    const nlohmann::json after = nlohmann::json::parse(cost::device_profile_json(fit.profile));
+    out << fmt::format("  {:<26} {:>10.4g} -> {:.4g}\n", knob, before.at(knob).get<double>(),
+                       after.at(knob).get<double>());
+  }
+  out << fmt::format("Error            mean |predicted/measured - 1| {:.2f}% -> {:.2f}% (max {:.2f}%), "
+                     "{} evaluations\n",
+                     100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after,
+                     100.0 * fit.max_error_after, fit.evaluations);
+  out << fmt::format("Written          {} (use it with --device-profile {})\n", options.output_path,
+                     options.output_path);
+  return 0;
+}
+
+}  // namespace
+
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
+  if (!options.calibrate_db.empty()) return run_calibration(options, out);
   auto log = logger("cli");
   const auto start = std::chrono::steady_clock::now();
   // Fail on a bad scheduler name or parameters before the (slow) import.
@@ -431,7 +541,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   }
   out << fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n",
                      schedule.predicted_latency_ms,
-                     cost.model->name() == "measured" ? "measured per stage" : "predicted",
+                     cost.model->name() == "measured" ? "measured per stage" : "predicted (whole plan simulated)",
                      sequential_ms, sequential_ms / std::max(1e-12, schedule.predicted_latency_ms));
   out << fmt::format("Written          {}\n", output);
   return 0;

@@ -10,6 +10,7 @@
 
 #include "core/progress.h"
 #include "cost/cost_model.h"
+#include "cost/simulated.h"
 #include "onnx/importer.h"
 #include "sched/schedule.h"
 #include "sched/scheduler.h"
@@ -34,6 +35,9 @@ struct OptimizeOptions {
   std::string report_json;  // also write the summary and per-block statistics as JSON
   std::string dot_path;     // also write a picture of the schedule (DOT, or SVG for *.svg)
   std::string html_path;    // also write a page with the summary, picture and block table
+  // Fit the --device-profile's knobs to this profile database's measured
+  // stages of the model and write the profile to output_path (no schedule).
+  std::string calibrate_db;
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;
@@ -71,11 +75,20 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
                            ProgressLine* progress = nullptr);
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the
-// schedule's metadata.
+// schedule's metadata. Under the simulated cost model the schedule's
+// predicted latency is then that of its whole lowered plan on the simulator
+// (predict_by_simulation), whatever the scheduler estimated.
 // `progress`, when set, is told after each block of a searching scheduler.
 sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats, sched::BlockProgress progress = {});
+
+// Replaces a schedule's predictions by the simulation of its whole lowered
+// plan: the predicted latency, and for a streamed schedule each launch's
+// predicted start/finish and each block's latency in `stats`. Every scheduler
+// is thereby compared by one model (contention and event waits included).
+void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedule& schedule,
+                           sched::SearchStats& stats);
 
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);

@@ -14,6 +14,8 @@
 #include "core/file_io.h"
 #include "core/log.h"
 #include "core/sha256.h"
+#include "cost/device_profile.h"
+#include "cost/simulated.h"
 #include "cpu/executor.h"
 #include "cuda/engine.h"
 #include "exec/compare.h"
@@ -21,12 +23,14 @@
 #include "exec/plan.h"
 #include "exec/report.h"
 #include "exec/stats.h"
+#include "exec/trace.h"
 #include "optimize/optimizer.h"
 #include "runner/schedule_labels.h"
 #include "sched/schedule_dot.h"
 #include "sched/schedule_io.h"
 #include "sched/scheduler.h"
 #include "sched/validate.h"
+#include "sim/simulator.h"
 
 namespace ios::runner {
 namespace {
@@ -67,7 +71,7 @@ class CpuSession : public Session {
     return times;
   }
   cuda::TraceIteration trace(const std::string&) override {
-    user_error("--trace records GPU stream activity; it is available with --backend cuda only");
+    user_error("--trace records GPU stream activity; it is available with --backend cuda or sim");
   }
 
  private:
@@ -104,6 +108,54 @@ class CudaSession : public Session {
   ir::Shape output_shape(const std::string& name) const { return output_shapes_.at(name); }
   cuda::Engine engine_;
   std::map<std::string, ir::Shape> output_shapes_;
+};
+
+// The GPU simulator as a backend: predicts the plan's timeline once; computes
+// no outputs (--check and friends are refused before a session is opened).
+class SimSession : public Session {
+ public:
+  SimSession(const cost::SimulatedCostModel& model, const exec::ExecPlan& plan, bool cuda_graph,
+             std::string label_suffix)
+      : plan_(plan),
+        timeline_(model.simulate(plan, cuda_graph ? sim::LaunchMode::kGraph : sim::LaunchMode::kPlain)),
+        label_suffix_(std::move(label_suffix)) {
+    for (const exec::Kernel& kernel : plan.kernels) {
+      std::string name;
+      for (sched::UnitId u : kernel.units) name += (name.empty() ? "" : "+") + model.graph().unit(u).id;
+      names_.push_back(std::move(name));
+    }
+  }
+  TensorMap run(const TensorMap&) override { return {}; }
+  cuda::TimingSamples time(int, int iterations) override {
+    cuda::TimingSamples times;  // deterministic: every iteration is the same prediction
+    times.gpu_compute_ms.assign(static_cast<size_t>(iterations), timeline_.makespan_us / 1000.0);
+    return times;
+  }
+  cuda::TraceIteration trace(const std::string& label) override {
+    exec::TraceIteration iteration;
+    iteration.label = label + label_suffix_;
+    iteration.num_streams = plan_.num_streams;
+    iteration.total_us = timeline_.makespan_us;
+    for (const sim::KernelSpan& span : timeline_.kernels) {
+      const size_t launch = static_cast<size_t>(span.launch);
+      exec::TraceEvent event;
+      event.name = names_[launch];
+      event.stream = span.stream;
+      event.start_us = span.begin_us;
+      event.duration_us = span.end_us - span.begin_us;
+      event.args = {{"launch_us", fmt::format("{:.3f}", span.start_us - span.begin_us)},
+                    {"work_us", fmt::format("{:.3f}", span.end_us - span.start_us)},
+                    {"kernel", fmt::format("{}", span.part)}};
+      iteration.events.push_back(std::move(event));
+    }
+    return iteration;
+  }
+
+ private:
+  exec::ExecPlan plan_;
+  sim::Timeline timeline_;
+  std::vector<std::string> names_;  // per plan launch: its unit ids
+  std::string label_suffix_;
 };
 
 struct LoadedSchedule {
@@ -208,6 +260,26 @@ std::string safe_file_name(const std::string& name) {
   return out;
 }
 
+// The simulated device of --backend sim: --device-profile, else the device
+// the first schedule was optimized for when that is a shipped profile (a
+// schedule made with --cost simulated names its profile), else h100.
+std::unique_ptr<cost::SimulatedCostModel> make_simulated_device(const sched::UnitGraph& units,
+                                                                const RunOptions& options,
+                                                                const std::vector<LoadedSchedule>& schedules) {
+  std::string profile = options.device_profile;
+  if (profile.empty()) {
+    profile = "h100";
+    const std::vector<std::string> shipped = cost::shipped_device_profiles();
+    if (!schedules.empty() && !schedules[0].path.empty() &&
+        std::find(shipped.begin(), shipped.end(), schedules[0].schedule.device.name) != shipped.end()) {
+      profile = schedules[0].schedule.device.name;
+    }
+  }
+  cost::SimulatedOptions simulated;
+  simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+  return std::make_unique<cost::SimulatedCostModel>(units, cost::load_device_profile(profile), simulated);
+}
+
 }  // namespace
 
 int run(const RunOptions& options, std::ostream& out) {
@@ -269,8 +341,10 @@ int run(const RunOptions& options, std::ostream& out) {
     sched::write_schedule_picture(options.dot_path, schedules[0].schedule, units, schedules[0].name);
   }
   const bool on_cpu = options.backend == "cpu";
-  const int warmup = options.warmup >= 0 ? options.warmup : (on_cpu ? 1 : 20);
-  const int iterations = options.iterations > 0 ? options.iterations : (on_cpu ? 5 : 200);
+  const bool on_sim = options.backend == "sim";
+  const int warmup = options.warmup >= 0 ? options.warmup : (on_sim ? 0 : on_cpu ? 1 : 20);
+  const int iterations = options.iterations > 0 ? options.iterations : (on_sim ? 1 : on_cpu ? 5 : 200);
+  const double duration_s = on_sim ? 0.0 : options.duration_s;  // predictions do not vary
   const exec::Tolerance tol = effective_tolerance(options, on_cpu);
   if (options.verbose) {
     // The values in effect, defaults resolved (the model's batch, the backend's counts).
@@ -282,13 +356,13 @@ int run(const RunOptions& options, std::ostream& out) {
     if (!options.dry_run) {
       log->debug("effective options: backend={} warmup={} iterations={} duration={}s check={} rtol={:g} "
                  "atol={:g} seed={} cuda-graph={} precision={} threads={}",
-                 options.backend, warmup, iterations, options.duration_s,
+                 options.backend, warmup, iterations, duration_s,
                  options.check || !options.references.empty(), tol.rtol, tol.atol, options.seed,
                  on_cpu ? "n/a (cpu)" : (options.cuda_graph ? "on" : "off"),
                  on_cpu ? "fp32 (cpu)" : options.precision,
                  on_cpu ? fmt::format("{}", options.threads > 0 ? options.threads
                                                                 : static_cast<int>(std::thread::hardware_concurrency()))
-                        : std::string("n/a (cuda)"));
+                        : std::string(on_sim ? "n/a (sim)" : "n/a (cuda)"));
     }
   }
 
@@ -306,10 +380,30 @@ int run(const RunOptions& options, std::ostream& out) {
 
   // Backend.
   if (on_cpu && !options.trace.empty()) {
-    user_error("--trace records GPU stream activity; it is available with --backend cuda only");
+    user_error("--trace records GPU stream activity; it is available with --backend cuda or sim");
+  }
+  if (on_sim) {
+    const std::pair<bool, const char*> needs_outputs[] = {
+        {options.check, "--check"}, {!options.references.empty(), "--reference"},
+        {!options.output_dir.empty(), "--output-dir"}, {!options.inputs.empty(), "--input"}};
+    for (const auto& [given, option] : needs_outputs) {
+      if (given) {
+        user_error("{} needs computed outputs, and --backend sim only predicts timing; use --backend "
+                   "cuda or cpu for it", option);
+      }
+    }
   }
   std::string device_name = "CPU reference";
-  if (!on_cpu) {
+  std::unique_ptr<cost::SimulatedCostModel> simulated;
+  std::string sim_note;  // what the predictions are, printed with them
+  if (on_sim) {
+    simulated = make_simulated_device(units, options, schedules);
+    device_name = fmt::format("'{}' device profile (simulated, {})", simulated->profile().name,
+                              options.cuda_graph ? "CUDA graph" : "plain launches");
+    sim_note = fmt::format("predicted by the GPU simulator, '{}' device profile, {}",
+                           simulated->profile().name,
+                           options.cuda_graph ? "CUDA graph" : "plain launches");
+  } else if (!on_cpu) {
     const auto device = cuda::probe_device();
     if (!device) {
       throw NoDeviceError(
@@ -330,6 +424,7 @@ int run(const RunOptions& options, std::ostream& out) {
   for (const auto& [name, shape] : model.inputs) input_names.push_back(name);
   auto open_session = [&](const exec::ExecPlan& plan) -> std::unique_ptr<Session> {
     if (on_cpu) return std::make_unique<CpuSession>(units, plan, options.threads);
+    if (on_sim) return std::make_unique<SimSession>(*simulated, plan, options.cuda_graph, " (" + sim_note + ")");
     auto s = std::make_unique<CudaSession>(units, plan, engine_options);
     s->set_output_shapes(output_shapes);
     return s;
@@ -338,7 +433,7 @@ int run(const RunOptions& options, std::ostream& out) {
   // Inputs: files or seeded random values.
   TensorMap inputs;
   const auto input_files = parse_named_files(options.inputs, input_names, "--input");
-  for (size_t i = 0; i < model.inputs.size(); ++i) {
+  for (size_t i = 0; i < model.inputs.size() && !on_sim; ++i) {
     const auto& [name, shape] = model.inputs[i];
     auto file = input_files.find(name);
     if (file != input_files.end()) {
@@ -404,12 +499,13 @@ int run(const RunOptions& options, std::ostream& out) {
     runs[i].batch = model.batch;
     runs[i].warmup_iterations = warmup;
     runs[i].gpu_compute = !on_cpu;
+    runs[i].predicted = on_sim;
     sessions[i]->time(warmup, 0);
   }
   const int rounds = std::max(1, std::min(iterations, 10));
   const auto start = std::chrono::steady_clock::now();
   for (int r = 0; r < rounds || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
-                                    options.duration_s;
+                                    duration_s;
        ++r) {
     const int chunk = r < rounds ? iterations / rounds + (r < iterations % rounds ? 1 : 0)
                                  : std::max(1, iterations / rounds);
@@ -422,6 +518,7 @@ int run(const RunOptions& options, std::ostream& out) {
     }
   }
 
+  if (on_sim && !options.quiet) out << "Not measured: " << sim_note << "; nothing was executed\n\n";
   if (!options.quiet) {
     for (const auto& run : runs) {
       out << exec::format_summary(run, exec::compute_stats(run.latencies_ms, run.batch)) << "\n";
@@ -433,7 +530,9 @@ int run(const RunOptions& options, std::ostream& out) {
     // One trace process per schedule, one track per stream.
     std::vector<cuda::TraceIteration> traces;
     for (size_t i = 0; i < schedules.size(); ++i) traces.push_back(sessions[i]->trace(schedules[i].name));
-    cuda::write_chrome_trace(options.trace, traces);
+    std::map<std::string, std::string> about = {{"backend", options.backend}, {"device", device_name}};
+    if (on_sim) about["source"] = "not measured: " + sim_note;
+    exec::write_chrome_trace(options.trace, traces, about);
   }
   if (mismatch) {
     out << "FAILED: outputs differ beyond tolerance (see the reports above)\n";

@@ -1,6 +1,7 @@
 // The ios-run pipeline: load a model and schedules, validate, lower, and
 // either print the plans (--dry-run) or execute them on a backend (CUDA or the
-// CPU reference), time them interleaved, check outputs and report.
+// CPU reference), time them interleaved, check outputs and report; or predict
+// them with the GPU simulator (--backend sim), which executes nothing.
 // apps/ios-run only parses options into RunOptions and calls run().
 #pragma once
 
@@ -14,7 +15,10 @@ struct RunOptions {
   std::string model_path;
   std::vector<std::string> schedule_paths;  // FILE or NAME=FILE; none: the sequential schedule
   bool dry_run = false;
-  std::string backend = "cuda";  // cuda | cpu
+  std::string backend = "cuda";  // cuda | cpu | sim (predicted by the GPU simulator)
+  // --backend sim: the device profile; empty: the first schedule's device when
+  // it names a shipped profile, else h100.
+  std::string device_profile;
   // Input shapes: with neither batch nor input_shapes, those the first
   // schedule records (the model's own without a schedule).
   int64_t batch = 0;

@@ -80,6 +80,7 @@ TEST_CASE("the compiled-in profiles equal the files in device_profiles/", "[cost
     CHECK(from_file.peak_tf32_tflops == shipped.peak_tf32_tflops);
     CHECK(from_file.launch_overhead_us == shipped.launch_overhead_us);
     CHECK(from_file.event_sync_overhead_us == shipped.event_sync_overhead_us);
+    CHECK(from_file.host_launch_us == shipped.host_launch_us);
     CHECK(from_file.concurrency_interference == shipped.concurrency_interference);
     CHECK(from_file.outputs_per_block == shipped.outputs_per_block);
   }

@@ -1,0 +1,58 @@
+// Calibration: fits a device profile's knobs so that the simulated cost model
+// reproduces measured stage latencies (a profile database filled by
+// `ios-optimize --cost measured` on a GPU). `ios-optimize MODEL --calibrate
+// DB -o profile.json` runs it; docs/cost-model.md ("Calibration") describes
+// what is fitted and how.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost/device_profile.h"
+#include "cost/profile_db.h"
+#include "cost/simulated.h"
+
+namespace ios::cost {
+
+struct StageSample {
+  sched::Stage stage;
+  double measured_ms = 0.0;
+};
+
+// The distinct stages (by signature) the sequential, greedy and IOS
+// schedulers ask about on `graph`: the stages a measured search stores.
+std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph,
+                                           const DeviceProfile& profile,
+                                           const SimulatedOptions& options);
+
+// The candidates found in `db` at this precision and batch, for the one
+// measured device (device, driver, cuDNN) with the most of them.
+struct DbSamples {
+  std::string device;  // "NAME (driver D, cuDNN C)"; empty when nothing matched
+  std::vector<StageSample> samples;
+};
+DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
+                          const std::vector<sched::Stage>& candidates, Precision precision,
+                          int64_t batch);
+
+struct CalibrationResult {
+  DeviceProfile profile;            // the start profile with the fitted knobs
+  std::vector<std::string> fitted;  // names of the fitted fields
+  size_t samples = 0;
+  double mean_error_before = 0.0;  // mean |predicted / measured - 1| with the start profile
+  double mean_error_after = 0.0;
+  double max_error_after = 0.0;
+  int evaluations = 0;  // objective evaluations of the search
+};
+
+// Fits launch_overhead_us, event_sync_overhead_us, compute_efficiency,
+// memory_efficiency, concurrency_interference (and tensor_core_efficiency
+// when TF32 tensor cores are in use) by minimising the mean squared log ratio
+// of predicted to measured stage latency (Nelder-Mead, deterministic). Peaks
+// and the integer knobs stay as in `start`. UserError without usable samples.
+CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceProfile& start,
+                                    const SimulatedOptions& options,
+                                    const std::vector<StageSample>& samples);
+
+}  // namespace ios::cost

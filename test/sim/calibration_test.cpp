@@ -1,0 +1,102 @@
+// Calibration recovers a device profile's knobs from a profile database the
+// simulator itself wrote with known knobs (the same path a database measured
+// on a GPU takes).
+#include "cost/calibrate.h"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/error.h"
+#include "cost/temp_dir.h"
+#include "optimize/optimizer.h"
+#include "test_paths.h"
+
+using namespace ios;
+
+TEST_CASE("calibration recovers known knobs from a simulated profile database",
+          "[sim][calibration]") {
+  const auto path = test::model("squeezenet1_1-bdyn.onnx");
+  REQUIRE(std::filesystem::exists(path));
+  const auto prepared = optimize::prepare_model(path.string(), 1, {});
+  const sched::UnitGraph& units = *prepared->units;
+  cost::SimulatedOptions options;
+  options.precision = cost::Precision::kFp32;
+
+  const cost::DeviceProfile start = cost::load_device_profile("v100");
+  cost::DeviceProfile truth = start;
+  truth.launch_overhead_us = 5.2;
+  truth.event_sync_overhead_us = 2.1;
+  truth.compute_efficiency = 0.55;
+  truth.memory_efficiency = 0.68;
+  truth.concurrency_interference = 0.12;
+
+  // The "measured" database: every stage the searches ask about, timed by
+  // the simulator with the true knobs, plus entries of another device and
+  // another batch that calibration must ignore.
+  test::TempDir dir;
+  const auto db_path = dir / "profile.sqlite";
+  size_t stored = 0;
+  {
+    cost::ProfileDb db(db_path);
+    cost::SimulatedCostModel measured(units, truth, options);
+    std::vector<std::pair<cost::ProfileKey, cost::ProfileEntry>> entries;
+    const std::vector<sched::Stage> stages = cost::candidate_stages(units, truth, options);
+    for (const sched::Stage& stage : stages) {
+      const std::string signature = cost::stage_signature(units, stage);
+      entries.push_back({{"Synthetic V100", "1.0", "9.0", "fp32", 1, signature},
+                         {measured.stage_latency(stage), 100, 0}});
+      entries.push_back({{"Synthetic V100", "1.0", "9.0", "fp32", 8, signature}, {1.0, 100, 0}});
+    }
+    for (size_t i = 0; i < 5 && i < stages.size(); ++i) {
+      entries.push_back(
+          {{"Other GPU", "1.0", "9.0", "fp32", 1, cost::stage_signature(units, stages[i])},
+           {1.0, 100, 0}});
+    }
+    db.store_all(entries);
+    stored = stages.size();
+  }
+
+  const cost::ProfileDb db(db_path);
+  const cost::DbSamples found = cost::samples_from_db(
+      units, db, cost::candidate_stages(units, start, options), cost::Precision::kFp32, 1);
+  CHECK(found.device == "Synthetic V100 (driver 1.0, cuDNN 9.0)");
+  CHECK(found.samples.size() > 50);
+  CHECK(found.samples.size() <= stored);
+
+  const cost::CalibrationResult fit = cost::calibrate_profile(units, start, options, found.samples);
+  INFO("evaluations " << fit.evaluations << ", error " << fit.mean_error_before << " -> "
+                      << fit.mean_error_after);
+  CHECK(fit.fitted.size() == 5);  // no tensor cores on a V100
+  CHECK(fit.profile.launch_overhead_us == Approx(truth.launch_overhead_us).epsilon(0.05));
+  CHECK(fit.profile.event_sync_overhead_us == Approx(truth.event_sync_overhead_us).epsilon(0.05));
+  CHECK(fit.profile.compute_efficiency == Approx(truth.compute_efficiency).epsilon(0.05));
+  CHECK(fit.profile.memory_efficiency == Approx(truth.memory_efficiency).epsilon(0.05));
+  CHECK(fit.profile.concurrency_interference ==
+        Approx(truth.concurrency_interference).epsilon(0.05));
+  CHECK(fit.mean_error_before > 0.05);
+  CHECK(fit.mean_error_after < 0.01);
+  // What is not fitted stays as it was.
+  CHECK(fit.profile.sm_count == start.sm_count);
+  CHECK(fit.profile.blocks_per_sm == start.blocks_per_sm);
+
+  // The same through ios-optimize --calibrate: a profile file that loads.
+  optimize::OptimizeOptions cli;
+  cli.model_path = path.string();
+  cli.batch = 1;
+  cli.precision = "fp32";
+  cli.device_profile = "v100";
+  cli.calibrate_db = db_path.string();
+  cli.output_path = (dir / "fitted.json").string();
+  std::ostringstream out;
+  CHECK(optimize::run_optimize(cli, out) == 0);
+  CHECK(out.str().find("Synthetic V100") != std::string::npos);
+  const cost::DeviceProfile written = cost::load_device_profile(cli.output_path);
+  CHECK(written.name == "v100-calibrated");
+  CHECK(written.compute_efficiency == Approx(truth.compute_efficiency).epsilon(0.05));
+
+  cli.calibrate_db = (dir / "missing.sqlite").string();  // never created by calibration
+  CHECK_THROWS_AS(optimize::run_optimize(cli, out), ios::UserError);
+  CHECK_FALSE(std::filesystem::exists(dir / "missing.sqlite"));
+}
