@@ -59,11 +59,15 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
   }
   if (!o.dry_run && o.backend == "cpu") {
     reject_options_without_effect(app, "with --backend cpu", {"--no-cuda-graph", "--precision", "--trace"},
-                                  "the CPU reference runs FP32 without CUDA; drop it or use --backend cuda");
+                                  "the CPU reference runs FP32 without CUDA; drop it or use --backend cuda or sim");
   }
-  if (!o.dry_run && o.backend == "cuda") {
-    reject_options_without_effect(app, "with --backend cuda", {"--threads"},
+  if (!o.dry_run && o.backend != "cpu") {
+    reject_options_without_effect(app, "with --backend " + o.backend, {"--threads"},
                                   "--threads sets the CPU backend's threads; drop it or use --backend cpu");
+  }
+  if (!o.dry_run && o.backend != "sim") {
+    reject_options_without_effect(app, "with --backend " + o.backend, {"--device-profile"},
+                                  "a device profile describes the simulated GPU; drop it or use --backend sim");
   }
 }
 

@@ -353,7 +353,9 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   sched::FormationOptions formation;
   formation.max_block_units = options.max_block_units;
   formation.max_block_log10_bound = options.max_block_log10_bound;
-  auto prepared = prepare_model(options.model_path, options.batch, options.input_shapes, formation);
+  auto prepared = prepare_model(
+      options.model_path, shape_options(options.batch, options.rewrite_batch, options.input_shapes),
+      formation);
   const sched::UnitGraph& units = *prepared->units;
   const cost::DeviceProfile start = cost::load_device_profile(options.device_profile);
   cost::SimulatedOptions simulated;

@@ -85,6 +85,6 @@ expect_error "calibrate without -o" 2 "^ios-optimize: error: --calibrate writes 
 expect_error "calibrate missing db" 2 "no such profile database" -- \
   "$OPT" "$model" --batch 1 --calibrate "$WORK/none.sqlite" -o "$WORK/p.json"
 [ ! -e "$WORK/none.sqlite" ] && [ ! -e "$WORK/p.json" ] && ok || fail "a failed --calibrate left files behind"
-expect_error "cpu trace" 2 "--trace records GPU stream activity" -- \
+expect_error "cpu trace" 2 "--trace has no effect with --backend cpu" -- \
   "$RUN" "$model" "$WORK/ios.json" --backend cpu --trace "$WORK/t2.json"
 finish

@@ -42,7 +42,7 @@ const Case& prepare(const std::string& name, int64_t batch, const std::string& p
     INFO("model " << path.string() << " (made by onnx_models/export_models.py)");
     REQUIRE(std::filesystem::exists(path));
     slot = std::make_unique<Case>();
-    slot->model = optimize::prepare_model(path.string(), batch, {});
+    slot->model = optimize::prepare_model(path.string(), optimize::shape_options(batch, false, {}));
     optimize::OptimizeOptions options;
     options.cost = "simulated";
     options.device_profile = profile;
