@@ -30,6 +30,10 @@ struct OptimizeOptions {
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   std::string report_json;  // also write the summary and per-block statistics as JSON
+  // Outputs: "-" is standard output. Without `force`, an output that names
+  // the model, or an existing file that is not a schedule (for report_json:
+  // not a report), is refused.
+  bool force = false;
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;

@@ -107,26 +107,18 @@ struct LoadedSchedule {
   exec::ExecPlan plan;
 };
 
-// What a schedule file says about its model, read before the full parse:
-// the batch decides the shapes (so it is needed before the model, and the
-// unit graph the full parse resolves against, can be loaded), and a hash
-// mismatch explains a schedule for another model better than the unit ids
-// that do not resolve. Missing or malformed fields are left to the full
-// parse, which names them.
+// What a schedule document says about its model, read before the model is
+// imported: a hash mismatch explains a schedule for another model better
+// than the unit ids that do not resolve. Missing or malformed fields are left
+// to the full parse, which names them.
 struct ScheduleHeader {
-  int64_t batch = 0;
   std::string sha256, model_path;
 };
 
-ScheduleHeader peek_header(const std::string& schedule_path) {
-  std::ifstream in(schedule_path, std::ios::binary);
-  if (!in) user_error("{}: cannot open the schedule file (does it exist?)", schedule_path);
+ScheduleHeader peek_header(const nlohmann::json& document) {
   ScheduleHeader header;
   try {
-    const auto doc = nlohmann::json::parse(in);
-    const auto& model = doc.at("model");
-    const int64_t batch = model.at("batch").get<int64_t>();
-    if (batch >= 1 && batch <= sched::kMaxBatch) header.batch = batch;
+    const auto& model = document.at("model");
     header.sha256 = model.at("sha256").get<std::string>();
     header.model_path = model.at("path").get<std::string>();
   } catch (const std::exception&) {
@@ -161,6 +153,27 @@ std::map<std::string, std::string> parse_named_files(const std::vector<std::stri
   return files;
 }
 
+// Every file ios-run reads: outputs must never replace one of them.
+std::vector<std::string> input_files(const RunOptions& options) {
+  std::vector<std::string> files = {options.model_path};
+  files.insert(files.end(), options.schedule_paths.begin(), options.schedule_paths.end());
+  for (const auto* specs : {&options.inputs, &options.references}) {
+    for (const std::string& spec : *specs) files.push_back(spec.substr(spec.find('=') + 1));
+  }
+  return files;
+}
+
+void refuse_input_as_output(const std::string& output, std::string_view option,
+                            const std::vector<std::string>& inputs) {
+  check_output_path(output);
+  for (const std::string& input : inputs) {
+    if (same_file(output, input)) {
+      user_error("{} {} is the input file {}; writing it would destroy it, give another path",
+                 option, output, input);
+    }
+  }
+}
+
 std::string safe_file_name(const std::string& name) {
   std::string out;
   for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
@@ -179,22 +192,33 @@ int run(const RunOptions& options, std::ostream& out) {
                options.duration_s, options.check, options.rtol, options.atol, options.seed,
                options.cuda_graph, options.precision, options.threads);
   }
+  const std::vector<std::string> files_read = input_files(options);
+  if (!options.export_times.empty()) refuse_input_as_output(options.export_times, "--export-times", files_read);
+  if (!options.trace.empty()) refuse_input_as_output(options.trace, "--trace", files_read);
+  // Each schedule file is read and parsed once, before the model: a file that
+  // is empty, not a schedule or too large is reported as such, and the first
+  // one's batch (needed before the model's shapes are known) is checked.
+  std::vector<nlohmann::json> documents;
+  for (const std::string& path : options.schedule_paths) {
+    documents.push_back(sched::read_schedule_document(path));
+  }
   int64_t batch = options.batch;
-  if (batch == 0 && !options.schedule_paths.empty()) batch = peek_header(options.schedule_paths[0]).batch;
+  if (batch == 0 && !documents.empty()) batch = sched::schedule_batch(documents[0], options.schedule_paths[0]);
   auto prepared = optimize::prepare_model(options.model_path, batch, options.input_shapes);
   const sched::UnitGraph& units = *prepared->units;
   const sched::ModelInfo model = prepared->info();
 
   std::vector<LoadedSchedule> schedules;
-  for (const std::string& path : options.schedule_paths) {
+  for (size_t i = 0; i < options.schedule_paths.size(); ++i) {
+    const std::string& path = options.schedule_paths[i];
     LoadedSchedule loaded;
     loaded.path = path;
     loaded.name = std::filesystem::path(path).filename().string();
-    const ScheduleHeader header = peek_header(path);
+    const ScheduleHeader header = peek_header(documents[i]);
     if (!header.sha256.empty()) {
       sched::check_model_hash(header.sha256, header.model_path, model, path, options.force);
     }
-    loaded.schedule = sched::read_schedule(path, units);
+    loaded.schedule = sched::schedule_from_document(documents[i], path, units);
     sched::check_schedule_matches_model(loaded.schedule, model, path, options.force);
     schedules.push_back(std::move(loaded));
   }
@@ -327,6 +351,7 @@ int run(const RunOptions& options, std::ostream& out) {
   if (!options.output_dir.empty()) {
     for (const auto& [name, tensor] : outputs[0]) {
       const auto file = std::filesystem::path(options.output_dir) / (safe_file_name(name) + ".npy");
+      refuse_input_as_output(file.string(), "--output-dir", files_read);
       create_parent_folder(file);
       exec::write_npy(file, tensor);
     }
