@@ -8,8 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# Warnings are not errors here (the regular build has -Werror): under ASan,
+# GCC 12 reports libstdc++'s own <regex> (inside Catch2) as maybe-uninitialized.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOS_ENABLE_CUDA=OFF \
-  -DIOS_SANITIZE=address,undefined -DIOS_WARNINGS_AS_ERRORS=ON >/dev/null
+  -DIOS_SANITIZE=address,undefined -DIOS_WARNINGS_AS_ERRORS=OFF >/dev/null
 cmake --build build-asan -j "$(nproc)"
 built=$(date +%s)
 # Left out: the whole-model ONNX Runtime comparisons and every-scheduler runs

@@ -37,7 +37,7 @@ using ::onnx::NodeProto;
 constexpr int kMaxFoldRounds = 16;
 
 // Import is linear in nodes but ONNX's shape inference costs about 1.5 KiB
-// of memory per node: half a million nodes import in about 8 s of CPU and
+// of memory per node: half a million nodes import in about 9 s of CPU and
 // under 1 GiB (docs/testing.md has the measurements).
 constexpr int kMaxNodes = 500000;
 
@@ -415,6 +415,17 @@ ImportedModel import_model_from_bytes(const std::string& bytes, const std::strin
     }
   }
 
+  // Shapes ONNX inferred from the file (an Expand to a huge shape, say) are
+  // capped before the IR builder multiplies them out.
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d > 0 && (__builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements))) {
+        user_error("{}: tensor '{}' has shape {}, more than 2^34 elements; ios cannot run it", path,
+                   name, ir::to_string(shape));
+      }
+    }
+  }
   result.graph = build_ir(model, shapes, path);
   check_tensor_sizes(result.graph, path);
   ir::infer_shapes(result.graph);
