@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    TARGET: onnx_import schedule npy
 #
 # New inputs go to build-fuzz/corpus/TARGET (kept between runs); a crash,
-# leak, UB report, timeout (10 s) or run over 2 GiB is written to
+# leak, UB report, timeout (60 s: generous, for shared machines) or run over 2 GiB is written to
 # build-fuzz/findings/ and makes the script exit 1. Needs the generated test
 # models (scripts/make-models.sh): schedule_fuzzer reads inception_like.onnx.
 set -euo pipefail
@@ -32,7 +32,7 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t for $seconds s"
   rc=0
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
-    "build-fuzz/test/fuzz/${t}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    "build-fuzz/test/fuzz/${t}_fuzzer" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=2048 \
     -max_len="${max_len[$t]}" -dict="test/fuzz/$t.dict" -print_final_stats=1 \
     -artifact_prefix="build-fuzz/findings/$t-" "build-fuzz/corpus/$t" "test/fuzz/corpus/$t" \
     >"$log" 2>&1 || rc=$?
