@@ -20,6 +20,27 @@ Broken files:
   cycle.onnx           Add and Relu consuming each other's outputs (saved unchecked)
   truncated.onnx       the first half of tiny_conv.onnx's bytes
   not_onnx.onnx        plain text
+Hostile files (hostile/): each once crashed, hung, overflowed or exhausted memory;
+ios must answer each with exit 2 and one line (or 0 where marked legitimate):
+  slice_negative_step_empty.onnx  Slice with step -1 over an empty constant, feeding a
+                                  Reshape target (crashed libonnx's data propagation)
+  pads_short_data.onnx            a Pad whose 'pads' initializer declares 8 values but
+                                  holds 4 bytes, feeding Pad -> Relu -> Slice
+  matmul_huge_weight.onnx         a MatMul weight declared [1, 2^62+1] with 4 bytes of
+                                  data (count * sizeof(float) wrapped)
+  where_huge_fold.onnx            Where broadcasting three small constants to 2^36 values
+  gather_huge_fold.onnx           Gather of 2^21 indices on the middle axis of a
+                                  2^10 x 2 x 2^10 constant (2^41 values)
+  neg_int64_min.onnx              Neg of INT64_MIN in the shape arithmetic
+  cast_inf.onnx                   Cast of float inf to int64 in the shape arithmetic
+  empty_huge_dims.onnx            an empty constant of shape [0, 2^40, 2^40] (its other
+                                  dimensions overflow when multiplied) -> Flatten
+  transpose_repeated_axis.onnx    Transpose with perm [0, 0] on a constant
+  external_absolute.onnx          a weight whose external data location is /etc/passwd
+  external_dotdot.onnx            a weight whose location is ../../../../etc/passwd
+  external_beside.onnx            legitimate: tiny_conv with its weights in
+                                  external_beside.weights next to it (exit 0)
+  empty.npy                       an empty float32 array, shape (0,)
 
 Output is deterministic (fixed RandomState, fixed producer), so the files
 are byte-identical from run to run.  Graph input is "input", output "output".
@@ -128,6 +149,152 @@ def cycle():
     return b.model("cycle", [1, 3, 8, 8], "output", [1, 3, 8, 8], check=False)
 
 
+# --- hostile files --------------------------------------------------------
+
+INT64_MIN = -(2 ** 63)
+
+
+def const(name, values, dtype=np.int64):
+    return helper.make_node("Constant", [], [name], name=name + "_node",
+                            value=numpy_helper.from_array(np.array(values, dtype=dtype), name + "_value"))
+
+
+def reshape_model(graph_name, shape_nodes, shape_out, inits=()):
+    """input 1x3x8x8 -> Reshape(input, shape_out) -> Relu -> output; shape_out is
+    computed by shape_nodes (the shape arithmetic under test)."""
+    nodes = list(shape_nodes) + [
+        helper.make_node("Reshape", ["input", shape_out], ["r"], name="reshape"),
+        helper.make_node("Relu", ["r"], ["output"], name="relu")]
+    g = helper.make_graph(nodes, graph_name,
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["d0", "d1", "d2", "d3"])],
+                          initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                          producer_name="ios onnx_models/make_bad_models.py", producer_version="1")
+    m.ir_version = IR_VERSION
+    return m
+
+
+def slice_negative_step_empty():
+    nodes = [const("empty", np.zeros([0], np.int64)), const("starts", [-1]),
+             const("ends", [-(2 ** 63) + 1]), const("axes", [0]), const("steps", [-1]),
+             helper.make_node("Slice", ["empty", "starts", "ends", "axes", "steps"], ["sliced"], name="slice"),
+             const("dims", [1, 3, 8, 8]),
+             helper.make_node("Concat", ["sliced", "dims"], ["shape"], name="concat", axis=0)]
+    return reshape_model("slice_negative_step_empty", nodes, "shape")
+
+
+def pads_short_data():
+    pads = TensorProto(name="pads", data_type=TensorProto.INT64, dims=[8], raw_data=b"\x01\x00\x00\x00")
+    nodes = [helper.make_node("Pad", ["input", "pads"], ["padded"], name="pad"),
+             helper.make_node("Relu", ["padded"], ["act"], name="relu0"),
+             const("starts", [0]), const("ends", [1]), const("axes", [0]),
+             helper.make_node("Slice", ["act", "starts", "ends", "axes"], ["output"], name="slice")]
+    g = helper.make_graph(nodes, "pads_short_data",
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["d0", "d1", "d2", "d3"])],
+                          initializer=[pads])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = IR_VERSION
+    return m
+
+
+def matmul_huge_weight():
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1, 2 ** 62 + 1], raw_data=b"\0\0\0\0")
+    nodes = [const("flat", [1, 192]),
+             helper.make_node("Reshape", ["input", "flat"], ["x2"], name="flatten"),
+             helper.make_node("MatMul", ["x2", "w"], ["output"], name="matmul")]
+    g = helper.make_graph(nodes, "matmul_huge_weight",
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["d0", "d1", "d2", "d3"])],
+                          initializer=[w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m.ir_version = IR_VERSION
+    return m
+
+
+def where_huge_fold():
+    n = 2 ** 12
+    nodes = [const("c", np.ones([n, 1, 1], np.bool_), np.bool_), const("x", np.ones([1, n, 1], np.int64)),
+             const("y", np.ones([1, 1, n], np.int64)),
+             helper.make_node("Where", ["c", "x", "y"], ["big"], name="where"),
+             helper.make_node("Shape", ["big"], ["shape"], name="shape")]
+    return reshape_model("where_huge_fold", nodes, "shape")
+
+
+def gather_huge_fold():
+    n = 2 ** 21
+    nodes = [const("row", [2 ** 10, 2, 2 ** 10]),
+             helper.make_node("ConstantOfShape", ["row"], ["data"], name="data",
+                              value=numpy_helper.from_array(np.array([1], np.int64))),
+             const("count", [n]),
+             helper.make_node("ConstantOfShape", ["count"], ["indices"], name="indices",
+                              value=numpy_helper.from_array(np.array([0], np.int64))),
+             helper.make_node("Gather", ["data", "indices"], ["big"], name="gather", axis=1),
+             helper.make_node("Shape", ["big"], ["shape"], name="shape")]
+    return reshape_model("gather_huge_fold", nodes, "shape")
+
+
+def neg_int64_min():
+    nodes = [const("m", [INT64_MIN]), helper.make_node("Neg", ["m"], ["neg"], name="neg"),
+             const("dims", [1, 3, 8, 8]),
+             helper.make_node("Concat", ["dims", "neg"], ["shape"], name="concat", axis=0)]
+    return reshape_model("neg_int64_min", nodes, "shape")
+
+
+def cast_inf():
+    nodes = [const("inf", [np.inf, 1.0, 3.0, 64.0], np.float32),
+             helper.make_node("Cast", ["inf"], ["shape"], name="cast", to=TensorProto.INT64)]
+    return reshape_model("cast_inf", nodes, "shape")
+
+
+def empty_huge_dims():
+    nodes = [const("dims", [0, 2 ** 40, 2 ** 40]),
+             helper.make_node("ConstantOfShape", ["dims"], ["empty"], name="empty",
+                              value=numpy_helper.from_array(np.array([0], np.int64))),
+             helper.make_node("Flatten", ["empty"], ["flat"], name="flatten", axis=2),
+             helper.make_node("Shape", ["flat"], ["shape"], name="shape")]
+    return reshape_model("empty_huge_dims", nodes, "shape")
+
+
+def transpose_repeated_axis():
+    nodes = [const("m", np.arange(6, dtype=np.int64).reshape(2, 3)),
+             helper.make_node("Transpose", ["m"], ["t"], name="transpose", perm=[0, 0]),
+             helper.make_node("Shape", ["t"], ["shape"], name="shape")]
+    return reshape_model("transpose_repeated_axis", nodes, "shape")
+
+
+def external(model, location, offset=None, length=None):
+    """Moves the first Conv weight of `model` into external data at `location`."""
+    w = model.graph.initializer[0]
+    w.ClearField("raw_data")
+    w.ClearField("float_data")
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", offset), ("length", length)):
+        if value is not None:
+            entry = w.external_data.add()
+            entry.key, entry.value = key, str(value)
+    return model
+
+
+def write_hostile(out, save):
+    os.makedirs(os.path.join(out, "hostile"), exist_ok=True)
+    for make in (slice_negative_step_empty, pads_short_data, matmul_huge_weight, where_huge_fold,
+                 gather_huge_fold, neg_int64_min, cast_inf, empty_huge_dims, transpose_repeated_axis):
+        save(os.path.join("hostile", make.__name__ + ".onnx"), make().SerializeToString())
+    save("hostile/external_absolute.onnx", external(tiny_conv(), "/etc/passwd").SerializeToString())
+    save("hostile/external_dotdot.onnx", external(tiny_conv(), "../../../../etc/passwd").SerializeToString())
+    # Legitimate external data: the weights after a 16-byte header, by offset and length.
+    m = tiny_conv()
+    weights = numpy_helper.to_array(m.graph.initializer[0]).tobytes()
+    save("hostile/external_beside.weights", b"ios-test-header!" + weights)
+    save("hostile/external_beside.onnx",
+         external(m, "external_beside.weights", 16, len(weights)).SerializeToString())
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"  # data 64-byte aligned
+    save("hostile/empty.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -152,6 +319,7 @@ def main(argv):
     save("cycle.onnx", cycle().SerializeToString())
     save("truncated.onnx", good[: len(good) // 2])
     save("not_onnx.onnx", b"this is not an ONNX model, just plain text\n")
+    write_hostile(out, save)
     return 0
 
 

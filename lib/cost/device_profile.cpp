@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "cost/shipped_profiles.h"
 
 namespace ios::cost {
@@ -189,12 +190,11 @@ DeviceProfile load_device_profile(const std::string& name_or_path) {
           name_or_path, fmt::join(shipped_device_profiles(), ", "));
     }
   }
-  std::ifstream in(name_or_path, std::ios::binary);
-  if (!in) user_error("device profile {}: cannot open the file", name_or_path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) user_error("device profile {}: read error", name_or_path);
-  return parse_device_profile(text.str(), name_or_path);
+  // A profile is a few hundred bytes; the limit keeps an endless file such as
+  // /dev/zero from being read until memory runs out.
+  constexpr uint64_t kMaxProfileBytes = uint64_t{1} << 20;
+  return parse_device_profile(read_file_limited(name_or_path, kMaxProfileBytes, "device profile"),
+                              name_or_path);
 }
 
 }  // namespace ios::cost

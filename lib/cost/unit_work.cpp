@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -201,16 +202,22 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit_id) {
     for (size_t p : prologue) kernel_of[p] = static_cast<int>(main_node.size()) - 1;
   }
 
-  // Which kernel (or kNoKernel) produced each tensor made inside the unit.
-  std::vector<std::pair<ir::TensorId, int>> made;
+  // Which kernel (or kNoKernel) produced each tensor made inside the unit,
+  // and which kernels read it: hashed, so that units of many fused nodes
+  // (long element-wise chains) cost linear time.
+  std::unordered_map<ir::TensorId, int> made;
+  std::unordered_map<ir::TensorId, std::vector<int>> readers;
   auto made_by = [&](ir::TensorId t) -> std::optional<int> {
-    for (const auto& [tensor, kernel] : made) {
-      if (tensor == t) return kernel;
-    }
-    return std::nullopt;
+    auto it = made.find(t);
+    if (it == made.end()) return std::nullopt;
+    return it->second;
   };
+  std::vector<std::vector<size_t>> nodes_of(main_node.size());
   for (size_t i = 0; i < unit.nodes.size(); ++i) {
-    for (ir::TensorId t : g.node(unit.nodes[i]).outputs) made.emplace_back(t, kernel_of[i]);
+    const ir::Node& n = g.node(unit.nodes[i]);
+    for (ir::TensorId t : n.outputs) made.emplace(t, kernel_of[i]);
+    for (ir::TensorId t : n.inputs) readers[t].push_back(kernel_of[i]);
+    if (kernel_of[i] != kNoKernel) nodes_of[static_cast<size_t>(kernel_of[i])].push_back(i);
   }
   const std::set<ir::TensorId> unit_outputs(unit.outputs.begin(), unit.outputs.end());
 
@@ -235,8 +242,7 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit_id) {
   for (size_t k = 0; k < main_node.size(); ++k) {
     KernelWork& kw = work.kernels[k];
     std::set<ir::TensorId> read, written;
-    for (size_t i = 0; i < unit.nodes.size(); ++i) {
-      if (kernel_of[i] != static_cast<int>(k)) continue;
+    for (size_t i : nodes_of[k]) {
       const ir::Node& n = g.node(unit.nodes[i]);
       for (ir::TensorId t : n.inputs) {
         const auto maker = made_by(t);
@@ -244,10 +250,12 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit_id) {
       }
       for (ir::TensorId t : n.outputs) {
         bool leaves = unit_outputs.count(t) > 0 || g.is_graph_output(t);
-        for (size_t j = 0; j < unit.nodes.size() && !leaves; ++j) {
-          if (kernel_of[j] == static_cast<int>(k)) continue;
-          const auto& ins = g.node(unit.nodes[j]).inputs;
-          leaves = std::find(ins.begin(), ins.end(), t) != ins.end();
+        if (!leaves) {
+          auto it = readers.find(t);
+          if (it != readers.end()) {
+            leaves = std::any_of(it->second.begin(), it->second.end(),
+                                 [&](int reader) { return reader != static_cast<int>(k); });
+          }
         }
         if (leaves) written.insert(t);
       }

@@ -236,6 +236,15 @@ HostTensor parse_npy(std::span<const uint8_t> bytes, const std::string& source) 
       count *= dim;
     }
   } else {
+    // An empty array still has a shape that later code multiplies out: the
+    // product of its other dimensions must not overflow either.
+    int64_t others = 1;
+    for (int64_t dim : header.shape) {
+      if (dim > 0 && __builtin_mul_overflow(others, dim, &others)) {
+        user_error("{}: malformed .npy file: the dimensions of shape ({}) overflow", source,
+                   fmt::join(header.shape, ", "));
+      }
+    }
     count = 0;
   }
   const size_t needed = static_cast<size_t>(count) * item;
@@ -253,7 +262,7 @@ HostTensor parse_npy(std::span<const uint8_t> bytes, const std::string& source) 
   tensor.data.resize(static_cast<size_t>(count));
   const uint8_t* p = bytes.data() + data_start;
   if (code == "f4") {
-    std::memcpy(tensor.data.data(), p, needed);
+    if (needed > 0) std::memcpy(tensor.data.data(), p, needed);  // data() may be null when empty
   } else if (code == "f8") {
     for (int64_t i = 0; i < count; ++i) tensor.data[static_cast<size_t>(i)] = static_cast<float>(load_le<double>(p + 8 * i));
   } else {
@@ -263,16 +272,9 @@ HostTensor parse_npy(std::span<const uint8_t> bytes, const std::string& source) 
 }
 
 HostTensor read_npy(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) user_error("{}: cannot open the .npy file ({})", path.string(), std::strerror(errno));
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) user_error("{}: cannot read the .npy file ({})", path.string(), ec.message());
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size))) {
-    user_error("{}: cannot read the .npy file (read failed)", path.string());
-  }
-  return parse_npy(bytes, path.string());
+  const std::string bytes = read_file_limited(path, kMaxNpyFileBytes, ".npy file");
+  return parse_npy(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()),
+                   path.string());
 }
 
 std::vector<uint8_t> to_npy_bytes(const HostTensor& tensor) {

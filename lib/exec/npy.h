@@ -35,6 +35,9 @@ struct HostTensor {
 HostTensor parse_npy(std::span<const uint8_t> bytes, const std::string& source);
 
 // Reads a .npy file. Throws UserError naming the file on any problem.
+// A .npy file larger than this (2 GiB: half a billion float32 values) is
+// refused before it is read.
+inline constexpr uint64_t kMaxNpyFileBytes = uint64_t{2} << 30;
 HostTensor read_npy(const std::filesystem::path& path);
 
 // The bytes of a version 1.0 .npy file ('<f4', C order); version 2.0 only

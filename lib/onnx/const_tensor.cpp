@@ -1,8 +1,13 @@
 #include "onnx/const_tensor.h"
 
+#include <fmt/ranges.h>
+
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
+#include "onnx/attributes.h"
 
 namespace ios::onnx {
 namespace {
@@ -12,7 +17,8 @@ using ::onnx::TensorProto;
 template <typename T>
 std::vector<T> from_raw(const std::string& raw, size_t count, const std::string& file,
                         const std::string& name) {
-  if (raw.size() != count * sizeof(T)) {
+  // Compared by division: count * sizeof(T) can wrap for a hostile count.
+  if (raw.size() % sizeof(T) != 0 || raw.size() / sizeof(T) != count) {
     user_error("{}: tensor '{}' has {} bytes of data for {} elements; the file is corrupt or "
                "truncated, re-export the model", file, name, raw.size(), count);
   }
@@ -35,7 +41,91 @@ void check_location(const TensorProto& proto, const std::string& file) {
   }
 }
 
+// Bytes per element in raw_data; 0 for types ios does not read.
+size_t element_size(int32_t dtype) {
+  switch (dtype) {
+    case TensorProto::DOUBLE:
+    case TensorProto::INT64:
+    case TensorProto::UINT64: return 8;
+    case TensorProto::FLOAT:
+    case TensorProto::INT32:
+    case TensorProto::UINT32: return 4;
+    case TensorProto::FLOAT16:
+    case TensorProto::BFLOAT16:
+    case TensorProto::INT16:
+    case TensorProto::UINT16: return 2;
+    case TensorProto::INT8:
+    case TensorProto::UINT8:
+    case TensorProto::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+// How many values the typed field that holds `dtype` without raw_data has.
+int64_t typed_value_count(const TensorProto& proto) {
+  switch (proto.data_type()) {
+    case TensorProto::FLOAT: return proto.float_data_size();
+    case TensorProto::DOUBLE: return proto.double_data_size();
+    case TensorProto::INT64: return proto.int64_data_size();
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: return proto.uint64_data_size();
+    default: return proto.int32_data_size();
+  }
+}
+
 }  // namespace
+
+void check_tensor_proto(const TensorProto& proto, const std::string& file, std::string_view where) {
+  const std::string& name = proto.name();
+  int64_t elements = 1, nonzero = 1;
+  for (int64_t d : proto.dims()) {
+    if (d < 0) user_error("{}: {} '{}' has a negative dimension {}; the file is corrupt", file, where, name, d);
+    elements *= d > 0 ? 1 : 0;
+    if (d > 0 && (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > kMaxTensorElements)) {
+      user_error("{}: {} '{}' has dimensions {} (more than 2^34 elements); ios cannot run such a "
+                 "tensor, the file is corrupt or not a CNN", file, where, name, fmt::join(proto.dims(), "x"));
+    }
+  }
+  elements *= nonzero;
+  const size_t size = element_size(proto.data_type());
+  if (size == 0) {
+    user_error("{}: {} '{}' has element type {}, which ios does not read; re-export the model in "
+               "float32", file, where, name, type_name(proto.data_type()));
+  }
+  if (proto.data_location() == TensorProto::EXTERNAL || proto.external_data_size() > 0) {
+    user_error("{}: {} '{}' keeps its data in an external file, which is not allowed here", file,
+               where, name);
+  }
+  if (proto.has_segment()) {
+    user_error("{}: {} '{}' is split into segments, which ios does not read; re-export the model",
+               file, where, name);
+  }
+  if (proto.has_raw_data()) {
+    const std::string& raw = proto.raw_data();
+    if (raw.size() % size != 0 || raw.size() / size != static_cast<uint64_t>(elements) ||
+        typed_value_count(proto) != 0) {
+      user_error("{}: {} '{}' has {} bytes of data for {} elements of {}; the file is corrupt or "
+                 "truncated, re-export the model", file, where, name, raw.size(), elements,
+                 type_name(proto.data_type()));
+    }
+  } else if (typed_value_count(proto) != elements) {
+    user_error("{}: {} '{}' has {} values for {} elements; the file is corrupt or truncated, "
+               "re-export the model", file, where, name, typed_value_count(proto), elements);
+  }
+}
+
+void for_each_tensor(::onnx::GraphProto& graph,
+                     const std::function<void(TensorProto&, const std::string&)>& visit) {
+  for (TensorProto& t : *graph.mutable_initializer()) visit(t, "initializer");
+  for (::onnx::NodeProto& node : *graph.mutable_node()) {
+    for (::onnx::AttributeProto& attr : *node.mutable_attribute()) {
+      if (!attr.has_t() && attr.tensors_size() == 0) continue;
+      const std::string where = fmt::format("attribute '{}' of node {}", attr.name(), node_label(node));
+      if (attr.has_t()) visit(*attr.mutable_t(), where);
+      for (TensorProto& t : *attr.mutable_tensors()) visit(t, where);
+    }
+  }
+}
 
 bool is_float_type(int32_t dtype) {
   return dtype == TensorProto::FLOAT || dtype == TensorProto::DOUBLE ||
@@ -60,6 +150,14 @@ std::string type_name(int32_t dtype) {
     case TensorProto::STRING: return "string";
     default: return fmt::format("type {}", dtype);
   }
+}
+
+int64_t ConstTensor::saturating_int(double v) {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  if (std::isnan(v)) return 0;
+  if (v >= kLimit) return std::numeric_limits<int64_t>::max();
+  if (v <= -kLimit) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
 }
 
 bool ConstTensor::is_float() const { return is_float_type(dtype); }

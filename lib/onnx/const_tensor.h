@@ -6,7 +6,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -24,7 +26,10 @@ struct ConstTensor {
   bool is_float() const;
   size_t size() const { return is_float() ? f.size() : i.size(); }
   double as_double(size_t k) const { return is_float() ? f[k] : static_cast<double>(i[k]); }
-  int64_t as_int(size_t k) const { return is_float() ? static_cast<int64_t>(f[k]) : i[k]; }
+  // Floating values are truncated toward zero and saturate at the int64
+  // range (NaN gives 0): a hostile inf never reaches an undefined conversion.
+  int64_t as_int(size_t k) const { return is_float() ? saturating_int(f[k]) : i[k]; }
+  static int64_t saturating_int(double v);
   std::vector<int64_t> ints() const;  // every element as int64
 
   static ConstTensor of_ints(std::vector<int64_t> values, ir::Shape dims);
@@ -45,7 +50,28 @@ std::vector<float> decode_float_weights(const ::onnx::TensorProto& proto, const 
 // Writes `value` into `proto` (name untouched), raw little-endian data.
 void encode_tensor(const ConstTensor& value, ::onnx::TensorProto* proto);
 
-// Number of elements the dims of `proto` describe.
+// Number of elements the dims of `proto` describe; -1 when a dimension is
+// negative or the product overflows.
 int64_t proto_num_elements(const ::onnx::TensorProto& proto);
+
+// Tensors with more elements than this are refused at import: ios runs
+// nothing that large, and no element or byte count derived from a checked
+// tensor can overflow.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 34;
+
+// Checks a tensor from the file before anything reads it (ONNX's checker and
+// shape inference included): non-negative dimensions whose product, zeros
+// left out, is at most kMaxTensorElements; a supported element type; data
+// inside the file (external data is resolved first, external_data.h) whose
+// size matches the dimensions exactly. Throws UserError naming `file`, the
+// tensor and `where` (e.g. "initializer", "attribute 'value' of node n").
+void check_tensor_proto(const ::onnx::TensorProto& proto, const std::string& file,
+                        std::string_view where);
+
+// Calls `visit` on every tensor stored in the graph: initializers and the
+// tensor attributes of nodes (Constant's value, ConstantOfShape's value),
+// with a description such as "initializer" or "attribute 'value' of node n".
+void for_each_tensor(::onnx::GraphProto& graph,
+                     const std::function<void(::onnx::TensorProto&, const std::string&)>& visit);
 
 }  // namespace ios::onnx

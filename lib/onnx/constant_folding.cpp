@@ -22,6 +22,11 @@ using Values = std::vector<const ConstTensor*>;  // one per node input; null whe
 // Initializers larger than this are never decoded for folding: shape
 // arithmetic is small, and weights reach the IR untouched.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 22;
+// All values one folding round holds at once (decoded inputs and results):
+// each is capped above, and so are they together, at 512 MiB of doubles.
+constexpr int64_t kMaxFoldTotalElements = int64_t{1} << 26;
+// Shape arithmetic has small ranks; a hostile Unsqueeze could grow them.
+constexpr size_t kMaxFoldRank = 64;
 
 const std::unordered_set<std::string>& foldable_ops() {
   static const std::unordered_set<std::string> ops = {
@@ -95,17 +100,28 @@ ConstTensor reshaped(const ConstTensor& src, ir::Shape dims) {
 }
 
 // The element count of a folded result whose dimensions come from the file:
-// checked for overflow and capped, so hostile shapes fail with a message
-// instead of exhausting memory.
+// checked before anything is allocated, so hostile shapes fail with a
+// message instead of exhausting memory. Zero dimensions do not exempt the
+// others: every product of a result's dimensions stays far from overflow.
 size_t folded_count(const Context& ctx, const ir::Shape& dims) {
-  int64_t n = 1;
+  if (dims.size() > kMaxFoldRank) ctx.fail("the result has rank {}, more than {}", dims.size(), kMaxFoldRank);
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : dims) {
-    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxFoldElements) {
+    if (d < 0) ctx.fail("the result has a negative dimension ({})", ir::to_string(dims));
+    empty = empty || d == 0;
+    if (d > 0 && (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > kMaxFoldElements)) {
       ctx.fail("the result ({} elements) is too large to fold (at most {})", ir::to_string(dims),
                kMaxFoldElements);
     }
   }
-  return static_cast<size_t>(n);
+  return empty ? 0 : static_cast<size_t>(nonzero);
+}
+
+int64_t checked_int(const Context& ctx, double v, std::string_view what) {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  if (!(v > -kLimit && v < kLimit)) ctx.fail("{} gives {}, outside the int64 range", what, v);
+  return static_cast<int64_t>(v);
 }
 
 ir::Shape broadcast(const Context& ctx, const ir::Shape& a, const ir::Shape& b) {
@@ -172,12 +188,13 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
   return out;
 }
 
-ConstTensor unary(const ConstTensor& a, const std::function<double(double)>& fn) {
+ConstTensor unary(const Context& ctx, const ConstTensor& a, const std::function<double(double)>& fn) {
   ConstTensor out = a;
   if (a.is_float()) {
     for (double& v : out.f) v = fn(v);
   } else {
-    for (int64_t& v : out.i) v = static_cast<int64_t>(fn(static_cast<double>(v)));
+    // Through double and back, range-checked: -INT64_MIN has no int64.
+    for (int64_t& v : out.i) v = checked_int(ctx, fn(static_cast<double>(v)), ctx.node.op_type());
   }
   return out;
 }
@@ -205,8 +222,15 @@ ConstTensor concat(const Context& ctx, const Values& in, int64_t axis_attr) {
   dims[axis] = 0;
   for (const ConstTensor* t : in) {
     if (t->dims.size() != first.dims.size()) ctx.fail("inputs have different ranks");
-    dims[axis] += t->dims[axis];
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (d != axis && t->dims[d] != first.dims[d]) {
+        ctx.fail("inputs of shapes {} and {} differ outside axis {}", ir::to_string(first.dims),
+                 ir::to_string(t->dims), axis);
+      }
+    }
+    if (__builtin_add_overflow(dims[axis], t->dims[axis], &dims[axis])) ctx.fail("the result is too large");
   }
+  folded_count(ctx, dims);
   // outer = product of dims before axis; each input contributes a block per outer index.
   int64_t outer = 1;
   for (size_t d = 0; d < axis; ++d) outer *= dims[d];
@@ -233,6 +257,7 @@ ConstTensor gather(const Context& ctx, const ConstTensor& data, const ConstTenso
   ir::Shape dims(data.dims.begin(), data.dims.begin() + static_cast<int64_t>(axis));
   dims.insert(dims.end(), indices.dims.begin(), indices.dims.end());
   dims.insert(dims.end(), data.dims.begin() + static_cast<int64_t>(axis) + 1, data.dims.end());
+  folded_count(ctx, dims);
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < axis; ++d) outer *= data.dims[d];
   for (size_t d = axis + 1; d < data.dims.size(); ++d) inner *= data.dims[d];
@@ -255,6 +280,12 @@ ConstTensor transpose(const Context& ctx, const ConstTensor& data, std::vector<i
     for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
   }
   if (perm.size() != rank) ctx.fail("perm has {} entries for rank {}", perm.size(), rank);
+  std::vector<bool> used(rank, false);
+  for (int64_t& p : perm) {
+    p = normalize_axis(ctx, p, static_cast<int64_t>(rank));
+    if (used[static_cast<size_t>(p)]) ctx.fail("perm names axis {} twice", p);
+    used[static_cast<size_t>(p)] = true;
+  }
   ir::Shape dims(rank);
   for (size_t d = 0; d < rank; ++d) dims[d] = data.dims[static_cast<size_t>(normalize_axis(ctx, perm[d], static_cast<int64_t>(rank)))];
   const auto in_strides = strides_of(data.dims);
@@ -293,14 +324,20 @@ ConstTensor slice(const Context& ctx, const ConstTensor& data, const std::vector
     int64_t s = starts[k], e = ends[k];
     if (s < 0) s += dim;
     if (e < 0) e += dim;
-    if (st > 0) {
+    // Counts are computed as (span - 1) / |step| + 1: no intermediate can
+    // overflow, whatever steps and bounds the file gives.
+    if (dim == 0) {
+      s = 0;
+      dims[axis] = 0;
+    } else if (st > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      dims[axis] = e > s ? (e - s + st - 1) / st : 0;
+      dims[axis] = e > s ? (e - s - 1) / st + 1 : 0;
     } else {
+      const int64_t magnitude = st == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -st;
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      dims[axis] = s > e ? (s - e - st - 1) / -st : 0;
+      dims[axis] = s > e ? (s - e - 1) / magnitude + 1 : 0;
     }
     begin[axis] = s;
     step[axis] = st;
@@ -338,7 +375,7 @@ ir::Shape reshape_target(const Context& ctx, const ir::Shape& in, const std::vec
       continue;
     }
     if (v < 0) ctx.fail("reshape target has a negative entry {}", v);
-    known *= v;
+    if (__builtin_mul_overflow(known, v, &known)) ctx.fail("reshape target {} overflows", fmt::join(shape, "x"));
     out.push_back(v);
   }
   const int64_t total = ir::num_elements(in);
@@ -394,7 +431,13 @@ std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Value
     const auto n = static_cast<int64_t>(dims.size());
     return one(ConstTensor::of_ints(std::move(dims), {n}));
   }
-  if (op == "Size") return one(ConstTensor::of_ints({ir::num_elements(*input_shape)}, {}));
+  if (op == "Size") {
+    int64_t n = 1;
+    for (int64_t d : *input_shape) {
+      if (d < 0 || __builtin_mul_overflow(n, d, &n)) ctx.fail("the input's size overflows");
+    }
+    return one(ConstTensor::of_ints({n}, {}));
+  }
   if (op == "Identity") return one(need(ctx, in, 0));
   if (op == "Dropout") {
     if (node.output_size() > 1 && !node.output(1).empty()) return std::nullopt;  // mask wanted
@@ -411,7 +454,12 @@ std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Value
     const std::vector<int64_t> axes = axes_input_or_attr(ctx, in, 13);
     const auto rank = static_cast<int64_t>(data.dims.size() + axes.size());
     std::vector<bool> inserted(static_cast<size_t>(rank), false);
-    for (int64_t a : axes) inserted[static_cast<size_t>(normalize_axis(ctx, a, rank))] = true;
+    if (static_cast<size_t>(rank) > kMaxFoldRank) ctx.fail("the result has rank {}, more than {}", rank, kMaxFoldRank);
+    for (int64_t a : axes) {
+      const auto d = static_cast<size_t>(normalize_axis(ctx, a, rank));
+      if (inserted[d]) ctx.fail("axis {} is given twice", a);
+      inserted[d] = true;
+    }
     ir::Shape dims;
     size_t next = 0;
     for (int64_t d = 0; d < rank; ++d) dims.push_back(inserted[static_cast<size_t>(d)] ? 1 : data.dims.at(next++));
@@ -490,19 +538,28 @@ std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Value
     ConstTensor out;
     out.dtype = start.dtype;
     out.dims = {n};
+    const int64_t first = start.as_int(0), step = need(ctx, in, 2).as_int(0);
     for (int64_t k = 0; k < n; ++k) {
-      if (out.is_float()) out.f.push_back(s + static_cast<double>(k) * delta);
-      else out.i.push_back(start.as_int(0) + k * need(ctx, in, 2).as_int(0));
+      if (out.is_float()) {
+        out.f.push_back(s + static_cast<double>(k) * delta);
+        continue;
+      }
+      int64_t v = 0;
+      if (__builtin_mul_overflow(k, step, &v) || __builtin_add_overflow(first, v, &v)) {
+        ctx.fail("Range overflows int64");
+      }
+      out.i.push_back(v);
     }
     return one(out);
   }
   if (op == "Where") {
     const ConstTensor &c = need(ctx, in, 0), &x = need(ctx, in, 1), &y = need(ctx, in, 2);
     const ir::Shape dims = broadcast(ctx, broadcast(ctx, c.dims, x.dims), y.dims);
+    const size_t n = folded_count(ctx, dims);
     ConstTensor out;
     out.dtype = x.dtype;
     out.dims = dims;
-    for (size_t k = 0; k < static_cast<size_t>(ir::num_elements(dims)); ++k) {
+    for (size_t k = 0; k < n; ++k) {
       const ConstTensor& pick = c.as_int(broadcast_index(k, dims, c.dims)) ? x : y;
       const size_t at = broadcast_index(k, dims, pick.dims);
       if (out.is_float()) out.f.push_back(pick.as_double(at));
@@ -510,12 +567,12 @@ std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Value
     }
     return one(out);
   }
-  if (op == "Neg") return one(unary(need(ctx, in, 0), [](double v) { return -v; }));
-  if (op == "Abs") return one(unary(need(ctx, in, 0), [](double v) { return std::abs(v); }));
-  if (op == "Floor") return one(unary(need(ctx, in, 0), [](double v) { return std::floor(v); }));
-  if (op == "Ceil") return one(unary(need(ctx, in, 0), [](double v) { return std::ceil(v); }));
-  if (op == "Sqrt") return one(unary(need(ctx, in, 0), [](double v) { return std::sqrt(v); }));
-  if (op == "Not") return one(unary(need(ctx, in, 0), [](double v) { return v == 0.0 ? 1.0 : 0.0; }));
+  if (op == "Neg") return one(unary(ctx, need(ctx, in, 0), [](double v) { return -v; }));
+  if (op == "Abs") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::abs(v); }));
+  if (op == "Floor") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::floor(v); }));
+  if (op == "Ceil") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::ceil(v); }));
+  if (op == "Sqrt") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::sqrt(v); }));
+  if (op == "Not") return one(unary(ctx, need(ctx, in, 0), [](double v) { return v == 0.0 ? 1.0 : 0.0; }));
 
   static const std::vector<std::pair<std::string, Binary>> binaries = {
       {"Add", Binary::kAdd}, {"Sub", Binary::kSub}, {"Mul", Binary::kMul},
@@ -571,6 +628,7 @@ int fold_constants(::onnx::ModelProto& model, const ShapeMap& shapes, const std:
   std::unordered_map<std::string, ConstTensor> values;
   std::vector<bool> folded(static_cast<size_t>(graph.node_size()), false);
   int count = 0;
+  int64_t held = 0;  // elements in `values`, bounded by kMaxFoldTotalElements
   for (int k = 0; k < graph.node_size(); ++k) {
     const NodeProto& node = graph.node(k);
     if (!(node.domain().empty() || node.domain() == "ai.onnx") || !is_foldable_op(node.op_type())) continue;
@@ -608,12 +666,27 @@ int fold_constants(::onnx::ModelProto& model, const ShapeMap& shapes, const std:
         continue;
       }
       auto slot = values.emplace(name, decode_tensor(*init->second, file)).first;
+      held += static_cast<int64_t>(slot->second.size());
       in.push_back(&slot->second);
     }
     if (!ready) continue;
     const Context ctx{node, opset, file};
     auto result = evaluate(ctx, in, input_shape);
     if (!result) continue;
+    // A Constant's value is already in the file (weights exported as
+    // Constant nodes can be large); everything else was computed here.
+    if (node.op_type() != "Constant") {
+      for (const ConstTensor& t : *result) {
+        const size_t n = folded_count(ctx, t.dims);
+        IOS_ASSERT(t.size() == n, "{}: node {}: folded {} values for shape {}", file, node_label(node),
+                   t.size(), ir::to_string(t.dims));
+        held += static_cast<int64_t>(n);
+      }
+      if (held > kMaxFoldTotalElements) {
+        ctx.fail("constant folding would hold more than {} values; the model's shape arithmetic is "
+                 "not supported", kMaxFoldTotalElements);
+      }
+    }
     for (int o = 0; o < node.output_size() && o < static_cast<int>(result->size()); ++o) {
       if (!node.output(o).empty()) values.insert_or_assign(node.output(o), std::move((*result)[static_cast<size_t>(o)]));
     }

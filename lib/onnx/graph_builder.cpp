@@ -350,8 +350,9 @@ class Builder {
         v = 1;
       } else if (v < 0) {
         fail(node, "target has a negative entry {}", v);
-      } else {
-        known *= v;
+      } else if (__builtin_mul_overflow(known, v, &known)) {
+        // The target comes from the file: its product must not wrap.
+        fail(node, "target [{}] has more elements than int64 can count", fmt::join(target, ", "));
       }
       a.shape.push_back(v);
     }

@@ -8,13 +8,13 @@
 #include <climits>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <queue>
 #include <set>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/log.h"
 #include "core/sha256.h"
 #include "ir/passes.h"
@@ -22,6 +22,7 @@
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
 #include "onnx/constant_folding.h"
+#include "onnx/external_data.h"
 #include "onnx/graph_builder.h"
 
 namespace ios::onnx {
@@ -34,6 +35,11 @@ using ::onnx::NodeProto;
 // Shape inference and folding alternate until nothing folds; exporters'
 // shape chains are a few levels deep.
 constexpr int kMaxFoldRounds = 16;
+
+// Import is linear in nodes but ONNX's shape inference costs about 1.5 KiB
+// of memory per node: half a million nodes import in about 9 s of CPU and
+// under 1 GiB (docs/testing.md has the measurements).
+constexpr int kMaxNodes = 500000;
 
 // ONNX's messages span lines ("==> Context: ..."); ios errors are one line.
 std::string one_line(const std::string& text) {
@@ -70,17 +76,12 @@ std::string read_file(const std::string& path) {
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) user_error("{}: no such file; check the path", path);
   if (fs::is_directory(status)) user_error("{}: is a directory; give the path of a .onnx file", path);
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) user_error("{}: cannot open the file ({})", path, std::strerror(errno));
-  const std::streamoff size = in.tellg();
-  if (size < 0) user_error("{}: cannot determine the file size", path);
-  if (size > static_cast<std::streamoff>(INT_MAX)) {
-    user_error("{}: the file is over 2 GiB, the protobuf limit; use a smaller model", path);
+  // A device (/dev/zero) would be read to the limit for nothing; a pipe
+  // (`<(cat model.onnx)`) is read like a file.
+  if (!fs::is_regular_file(status) && !fs::is_fifo(status)) {
+    user_error("{}: is not a regular file; give the path of a .onnx file", path);
   }
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  if (!in.read(bytes.data(), size)) user_error("{}: read error ({})", path, std::strerror(errno));
-  return bytes;
+  return read_file_limited(path, static_cast<uint64_t>(INT_MAX), "ONNX model (protobuf limit)");
 }
 
 ModelProto parse(const std::string& bytes, const std::string& path) {
@@ -100,6 +101,10 @@ ModelProto parse(const std::string& bytes, const std::string& path) {
                "or not an ONNX file, re-export it", path);
   }
   if (model.graph().node_size() == 0) user_error("{}: the ONNX graph has no nodes", path);
+  if (model.graph().node_size() > kMaxNodes) {
+    user_error("{}: the ONNX graph has {} nodes, more than {}, the most ios imports (CNNs have "
+               "thousands); it is not a model ios can schedule", path, model.graph().node_size(), kMaxNodes);
+  }
   return model;
 }
 
@@ -114,6 +119,45 @@ void check_tensor_sizes(const ir::Graph& graph, const std::string& path) {
       if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
         user_error("{}: tensor '{}' has shape {}, more than 2^34 elements; ios cannot run it", path,
                    t.name, ir::to_string(t.shape));
+      }
+    }
+  }
+}
+
+// Everything ONNX's checker and shape inference will read from the file's
+// tensors is checked first: libonnx trusts declared sizes and crashes on
+// some inconsistent ones. External data is loaded (from the model's folder
+// only) so that the checker never looks at the file system.
+void check_tensors(ModelProto& model, const std::string& path) {
+  GraphProto& graph = *model.mutable_graph();
+  if (graph.sparse_initializer_size() > 0) {
+    user_error("{}: the model has sparse initializers ('{}'), which ios does not read; re-export it "
+               "with dense weights", path, graph.sparse_initializer(0).values().name());
+  }
+  for (const NodeProto& node : graph.node()) {
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g() || attr.graphs_size() > 0 || attr.has_sparse_tensor() || attr.sparse_tensors_size() > 0) {
+        user_error("{}: node {}: attribute '{}' holds a subgraph or sparse tensor, which ios does not "
+                   "support", path, node_label(node), attr.name());
+      }
+    }
+  }
+  load_external_data(model, path);
+  for_each_tensor(graph, [&](::onnx::TensorProto& t, const std::string& where) {
+    check_tensor_proto(t, path, where);
+  });
+}
+
+// Graph inputs' static shapes come from the file or the options: capped like
+// every other tensor before ONNX's shape inference multiplies them out.
+void check_input_sizes(const std::vector<std::pair<std::string, ir::Shape>>& inputs,
+                       const std::string& path) {
+  for (const auto& [name, shape] : inputs) {
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      if (d <= 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements) {
+        user_error("{}: graph input '{}' has shape {}, more than 2^34 elements; ios cannot run it",
+                   path, name, ir::to_string(shape));
       }
     }
   }
@@ -396,10 +440,14 @@ InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
   return result;
 }
 
+// Data propagation stays off: libonnx 1.12's propagation crashes on some
+// hostile constants (a Slice with a negative step over an empty tensor), and
+// ios's own constant folding, alternating with inference in import_model,
+// resolves the same shape chains on values it has checked.
 void infer_onnx_shapes(ModelProto& model, const std::string& path) {
   onnx_call(path, "ONNX shape inference failed", [&] {
     const ::onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1,
-                                                /*enable_data_propagation=*/true);
+                                                /*enable_data_propagation=*/false);
     ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
   });
 }
@@ -419,10 +467,15 @@ void cross_check(const ir::Graph& graph, const ShapeMap& onnx_shapes, const std:
 }  // namespace
 
 ImportedModel import_model(const std::string& path, const ImportOptions& options) {
+  return import_model_from_bytes(read_file(path), path, options);
+}
+
+ImportedModel import_model_from_bytes(const std::string& bytes, const std::string& path,
+                                      const ImportOptions& options) {
   auto log = logger("onnx");
-  const std::string bytes = read_file(path);
   ModelProto model = parse(bytes, path);
   check_operators(model, path);
+  check_tensors(model, path);
   sort_nodes(*model.mutable_graph(), path);
   onnx_call(path, "the ONNX checker rejected the model", [&] { ::onnx::checker::check_model(model); });
 
@@ -432,6 +485,7 @@ ImportedModel import_model(const std::string& path, const ImportOptions& options
   InputShapes inputs = set_input_shapes(model, options, path);
   result.inputs = std::move(inputs.inputs);
   result.batch = inputs.batch;
+  check_input_sizes(result.inputs, path);
 
   const int nodes_before = model.graph().node_size();
   int folded = 0;
@@ -448,6 +502,17 @@ ImportedModel import_model(const std::string& path, const ImportOptions& options
     }
   }
 
+  // Shapes ONNX inferred from the file (an Expand to a huge shape, say) are
+  // capped before the IR builder multiplies them out.
+  for (const auto& [name, shape] : shapes) {
+    int64_t n = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d > 0 && (__builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements))) {
+        user_error("{}: tensor '{}' has shape {}, more than 2^34 elements; ios cannot run it", path,
+                   name, ir::to_string(shape));
+      }
+    }
+  }
   result.graph = build_ir(model, shapes, path);
   check_tensor_sizes(result.graph, path);
   ir::infer_shapes(result.graph);

@@ -55,4 +55,9 @@ struct ImportedModel {
 // relevant, with what to do) for every problem with the file or options.
 ImportedModel import_model(const std::string& path, const ImportOptions& options = {});
 
+// The same for a model already in memory (the fuzz targets); `path` names it
+// in messages and its folder is where external data is looked up.
+ImportedModel import_model_from_bytes(const std::string& bytes, const std::string& path,
+                                      const ImportOptions& options = {});
+
 }  // namespace ios::onnx

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,50 @@ std::string default_output(const std::string& model, const std::string& schedule
   std::filesystem::path p(model);
   p.replace_extension();
   return p.string() + "." + scheduler + ".schedule.json";
+}
+
+// Schedules and reports are JSON objects with a "format" field.
+bool is_ios_file_of_format(const std::string& path, std::string_view format) {
+  try {
+    const nlohmann::json doc =
+        nlohmann::json::parse(read_file_limited(path, sched::kMaxScheduleFileBytes, "file"), nullptr,
+                              /*allow_exceptions=*/false);
+    return doc.is_object() && doc.contains("format") && doc["format"] == format;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Refuses, before any work, an output that would destroy something the user
+// did not mean to replace: the model itself, or an existing file of another
+// kind (a typo such as `-o model.onnx`). --force overrides both.
+void check_output_target(const std::string& target, const std::string& option,
+                         std::string_view format, std::string_view kind,
+                         const OptimizeOptions& options) {
+  check_output_path(target);
+  if (options.force) return;
+  if (same_file(target, options.model_path)) {
+    user_error("{} {} is the input model; writing it would destroy the model. Give another path, "
+               "or pass --force to overwrite it", option, target);
+  }
+  if (is_existing_regular_file(target) && !is_ios_file_of_format(target, format)) {
+    user_error("{} {}: the file exists and is not {}; give another path, remove the file, or pass "
+               "--force to overwrite it", option, target, kind);
+  }
+}
+
+void check_outputs(const std::string& output, const OptimizeOptions& options) {
+  const std::string& report = options.report_json;
+  if (!output.empty()) {
+    check_output_target(output, "-o", "ios-schedule", "an ios schedule", options);
+  }
+  if (report.empty()) return;
+  if (!output.empty() && (report == output || same_file(report, output) ||
+                          (is_stdout_path(report) && is_stdout_path(output)))) {
+    user_error("-o and --report-json both name {}; give them different paths", report);
+  }
+  check_output_target(report, "--report-json", "ios-optimize-report", "an ios-optimize report",
+                      options);
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -408,6 +453,14 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   // Fail on a bad scheduler name or parameters before the (slow) import.
   const sched::SchedulerEntry& entry = sched::find_scheduler(options.scheduler);
   sched::Params::parse(entry.name, entry.params, options.scheduler_params);
+  // Checked before the (slow) import, so a refused output costs nothing.
+  const std::string output = options.analyze ? std::string()
+                             : options.output_path.empty()
+                                 ? default_output(options.model_path, entry.name)
+                                 : options.output_path;
+  check_outputs(output, options);
+  // A file written to standard output must not be mixed with the summary.
+  std::ostream& summary = is_stdout_path(output) || is_stdout_path(options.report_json) ? std::cerr : out;
 
   sched::FormationOptions formation;
   formation.max_block_units = options.max_block_units;
@@ -473,19 +526,19 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   }
 
   if (options.analyze) {
-    out << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10} {:>10}\n", "block",
+    summary << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10} {:>10}\n", "block",
                        "n", "width", "units", "states", "transitions", "costed", "search ms",
                        "latency ms");
     for (size_t b = 0; b < units.blocks().size(); ++b) {
       const sched::Block& block = units.blocks()[b];
       const sched::BlockStats* s = b < stats.blocks.size() ? &stats.blocks[b] : nullptr;
-      out << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}{}\n",
+      summary << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}{}\n",
                          b, block.size(), block.width, block_kinds(units, block).substr(0, 34),
                          s ? s->states : 0, s ? s->transitions : 0, s ? s->stages_costed : 0,
                          s ? s->search_ms : 0.0, s ? s->predicted_ms : 0.0,
                          block.split_by_cap ? "  (part of a wider region)" : "");
     }
-    out << fmt::format("total  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}\n",
+    summary << fmt::format("total  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}\n",
                        units.size(), widest_width, "", states, transitions, costed,
                        stats.total_search_ms, schedule.predicted_latency_ms);
     if (!options.report_json.empty()) {
@@ -519,14 +572,14 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   } else {
     streams = schedule.streamed().num_streams;
   }
-  out << "\n=== ios-optimize summary ===\n";
-  out << fmt::format("Model            {} (batch {}, sha256 {}...)\n", prepared->model.path,
+  summary << "\n=== ios-optimize summary ===\n";
+  summary << fmt::format("Model            {} (batch {}, sha256 {}...)\n", prepared->model.path,
                      prepared->model.batch, prepared->model.sha256.substr(0, 12));
-  out << fmt::format("Units            {} in {} blocks (widest block: {} units, width {})\n",
+  summary << fmt::format("Units            {} in {} blocks (widest block: {} units, width {})\n",
                      units.size(), units.blocks().size(), widest, widest_width);
-  out << fmt::format("Scheduler        {} ({})\n", entry.name, format_params(schedule.scheduler.params));
-  out << fmt::format("Cost model       {}\n", cost.note);
-  out << fmt::format("Search           {} states, {} transitions, {} stages costed in {:.3f} s "
+  summary << fmt::format("Scheduler        {} ({})\n", entry.name, format_params(schedule.scheduler.params));
+  summary << fmt::format("Cost model       {}\n", cost.note);
+  summary << fmt::format("Search           {} states, {} transitions, {} stages costed in {:.3f} s "
                      "(import {:.2f} s)\n",
                      states, transitions, costed, stats.total_search_ms / 1000.0, import_ms / 1000.0);
   if (const auto* measured = dynamic_cast<const cuda::MeasuredCostModel*>(cost.model.get())) {
@@ -537,15 +590,15 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
                        p.cache_hits);
   }
   if (schedule.is_staged()) {
-    out << fmt::format("Schedule         {} stages, {} operator merges\n", stages, merges);
+    summary << fmt::format("Schedule         {} stages, {} operator merges\n", stages, merges);
   } else {
-    out << fmt::format("Schedule         {} units on {} streams\n", units.size(), streams);
+    summary << fmt::format("Schedule         {} units on {} streams\n", units.size(), streams);
   }
-  out << fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n",
+  summary << fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n",
                      schedule.predicted_latency_ms,
                      cost.model->name() == "measured" ? "measured per stage" : "predicted (whole plan simulated)",
                      sequential_ms, sequential_ms / std::max(1e-12, schedule.predicted_latency_ms));
-  out << fmt::format("Written          {}\n", output);
+  summary << fmt::format("Written          {}\n", output);
   return 0;
 }
 

@@ -38,6 +38,10 @@ struct OptimizeOptions {
   // Fit the --device-profile's knobs to this profile database's measured
   // stages of the model and write the profile to output_path (no schedule).
   std::string calibrate_db;
+  // Outputs: "-" is standard output. Without `force`, an output that names
+  // the model, or an existing file that is not a schedule (for report_json:
+  // not a report), is refused.
+  bool force = false;
   bool analyze = false;
   bool verbose = false;
   bool quiet = false;

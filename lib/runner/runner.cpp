@@ -165,25 +165,20 @@ struct LoadedSchedule {
   exec::ExecPlan plan;
 };
 
-// What a schedule file says about its model, read before the full parse:
-// the batch decides the shapes (so it is needed before the model, and the
-// unit graph the full parse resolves against, can be loaded), and a hash
-// mismatch explains a schedule for another model better than the unit ids
-// that do not resolve. Missing or malformed fields are left to the full
-// parse, which names them.
+// What a schedule document says about its model, read before the model is
+// imported: a hash mismatch explains a schedule for another model better
+// than the unit ids that do not resolve. Missing or malformed fields are left
+// to the full parse, which names them.
 struct ScheduleHeader {
   int64_t batch = 0;
   std::vector<std::pair<std::string, ir::Shape>> inputs;  // the recorded input shapes
   std::string sha256, model_path;
 };
 
-ScheduleHeader peek_header(const std::string& schedule_path) {
-  std::ifstream in(schedule_path, std::ios::binary);
-  if (!in) user_error("{}: cannot open the schedule file (does it exist?)", schedule_path);
+ScheduleHeader peek_header(const nlohmann::json& document) {
   ScheduleHeader header;
   try {
-    const auto doc = nlohmann::json::parse(in);
-    const auto& model = doc.at("model");
+    const auto& model = document.at("model");
     const int64_t batch = model.at("batch").get<int64_t>();
     if (batch >= 1 && batch <= sched::kMaxBatch) header.batch = batch;
     std::vector<std::pair<std::string, ir::Shape>> inputs;
@@ -254,6 +249,27 @@ bool report_check(const exec::CompareResult& result, const std::string& what, bo
   return result.passed();
 }
 
+// Every file ios-run reads: outputs must never replace one of them.
+std::vector<std::string> input_files(const RunOptions& options, const std::vector<LabeledPath>& schedules) {
+  std::vector<std::string> files = {options.model_path};
+  for (const LabeledPath& s : schedules) files.push_back(s.path);
+  for (const auto* specs : {&options.inputs, &options.references}) {
+    for (const std::string& spec : *specs) files.push_back(spec.substr(spec.find('=') + 1));
+  }
+  return files;
+}
+
+void refuse_input_as_output(const std::string& output, std::string_view option,
+                            const std::vector<std::string>& inputs) {
+  check_output_path(output);
+  for (const std::string& input : inputs) {
+    if (same_file(output, input)) {
+      user_error("{} {} is the input file {}; writing it would destroy it, give another path",
+                 option, output, input);
+    }
+  }
+}
+
 std::string safe_file_name(const std::string& name) {
   std::string out;
   for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
@@ -288,15 +304,25 @@ int run(const RunOptions& options, std::ostream& out) {
   if (!options.dot_path.empty() && schedule_files.size() > 1) {
     user_error("--dot draws one schedule but {} are given; run once per schedule", schedule_files.size());
   }
+  const std::vector<std::string> files_read = input_files(options, schedule_files);
+  if (!options.export_times.empty()) refuse_input_as_output(options.export_times, "--export-times", files_read);
+  if (!options.trace.empty()) refuse_input_as_output(options.trace, "--trace", files_read);
+  if (!options.dot_path.empty()) refuse_input_as_output(options.dot_path, "--dot", files_read);
+  // Each schedule file is read and parsed once, before the model: a file that
+  // is empty, not a schedule or too large is reported as such, and the first
+  // one's batch and input shapes (needed before the model's shapes are known)
+  // are checked.
+  std::vector<nlohmann::json> documents;
+  for (const LabeledPath& file : schedule_files) documents.push_back(sched::read_schedule_document(file.path));
   onnx::ImportOptions import_options =
       optimize::shape_options(options.batch, options.rewrite_batch, options.input_shapes);
-  if (options.batch == 0 && options.input_shapes.empty() && !schedule_files.empty()) {
+  if (options.batch == 0 && options.input_shapes.empty() && !documents.empty()) {
     // Reproduce the input shapes the first schedule was made for; the
     // importer refuses them where the model's static dimensions disagree.
     // A schedule for another model file is reported as such after the
     // import (check_model_hash), not as shapes that do not fit.
-    const ScheduleHeader header = peek_header(schedule_files[0].path);
-    if (header.batch > 0) import_options.batch = header.batch;
+    import_options.batch = sched::schedule_batch(documents[0], schedule_files[0].path);
+    const ScheduleHeader header = peek_header(documents[0]);
     const bool readable = std::filesystem::is_regular_file(options.model_path);
     if (options.force || header.sha256.empty() ||
         (readable && header.sha256 == sha256_file(options.model_path))) {
@@ -309,15 +335,16 @@ int run(const RunOptions& options, std::ostream& out) {
   const sched::ModelInfo model = prepared->info();
 
   std::vector<LoadedSchedule> schedules;
-  for (const auto& [label, path] : schedule_files) {
+  for (size_t i = 0; i < schedule_files.size(); ++i) {
+    const std::string& path = schedule_files[i].path;
     LoadedSchedule loaded;
     loaded.path = path;
-    loaded.name = label;
-    const ScheduleHeader header = peek_header(path);
+    loaded.name = schedule_files[i].label;
+    const ScheduleHeader header = peek_header(documents[i]);
     if (!header.sha256.empty()) {
       sched::check_model_hash(header.sha256, header.model_path, model, path, options.force);
     }
-    loaded.schedule = sched::read_schedule(path, units);
+    loaded.schedule = sched::schedule_from_document(documents[i], path, units);
     sched::check_schedule_matches_model(loaded.schedule, model, path, options.force);
     schedules.push_back(std::move(loaded));
   }
@@ -483,6 +510,7 @@ int run(const RunOptions& options, std::ostream& out) {
   if (!options.output_dir.empty()) {
     for (const auto& [name, tensor] : outputs[0]) {
       const auto file = std::filesystem::path(options.output_dir) / (safe_file_name(name) + ".npy");
+      refuse_input_as_output(file.string(), "--output-dir", files_read);
       create_parent_folder(file);
       exec::write_npy(file, tensor);
     }

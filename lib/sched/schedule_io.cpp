@@ -3,9 +3,7 @@
 
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -157,8 +155,10 @@ void write_schedule(const std::string& path, const Schedule& schedule, const Uni
   write_file_atomically(path, schedule_to_json(schedule, graph));
 }
 
-Schedule parse_schedule(const std::string& json_text, const std::string& path,
-                        const UnitGraph& graph) {
+json parse_schedule_document(const std::string& json_text, const std::string& path) {
+  if (json_text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    user_error("{}: the schedule file is empty; regenerate it with ios-optimize", path);
+  }
   json doc;
   try {
     doc = json::parse(json_text);
@@ -179,15 +179,38 @@ Schedule parse_schedule(const std::string& json_text, const std::string& path,
                "regenerate it with this ios-optimize",
                path, version, kScheduleFormatVersion);
   }
+  return doc;
+}
 
+json read_schedule_document(const std::string& path) {
+  return parse_schedule_document(read_file_limited(path, kMaxScheduleFileBytes, "schedule file"), path);
+}
+
+int64_t schedule_batch(const json& doc, const std::string& path) {
+  const Reader model = Reader(doc, "", path).object("model");
+  const int64_t batch = model.integer("batch");
+  if (batch < 1 || batch > kMaxBatch) {
+    model.fail("model.batch", fmt::format("an integer from 1 to {}", kMaxBatch));
+  }
+  return batch;
+}
+
+Schedule parse_schedule(const std::string& json_text, const std::string& path,
+                        const UnitGraph& graph) {
+  return schedule_from_document(parse_schedule_document(json_text, path), path, graph);
+}
+
+Schedule read_schedule(const std::string& path, const UnitGraph& graph) {
+  return schedule_from_document(read_schedule_document(path), path, graph);
+}
+
+Schedule schedule_from_document(const json& doc, const std::string& path, const UnitGraph& graph) {
+  const Reader root(doc, "", path);
   Schedule schedule;
   const Reader model = root.object("model");
   schedule.model.path = model.string("path");
   schedule.model.sha256 = model.string("sha256");
-  schedule.model.batch = model.integer("batch");
-  if (schedule.model.batch < 1 || schedule.model.batch > kMaxBatch) {
-    model.fail("model.batch", fmt::format("an integer from 1 to {}", kMaxBatch));
-  }
+  schedule.model.batch = schedule_batch(doc, path);
   const json& inputs = model.array("inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Reader in(inputs[i], "model.inputs[" + std::to_string(i) + "]", path);
@@ -282,14 +305,6 @@ Schedule parse_schedule(const std::string& json_text, const std::string& path,
   }
   validate_schedule(schedule, graph, path);
   return schedule;
-}
-
-Schedule read_schedule(const std::string& path, const UnitGraph& graph) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) user_error("{}: cannot open the schedule file (does it exist?)", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_schedule(buffer.str(), path, graph);
 }
 
 std::string_view strategy_name(Strategy strategy) {

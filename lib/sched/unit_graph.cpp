@@ -54,14 +54,34 @@ UnitGraph UnitGraph::from_edges(int num_units, const std::vector<std::pair<int, 
 }
 
 bool UnitGraph::reaches(UnitId from, UnitId to) const {
-  return descendants_.at(static_cast<size_t>(from)).test(static_cast<size_t>(to));
+  IOS_ASSERT(from >= 0 && to >= 0 && from < size() && to < size(), "units {} and {} of {}", from, to, size());
+  if (from >= to) return false;  // UnitIds are a topological order
+  // Depth-first over successors; nothing past `to` can lead back to it.
+  std::vector<char> seen(static_cast<size_t>(to - from + 1), 0);
+  std::vector<UnitId> stack = {from};
+  while (!stack.empty()) {
+    const UnitId u = stack.back();
+    stack.pop_back();
+    for (UnitId s : succs_[static_cast<size_t>(u)]) {
+      if (s == to) return true;
+      if (s > to || seen[static_cast<size_t>(s - from)]) continue;
+      seen[static_cast<size_t>(s - from)] = 1;
+      stack.push_back(s);
+    }
+  }
+  return false;
 }
 
 std::optional<UnitId> UnitGraph::find(std::string_view id) const {
-  for (size_t u = 0; u < units_.size(); ++u) {
-    if (units_[u].id == id) return static_cast<UnitId>(u);
+  if (by_id_.size() != units_.size()) {  // synthetic graphs have no index
+    for (size_t u = 0; u < units_.size(); ++u) {
+      if (units_[u].id == id) return static_cast<UnitId>(u);
+    }
+    return std::nullopt;
   }
-  return std::nullopt;
+  auto it = by_id_.find(std::string(id));
+  if (it == by_id_.end()) return std::nullopt;
+  return it->second;
 }
 
 int UnitGraph::block_of(UnitId u) const { return block_of_.at(static_cast<size_t>(u)); }
@@ -80,13 +100,26 @@ double log10_search_bound(int units, int width) {
 int block_width(const UnitGraph& graph, UnitId begin, UnitId end) {
   // Dilworth: the largest antichain equals the smallest chain cover, which is
   // n minus a maximum matching in the bipartite graph of the transitive
-  // closure (left copy -> right copy when a path exists).
+  // closure (left copy -> right copy when a path exists). Blocks are
+  // contiguous in a topological order, so every path between two of their
+  // units stays inside: the closure is computed on the block alone.
   const int n = end - begin;
+  std::vector<DynBitset> closure(static_cast<size_t>(n), DynBitset(static_cast<size_t>(n)));
+  for (int u = n; u-- > 0;) {
+    for (UnitId s : graph.succs(begin + u)) {
+      if (s >= end) continue;
+      closure[static_cast<size_t>(u)].set(static_cast<size_t>(s - begin));
+      closure[static_cast<size_t>(u)] |= closure[static_cast<size_t>(s - begin)];
+    }
+  }
   std::vector<int> match_right(static_cast<size_t>(n), -1);
   std::vector<char> seen;
   std::function<bool(int)> augment = [&](int left) {
     for (int right = 0; right < n; ++right) {
-      if (!graph.reaches(begin + left, begin + right) || seen[static_cast<size_t>(right)]) continue;
+      if (!closure[static_cast<size_t>(left)].test(static_cast<size_t>(right)) ||
+          seen[static_cast<size_t>(right)]) {
+        continue;
+      }
       seen[static_cast<size_t>(right)] = 1;
       if (match_right[static_cast<size_t>(right)] < 0 ||
           augment(match_right[static_cast<size_t>(right)])) {
@@ -109,48 +142,50 @@ void UnitGraph::finish() {
   for (auto& p : preds_) std::sort(p.begin(), p.end());
   for (auto& s : succs_) std::sort(s.begin(), s.end());
 
-  // Reachability, in reverse topological (= reverse UnitId) order.
-  descendants_.assign(n, DynBitset(n));
-  for (size_t u = n; u-- > 0;) {
-    for (UnitId s : succs_[u]) {
-      descendants_[u].set(static_cast<size_t>(s));
-      descendants_[u] |= descendants_[static_cast<size_t>(s)];
-    }
-  }
+  by_id_.clear();
+  for (size_t u = 0; u < n; ++u) by_id_.emplace(units_[u].id, static_cast<UnitId>(u));
+  if (by_id_.size() != n) by_id_.clear();  // repeated ids (synthetic graphs): linear find()
 
   // Cut points: units that every other unit reaches or is reached from. All
   // units before a cut point in UnitId order are then its ancestors, so the
   // ranges between consecutive cut points are closed under dependencies.
-  std::vector<size_t> ancestors(n, 0);
-  for (size_t u = 0; u < n; ++u) {
-    for (size_t v = u + 1; v < n; ++v) {
-      if (descendants_[u].test(v)) ++ancestors[v];
-    }
+  // In a topological order, u reaches every later unit exactly when each
+  // later unit has a predecessor at or after u (by induction along the
+  // order), and every earlier unit reaches u exactly when each earlier unit
+  // has a successor at or before u: two running extrema, linear in edges.
+  const auto count = static_cast<UnitId>(n);
+  std::vector<UnitId> min_last_pred(n + 1, count);  // min over v >= u of v's last predecessor
+  for (size_t v = n; v-- > 0;) {
+    const UnitId last = preds_[v].empty() ? UnitId{-1} : preds_[v].back();
+    min_last_pred[v] = std::min(min_last_pred[v + 1], last);
   }
   std::vector<std::pair<UnitId, UnitId>> ranges;
   UnitId start = 0;
+  UnitId max_first_succ = -1;  // max over v < u of v's first successor (n: a sink)
   for (size_t u = 0; u < n; ++u) {
-    if (ancestors[u] + descendants_[u].count() == n - 1) {
-      ranges.emplace_back(start, static_cast<UnitId>(u + 1));
-      start = static_cast<UnitId>(u + 1);
+    const auto id = static_cast<UnitId>(u);
+    if (max_first_succ <= id && min_last_pred[u + 1] >= id) {
+      ranges.emplace_back(start, id + 1);
+      start = id + 1;
     }
+    const UnitId first = succs_[u].empty() ? count : succs_[u].front();
+    max_first_succ = std::max(max_first_succ, first);
   }
-  if (start < static_cast<UnitId>(n)) ranges.emplace_back(start, static_cast<UnitId>(n));
+  if (start < count) ranges.emplace_back(start, count);
 
-  // Runs of single-unit ranges (chains such as a stem) become one block.
+  // Runs of single-unit ranges (chains such as a stem) become one block. A
+  // range of several units between consecutive cut points is never a chain
+  // (each unit of a chain is a cut point), so only runs of singles merge.
   std::vector<std::pair<UnitId, UnitId>> merged;
+  bool last_is_chain = false;
   for (auto range : ranges) {
     const bool single = range.second - range.first == 1;
-    if (single && !merged.empty() && merged.back().second - merged.back().first >= 1) {
-      auto& last = merged.back();
-      const bool last_is_chain =
-          last.second - last.first == 1 || block_width(*this, last.first, last.second) == 1;
-      if (last_is_chain) {
-        last.second = range.second;
-        continue;
-      }
+    if (single && !merged.empty() && last_is_chain) {
+      merged.back().second = range.second;
+      continue;
     }
     merged.push_back(range);
+    last_is_chain = single;
   }
 
   // Regions larger than the caps (units, search bound) are split into the

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/bitset.h"
@@ -84,7 +85,9 @@ class UnitGraph {
   int size() const { return static_cast<int>(units_.size()); }
   const std::vector<UnitId>& preds(UnitId u) const { return preds_.at(static_cast<size_t>(u)); }
   const std::vector<UnitId>& succs(UnitId u) const { return succs_.at(static_cast<size_t>(u)); }
-  bool reaches(UnitId from, UnitId to) const;  // a path from -> to of length >= 1
+  // A path from -> to of length >= 1. Searched on demand (linear in the
+  // units between them): a whole-graph closure would be quadratic in memory.
+  bool reaches(UnitId from, UnitId to) const;
   std::optional<UnitId> find(std::string_view id) const;
 
   const std::vector<Block>& blocks() const { return blocks_; }
@@ -94,12 +97,12 @@ class UnitGraph {
   UnitId producer_unit(ir::TensorId t) const;
 
  private:
-  void finish();  // edges -> reachability -> blocks
+  void finish();  // edges -> cut points -> blocks
 
   const ir::Graph* ir_ = nullptr;
   std::vector<Unit> units_;
   std::vector<std::vector<UnitId>> preds_, succs_;
-  std::vector<DynBitset> descendants_;
+  std::unordered_map<std::string, UnitId> by_id_;  // unit id -> UnitId, for find()
   std::vector<Block> blocks_;
   std::vector<int> block_of_;
   std::vector<UnitId> tensor_producer_;

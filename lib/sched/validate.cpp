@@ -137,7 +137,11 @@ void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& mod
                "--batch {} or re-run ios-optimize --batch {}",
                source, schedule.model.batch, model.batch, schedule.model.batch, model.batch);
   }
-  for (const auto& [name, shape] : schedule.model.inputs) {
+  for (const auto& input : schedule.model.inputs) {
+    // Named references, not a structured binding: clang 14 cannot capture
+    // structured bindings in the lambda below.
+    const std::string& name = input.first;
+    const ir::Shape& shape = input.second;
     auto it = std::find_if(model.inputs.begin(), model.inputs.end(),
                            [&](const auto& in) { return in.first == name; });
     if (it == model.inputs.end()) {

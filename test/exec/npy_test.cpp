@@ -254,5 +254,27 @@ TEST_CASE("npy: fuzzed files only ever parse or throw UserError", "[exec][npy][f
   CHECK(rejected > 10000);
 }
 
+
+TEST_CASE("npy: an empty float32 array parses to an empty tensor", "[exec][npy]") {
+  // numpy.save of np.zeros((0,), np.float32): no data bytes after the header.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header.size()), 0};
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  const auto t = parse_npy(bytes, "empty.npy");
+  CHECK(t.data.empty());
+  CHECK(t.shape == ios::ir::Shape{0, 5});
+}
+
+TEST_CASE("npy: an empty array whose other dimensions overflow is refused", "[exec][npy]") {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 0), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header.size()), 0};
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  CHECK_THROWS_WITH(parse_npy(bytes, "huge.npy"), Catch::Contains("huge.npy") && Catch::Contains("overflow"));
+}
+
 }  // namespace
 }  // namespace ios::exec

@@ -1,14 +1,8 @@
 // libFuzzer target for the .npy parser (lib/exec/npy.cpp): any byte string
 // must either parse into a consistent tensor or be rejected with UserError.
-// Not part of the CMake build (it needs clang's -fsanitize=fuzzer); build and
-// run it from the repository root with:
-//
-//   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Ilib \
-//     test/fuzz/npy_fuzzer.cpp lib/exec/npy.cpp lib/ir/graph.cpp -lfmt -o /tmp/npy_fuzzer
-//   /tmp/npy_fuzzer -max_total_time=60
-//
-// test/exec/npy_test.cpp runs a seeded mutation loop over the same parser in
-// the regular test suite.
+// Built with -DIOS_FUZZ=ON; scripts/fuzz.sh runs it on test/fuzz/npy_corpus
+// with npy.dict. test/exec/npy_test.cpp runs a seeded mutation loop over the
+// same parser in the regular test suite.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

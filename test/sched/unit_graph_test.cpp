@@ -1,6 +1,9 @@
 // UnitGraph from explicit edges: reachability, cut points, blocks, width.
 #include <catch2/catch.hpp>
 
+#include <random>
+#include <vector>
+
 #include "sched/unit_graph.h"
 
 using ios::sched::UnitGraph;
@@ -67,4 +70,67 @@ TEST_CASE("width is the largest antichain (Dilworth)", "[unit_graph]") {
   // A crown where greedy chain covers fail: 0->2, 0->3, 1->3, 1->4; width 3.
   const UnitGraph crown = UnitGraph::from_edges(5, {{0, 2}, {0, 3}, {1, 3}, {1, 4}});
   CHECK(ios::sched::block_width(crown, 0, 5) == 3);
+}
+
+namespace {
+
+// Reachability and cut points by brute force (a full transitive closure),
+// the definitions the linear-time UnitGraph code must agree with.
+struct Closure {
+  int n;
+  std::vector<std::vector<bool>> reach;
+  Closure(int n_, const std::vector<std::pair<int, int>>& edges)
+      : n(n_), reach(static_cast<size_t>(n_), std::vector<bool>(static_cast<size_t>(n_), false)) {
+    for (auto [u, v] : edges) reach[static_cast<size_t>(u)][static_cast<size_t>(v)] = true;
+    for (int k = 0; k < n; ++k)
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j)
+          if (reach[static_cast<size_t>(i)][static_cast<size_t>(k)] && reach[static_cast<size_t>(k)][static_cast<size_t>(j)])
+            reach[static_cast<size_t>(i)][static_cast<size_t>(j)] = true;
+  }
+  bool cut(int u) const {
+    for (int v = 0; v < n; ++v) {
+      if (v != u && !reach[static_cast<size_t>(u)][static_cast<size_t>(v)] && !reach[static_cast<size_t>(v)][static_cast<size_t>(u)]) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("reachability and block cuts agree with a brute-force closure on random DAGs", "[unit_graph]") {
+  std::mt19937 rng(20261122);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 30);
+    const double density = 0.05 + 0.4 * static_cast<double>(rng() % 100) / 100.0;
+    std::vector<std::pair<int, int>> edges;
+    for (int u = 0; u < n; ++u) {
+      for (int v = u + 1; v < n; ++v) {
+        if (static_cast<double>(rng() % 1000) / 1000.0 < density) edges.emplace_back(u, v);
+      }
+    }
+    const Closure truth(n, edges);
+    const UnitGraph g = UnitGraph::from_edges(n, edges);
+    for (int u = 0; u < n; ++u) {
+      for (int v = 0; v < n; ++v) REQUIRE(g.reaches(u, v) == truth.reach[static_cast<size_t>(u)][static_cast<size_t>(v)]);
+    }
+    // Every block ends at a cut point (or the last unit); a cut point inside
+    // a block only where the block is a chain of cut points.
+    for (const auto& block : g.blocks()) {
+      INFO("trial " << trial << ", block [" << block.begin << ", " << block.end << ")");
+      CHECK((block.end == n || truth.cut(block.end - 1)));
+      bool all_cuts = true;
+      for (int u = block.begin; u < block.end; ++u) all_cuts = all_cuts && truth.cut(u);
+      for (int u = block.begin; u + 1 < block.end; ++u) CHECK((!truth.cut(u) || all_cuts));
+    }
+  }
+}
+
+TEST_CASE("a chain of 20,000 units forms blocks in linear time and memory", "[unit_graph]") {
+  std::vector<std::pair<int, int>> edges;
+  for (int u = 0; u + 1 < 20000; ++u) edges.emplace_back(u, u + 1);
+  const UnitGraph g = UnitGraph::from_edges(20000, edges, 40, 9.0);
+  CHECK(g.blocks().size() == 500);
+  CHECK(g.reaches(0, 19999));
+  CHECK_FALSE(g.reaches(19999, 0));
 }

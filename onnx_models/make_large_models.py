@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""Write long-chain ONNX models for ios's scaling tests (onnx helper API, no torch).
+
+    /usr/bin/python3 onnx_models/make_large_models.py OUT_DIR [KIND:NODES ...]
+
+KIND is conv or eltwise; the default is conv:10000 eltwise:300000.
+  conv_chain_N.onnx     input 1x8x8x8 -> N Conv 1x1 (8 -> 8 channels, one shared
+                        weight) -> output 1x8x8x8: N schedule units in one chain
+  eltwise_chain_N.onnx  input 1x8x4x4 -> N nodes alternating Relu and Sigmoid ->
+                        output: element-wise work that unit formation fuses
+Import, unit formation, blocks and the cost model must stay near-linear in
+the node count (docs/testing.md has the timings).  Output is deterministic.
+"""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 13
+IR_VERSION = 7
+
+
+def model(name, nodes, inits, shape):
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                          producer_name="ios onnx_models/make_large_models.py", producer_version="1")
+    m.ir_version = IR_VERSION
+    return m
+
+
+def names(n):
+    return ["input"] + [f"t{k}" for k in range(1, n)] + ["output"]
+
+
+def conv_chain(n):
+    w = numpy_helper.from_array((np.eye(8, dtype=np.float32) * 0.5).reshape(8, 8, 1, 1), "w")
+    t = names(n)
+    nodes = [helper.make_node("Conv", [t[k], "w"], [t[k + 1]], name=f"conv{k}", kernel_shape=[1, 1])
+             for k in range(n)]
+    return model(f"conv_chain_{n}", nodes, [w], [1, 8, 8, 8])
+
+
+def eltwise_chain(n):
+    t = names(n)
+    nodes = [helper.make_node("Relu" if k % 2 == 0 else "Sigmoid", [t[k]], [t[k + 1]], name=f"e{k}")
+             for k in range(n)]
+    return model(f"eltwise_chain_{n}", nodes, [], [1, 8, 4, 4])
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) == 2 else 2
+    out = argv[1]
+    os.makedirs(out, exist_ok=True)
+    makers = {"conv": conv_chain, "eltwise": eltwise_chain}
+    for spec in argv[2:] or ["conv:10000", "eltwise:300000"]:
+        kind, _, count = spec.partition(":")
+        if kind not in makers or not count.isdigit() or int(count) < 1:
+            print(f"make_large_models.py: '{spec}' is not KIND:NODES (KIND: conv, eltwise)", file=sys.stderr)
+            return 2
+        m = makers[kind](int(count))
+        path = os.path.join(out, f"{kind}_chain_{count}.onnx")
+        with open(path + ".tmp", "wb") as f:
+            f.write(m.SerializeToString())
+        os.replace(path + ".tmp", path)
+        print(f"{path}  {os.path.getsize(path)} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,18 @@
+# Scaling: a 10,000-node convolution chain and a 300,000-node element-wise
+# chain (onnx_models/make_large_models.py) import, form units and schedule in
+# under 10 s each on the development machine. The limit here is 30 s
+# (IOS_LARGE_MODEL_LIMIT_S), for a machine shared with a parallel ctest.
+source "$(dirname "$0")/common.bash"
+PY=/usr/bin/python3
+limit=${IOS_LARGE_MODEL_LIMIT_S:-30}
+$PY "$IOS_SOURCE_DIR/onnx_models/make_large_models.py" "$WORK" conv:10000 eltwise:300000 >/dev/null || { echo "FAIL: model generation"; exit 1; }
+
+for m in conv_chain_10000 eltwise_chain_300000; do
+  start=$(date +%s.%N)
+  expect_ok "$m" -- timeout -s KILL 120 "$OPT" "$WORK/$m.onnx" --cost simulated -o "$WORK/$m.json"
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  echo "$m: import + schedule in $seconds s"
+  if awk -v s="$seconds" -v l="$limit" 'BEGIN { exit !(s < l) }'; then ok; else fail "$m took $seconds s (limit $limit s)"; fi
+  expect_ok "$m schedule is valid" -- timeout -s KILL 120 "$RUN" "$WORK/$m.onnx" "$WORK/$m.json" --dry-run
+done
+finish
