@@ -133,7 +133,8 @@ void write_in_place(const fs::path& path, bool fifo, std::string_view bytes) {
   if (const int error = write_all(fd.get(), bytes)) {
     user_error("cannot write {}: {}", path.string(), std::strerror(error));
   }
-  if (const int error = fd.close_now()) user_error("cannot write {}: {}", path.string(), std::strerror(error));
+  if (const int error = fd.close_now())
+    user_error("cannot write {}: {}", path.string(), std::strerror(error));
 }
 
 }  // namespace
@@ -153,7 +154,8 @@ enum class Target { kStdout, kReplace, kReplaceLinkTarget, kInPlace, kInPlaceFif
 
 // How an output path is written, or a UserError for a path never written.
 Target classify_output(const fs::path& path) {
-  if (path.empty()) user_error("cannot write an output file with an empty name; give a path or '-'");
+  if (path.empty())
+    user_error("cannot write an output file with an empty name; give a path or '-'");
   if (is_stdout_path(path)) return Target::kStdout;
   struct stat link_info {};
   if (::lstat(path.c_str(), &link_info) != 0) {
@@ -163,15 +165,21 @@ Target classify_output(const fs::path& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
     // Only a link can lstat but not stat: its target is missing.
-    user_error("cannot write {}: it is a symbolic link to a missing file; remove the link or give "
-               "another path", path.string());
+    user_error(
+        "cannot write {}: it is a symbolic link to a missing file; remove the link or give "
+        "another path",
+        path.string());
   }
-  if (S_ISREG(info.st_mode)) return S_ISLNK(link_info.st_mode) ? Target::kReplaceLinkTarget : Target::kReplace;
+  if (S_ISREG(info.st_mode))
+    return S_ISLNK(link_info.st_mode) ? Target::kReplaceLinkTarget : Target::kReplace;
   if (S_ISCHR(info.st_mode)) return Target::kInPlace;
   if (S_ISFIFO(info.st_mode)) return Target::kInPlaceFifo;
-  if (S_ISDIR(info.st_mode)) user_error("cannot write {}: it is a folder; give a file name", path.string());
-  user_error("cannot write {}: it is neither a regular file, a character device nor a FIFO; give "
-             "another path", path.string());
+  if (S_ISDIR(info.st_mode))
+    user_error("cannot write {}: it is a folder; give a file name", path.string());
+  user_error(
+      "cannot write {}: it is neither a regular file, a character device nor a FIFO; give "
+      "another path",
+      path.string());
 }
 
 }  // namespace
@@ -196,7 +204,9 @@ void write_file_atomically(const fs::path& path, std::string_view bytes) {
     case Target::kReplaceLinkTarget: {
       std::error_code ec;
       const fs::path target = fs::canonical(path, ec);
-      if (ec) user_error("cannot write {}: cannot resolve the symbolic link ({})", path.string(), ec.message());
+      if (ec)
+        user_error("cannot write {}: cannot resolve the symbolic link ({})", path.string(),
+                   ec.message());
       write_replacing(path, target, bytes);
       return;
     }
@@ -214,7 +224,8 @@ std::string read_file_limited(const fs::path& path, uint64_t max_bytes, std::str
   // as empty) instead of waiting forever; reads block as usual afterwards.
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) {
-    if (errno == ENOENT) user_error("{}: cannot open the {}: no such file; check the path", path.string(), what);
+    if (errno == ENOENT)
+      user_error("{}: cannot open the {}: no such file; check the path", path.string(), what);
     user_error("{}: cannot open the {} ({})", path.string(), what, std::strerror(errno));
   }
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
@@ -222,10 +233,13 @@ std::string read_file_limited(const fs::path& path, uint64_t max_bytes, std::str
   if (::fstat(fd.get(), &info) != 0) {
     user_error("{}: cannot read the {} ({})", path.string(), what, std::strerror(errno));
   }
-  if (S_ISDIR(info.st_mode)) user_error("{}: is a folder; give the path of the {}", path.string(), what);
+  if (S_ISDIR(info.st_mode))
+    user_error("{}: is a folder; give the path of the {}", path.string(), what);
   auto too_large = [&] {
-    user_error("{}: the {} is larger than {} MiB, the limit for this kind of file; it is not a "
-               "file ios wrote", path.string(), what, max_bytes >> 20);
+    user_error(
+        "{}: the {} is larger than {} MiB, the limit for this kind of file; it is not a "
+        "file ios wrote",
+        path.string(), what, max_bytes >> 20);
   };
   if (S_ISREG(info.st_mode) && static_cast<uint64_t>(info.st_size) > max_bytes) too_large();
   std::string bytes;
@@ -234,7 +248,8 @@ std::string read_file_limited(const fs::path& path, uint64_t max_bytes, std::str
   for (;;) {
     const ssize_t n = ::read(fd.get(), chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) user_error("{}: read error in the {} ({})", path.string(), what, std::strerror(errno));
+    if (n < 0)
+      user_error("{}: read error in the {} ({})", path.string(), what, std::strerror(errno));
     if (n == 0) break;
     // A device or pipe has no size: stop as soon as it passes the limit.
     if (bytes.size() + static_cast<size_t>(n) > max_bytes) too_large();

@@ -55,8 +55,10 @@ Reference parse_reference(const TensorProto& t, const std::string& model) {
     }  // "checksum" and unknown keys carry nothing ios needs
   }
   if (!have_location || ref.location.empty()) {
-    user_error("{}: tensor '{}' keeps its data in an external file but names no location; "
-               "re-export the model", model, t.name());
+    user_error(
+        "{}: tensor '{}' keeps its data in an external file but names no location; "
+        "re-export the model",
+        model, t.name());
   }
   return ref;
 }
@@ -66,8 +68,10 @@ Reference parse_reference(const TensorProto& t, const std::string& model) {
 fs::path checked_location(const Reference& ref, const fs::path& folder, const std::string& model,
                           const std::string& tensor) {
   auto refuse = [&](std::string_view why) {
-    user_error("{}: tensor '{}' names external data '{}', {}; ios reads external data only from "
-               "files inside the model's folder", model, tensor, ref.location, why);
+    user_error(
+        "{}: tensor '{}' names external data '{}', {}; ios reads external data only from "
+        "files inside the model's folder",
+        model, tensor, ref.location, why);
   };
   if (ref.location.find('\0') != std::string::npos) refuse("which contains a NUL character");
   const fs::path location(ref.location);
@@ -89,22 +93,28 @@ std::string read_range(const fs::path& file, const fs::path& folder, const Refer
   const auto [folder_end, real_it] =
       std::mismatch(real_folder.begin(), real_folder.end(), real.begin(), real.end());
   if (ec || folder_end != real_folder.end() || real_it == real.end()) {
-    user_error("{}: tensor '{}' names external data '{}', which leads out of the model's folder; "
-               "ios reads external data only from files inside it", model, tensor, ref.location);
+    user_error(
+        "{}: tensor '{}' names external data '{}', which leads out of the model's folder; "
+        "ios reads external data only from files inside it",
+        model, tensor, ref.location);
   }
   const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    user_error("{}: tensor '{}': cannot open its external data file '{}' ({}); keep the data file "
-               "beside the model", model, tensor, ref.location, std::strerror(errno));
+    user_error(
+        "{}: tensor '{}': cannot open its external data file '{}' ({}); keep the data file "
+        "beside the model",
+        model, tensor, ref.location, std::strerror(errno));
   }
   struct stat info {};
   const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
   const auto file_size = static_cast<uint64_t>(regular ? info.st_size : 0);
   const uint64_t length = ref.length.value_or(ref.offset <= file_size ? file_size - ref.offset : 0);
   std::string why;
-  if (!regular) why = "is not a regular file";
+  if (!regular)
+    why = "is not a regular file";
   else if (ref.offset > file_size || length > file_size - ref.offset) {
-    why = fmt::format("has {} bytes, fewer than offset {} + length {}", file_size, ref.offset, length);
+    why = fmt::format("has {} bytes, fewer than offset {} + length {}", file_size, ref.offset,
+                      length);
   } else if (length > static_cast<uint64_t>(INT_MAX)) {
     why = fmt::format("gives {} bytes to one tensor, over the 2 GiB limit", length);
   }
@@ -138,8 +148,10 @@ void load_external_data(::onnx::ModelProto& model, const std::string& model_path
   for_each_tensor(*model.mutable_graph(), [&](TensorProto& t, const std::string& where) {
     if (t.data_location() != TensorProto::EXTERNAL && t.external_data_size() == 0) return;
     if (t.data_location() != TensorProto::EXTERNAL) {
-      user_error("{}: {} '{}' has external data entries but is not marked external; re-export the "
-                 "model", model_path, where, t.name());
+      user_error(
+          "{}: {} '{}' has external data entries but is not marked external; re-export the "
+          "model",
+          model_path, where, t.name());
     }
     const Reference ref = parse_reference(t, model_path);
     const fs::path file = checked_location(ref, folder, model_path, t.name());

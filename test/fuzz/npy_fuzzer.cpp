@@ -13,7 +13,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const ios::exec::HostTensor t = ios::exec::parse_npy(std::span<const uint8_t>(data, size), "fuzz.npy");
+    const ios::exec::HostTensor t =
+        ios::exec::parse_npy(std::span<const uint8_t>(data, size), "fuzz.npy");
     if (static_cast<int64_t>(t.data.size()) != ios::ir::num_elements(t.shape)) std::abort();
   } catch (const ios::UserError&) {
     // Rejected with a message: the expected outcome for most inputs.

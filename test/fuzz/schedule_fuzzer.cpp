@@ -36,9 +36,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   try {
     model = new Model;
     model->imported = ios::onnx::import_model(path);
-    model->units = std::make_unique<ios::sched::UnitGraph>(ios::sched::UnitGraph::form(model->imported.graph));
+    model->units =
+        std::make_unique<ios::sched::UnitGraph>(ios::sched::UnitGraph::form(model->imported.graph));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "schedule_fuzzer: cannot load %s (%s); run scripts/make-models.sh\n", path.c_str(), e.what());
+    std::fprintf(stderr, "schedule_fuzzer: cannot load %s (%s); run scripts/make-models.sh\n",
+                 path.c_str(), e.what());
     std::exit(2);
   }
   return 0;
@@ -47,7 +49,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const ios::sched::Schedule schedule = ios::sched::parse_schedule(text, "fuzz.json", *model->units);
+    const ios::sched::Schedule schedule =
+        ios::sched::parse_schedule(text, "fuzz.json", *model->units);
     (void)ios::exec::lower(*model->units, schedule);
   } catch (const ios::UserError&) {
     // Refused with a message: the expected outcome for most inputs.
