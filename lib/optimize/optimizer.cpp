@@ -93,6 +93,12 @@ void check_outputs(const std::string& output, const OptimizeOptions& options) {
   if (!output.empty()) {
     check_output_target(output, "-o", "ios-schedule", "an ios schedule", options);
   }
+  // The pictures are never worth the model they would replace.
+  for (const auto& [path, option] : {std::pair{options.dot_path, "--dot"}, std::pair{options.html_path, "--html"}}) {
+    if (!path.empty() && same_file(path, options.model_path)) {
+      user_error("{} {} is the input model; writing it would destroy the model, give another path", option, path);
+    }
+  }
   if (report.empty()) return;
   if (!output.empty() && (report == output || same_file(report, output) ||
                           (is_stdout_path(report) && is_stdout_path(output)))) {
@@ -389,6 +395,10 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   if (options.output_path.empty()) {
     user_error("--calibrate writes a device profile: give its path with -o FILE.json");
   }
+  if (same_file(options.output_path, options.model_path) || same_file(options.output_path, options.calibrate_db)) {
+    user_error("-o {} is an input file; writing the profile there would destroy it, give another path",
+               options.output_path);
+  }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(options.calibrate_db, ec)) {
     user_error("--calibrate {}: no such profile database (fill one with --cost measured --profile-db {} "
@@ -474,10 +484,6 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   const double import_ms = ms_since(start);
   progress.clear();
   CostChoice cost = make_cost_model(units, options, &progress);
-  const std::string output =
-      options.analyze ? ""
-      : options.output_path.empty() ? default_output(options.model_path, entry.name)
-                                    : options.output_path;
   if (options.verbose) log_effective_options(options, *prepared, cost, output);
   if (!options.quiet) log->info("{}", cost.note);
 
