@@ -74,6 +74,15 @@ void op_values(const Op& op, std::vector<int>& out) {
 
 }  // namespace
 
+std::vector<MemoryRequest> Program::memory_requests() const {
+  const std::vector<std::vector<int>> users = buffer_users();
+  std::vector<MemoryRequest> requests(buffers.size());
+  for (size_t b = 0; b < buffers.size(); ++b) {
+    requests[b] = {buffers[b].elements * static_cast<int64_t>(sizeof(float)), buffers[b].persistent, users[b]};
+  }
+  return requests;
+}
+
 std::vector<std::vector<int>> Program::buffer_users() const {
   std::vector<std::vector<int>> users(buffers.size());
   std::vector<int> vals;

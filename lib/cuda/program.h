@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "cuda/memory_plan.h"
 #include "exec/plan.h"
 #include "ir/graph.h"
 #include "sched/unit_graph.h"
@@ -204,6 +205,8 @@ struct Program {
   int add_temp(const std::string& name, const ir::Shape& shape);
   // Buffer index -> launches that read or write any value in it.
   std::vector<std::vector<int>> buffer_users() const;
+  // What the memory plan places: one request per buffer (bytes, persistence, users).
+  std::vector<MemoryRequest> memory_requests() const;
   int num_ops() const;
 };
 

@@ -444,14 +444,7 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* poo
 
   // 2. Memory: buffers placed in one arena by liveness.
   const HappensBefore order(static_cast<int>(p.launches.size()), std::max(p.num_streams, 1), p.num_events, p.steps);
-  const std::vector<std::vector<int>> users = p.buffer_users();
-  std::vector<MemoryRequest> requests(p.buffers.size());
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    requests[b].bytes = p.buffers[b].elements * static_cast<int64_t>(sizeof(float));
-    requests[b].persistent = p.buffers[b].persistent;
-    requests[b].users = users[b];
-  }
-  const MemoryLayout layout = plan_memory(requests, order, kAlignment);
+  const MemoryLayout layout = plan_memory(p.memory_requests(), order, kAlignment);
   char* arena = nullptr;
   if (pool != nullptr) {
     arena = pool->arena(layout.total_bytes);

@@ -218,16 +218,12 @@ TEST_CASE("the memory plan reuses buffers across streams only where events order
   const cuda::Program p = cuda::lower_program(units, exec::lower(units, four_chain_schedule(units)));
   CHECK(p.num_streams == 2);
   const cuda::HappensBefore order(static_cast<int>(p.launches.size()), p.num_streams, p.num_events, p.steps);
-  const auto users = p.buffer_users();
-  std::vector<cuda::MemoryRequest> requests;
-  for (size_t i = 0; i < p.buffers.size(); ++i) {
-    requests.push_back({p.buffers[i].elements * 4, p.buffers[i].persistent, users[i]});
-  }
+  const std::vector<cuda::MemoryRequest> requests = p.memory_requests();
   const cuda::MemoryLayout layout = cuda::plan_memory(requests, order);
   CHECK(layout.total_bytes < layout.unshared_bytes);
   auto streams_of = [&](size_t buffer) {
     std::set<int> s;
-    for (int l : users[buffer]) s.insert(p.launches[static_cast<size_t>(l)].stream);
+    for (int l : requests[buffer].users) s.insert(p.launches[static_cast<size_t>(l)].stream);
     return s;
   };
   int shared_across_streams = 0;

@@ -262,11 +262,7 @@ TEST_CASE("activation memory is reused along a chain", "[host]") {
   const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
   const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
   const cuda::HappensBefore order(static_cast<int>(p.launches.size()), p.num_streams, p.num_events, p.steps);
-  const auto users = p.buffer_users();
-  std::vector<cuda::MemoryRequest> requests;
-  for (size_t i = 0; i < p.buffers.size(); ++i) {
-    requests.push_back({p.buffers[i].elements * 4, p.buffers[i].persistent, users[i]});
-  }
+  const std::vector<cuda::MemoryRequest> requests = p.memory_requests();
   const cuda::MemoryLayout layout = cuda::plan_memory(requests, order);
   // 7 tensors of 64 KiB (input, 5 intermediates, output): two intermediates
   // alive at a time plus the two persistent ones.
