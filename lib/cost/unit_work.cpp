@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "ir/op_info.h"
 
 namespace ios::cost {
 namespace {
@@ -20,65 +21,14 @@ enum class NodeClass {
 };
 
 NodeClass classify(OpKind op) {
-  if (is_elementwise(op)) return NodeClass::kFused;
-  switch (op) {
-    case OpKind::kFlatten:
-    case OpKind::kReshape:
-    case OpKind::kConcat:
-      return NodeClass::kView;
-    default:
-      return NodeClass::kKernel;
-  }
+  const ir::OpTraits& traits = ir::op_info(op).traits;
+  if (traits.elementwise != ir::Elementwise::kNone) return NodeClass::kFused;
+  if (traits.view || traits.zero_copy) return NodeClass::kView;
+  return NodeClass::kKernel;
 }
 
 double elements(const ir::Graph& g, ir::TensorId t) {
   return static_cast<double>(ir::num_elements(g.tensor(t).shape));
-}
-
-const ir::Shape& shape_of(const ir::Graph& g, const ir::Node& n, size_t input) {
-  IOS_ASSERT(input < n.inputs.size(), "node '{}' ({}) has no input {}", n.name, ir::op_name(n.op),
-             input);
-  return g.tensor(n.inputs[input]).shape;
-}
-
-// Reduction length per output element of a conv: Cin/group * kh * kw, read
-// off the weight tensor [Cout, Cin/group, kh, kw].
-double conv_reduction(const ir::Graph& g, const ir::Node& n) {
-  const ir::Shape& w = shape_of(g, n, 1);
-  IOS_ASSERT(w.size() == 4, "conv '{}' has a weight of rank {}", n.name, w.size());
-  return static_cast<double>(w[1] * w[2] * w[3]);
-}
-
-double gemm_k(const ir::Graph& g, const ir::Node& n) {
-  const ir::Shape& a = shape_of(g, n, 0);
-  IOS_ASSERT(!a.empty(), "matmul '{}' has a scalar input", n.name);
-  if (n.op == OpKind::kGemm) {
-    IOS_ASSERT(a.size() == 2, "gemm '{}' has an input of rank {}", n.name, a.size());
-    return static_cast<double>(n.attr<ir::GemmAttrs>().trans_a ? a[0] : a[1]);
-  }
-  return static_cast<double>(a.back());
-}
-
-// Reduction length per output element (1 for maps without reduction).
-double node_reduction(const ir::Graph& g, const ir::Node& n) {
-  const double out = elements(g, n.outputs.at(0));
-  switch (n.op) {
-    case OpKind::kConv:
-      return conv_reduction(g, n);
-    case OpKind::kGemm:
-    case OpKind::kMatMul:
-      return gemm_k(g, n);
-    case OpKind::kMaxPool:
-    case OpKind::kAveragePool: {
-      const auto& a = n.attr<ir::PoolAttrs>();
-      return static_cast<double>(a.kernel[0] * a.kernel[1]);
-    }
-    case OpKind::kGlobalAveragePool:
-    case OpKind::kReduceMean:
-      return out > 0 ? elements(g, n.inputs.at(0)) / out : 1.0;
-    default:
-      return 1.0;
-  }
 }
 
 bool node_matmul_like(const ir::Node& n) {
@@ -87,64 +37,6 @@ bool node_matmul_like(const ir::Node& n) {
 }
 
 }  // namespace
-
-bool is_elementwise(OpKind op) {
-  switch (op) {
-    case OpKind::kRelu:
-    case OpKind::kClip:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kAdd:
-    case OpKind::kMul:
-    case OpKind::kBatchNorm:
-      return true;
-    default:
-      return false;
-  }
-}
-
-double node_flops(const ir::Graph& g, ir::NodeId id) {
-  const ir::Node& n = g.node(id);
-  if (n.outputs.empty()) return 0.0;
-  const double out = elements(g, n.outputs[0]);
-  switch (n.op) {
-    case OpKind::kConv: {
-      const bool bias = n.inputs.size() > 2;
-      return 2.0 * out * conv_reduction(g, n) + (bias ? out : 0.0);
-    }
-    case OpKind::kGemm: {
-      const bool bias = n.inputs.size() > 2;
-      return 2.0 * out * gemm_k(g, n) + (bias ? out : 0.0);
-    }
-    case OpKind::kMatMul:
-      return 2.0 * out * gemm_k(g, n);
-    // Element-wise: operations per output element.
-    case OpKind::kRelu:
-    case OpKind::kAdd:
-    case OpKind::kMul:
-      return out;
-    case OpKind::kClip:
-    case OpKind::kBatchNorm:
-      return 2.0 * out;
-    case OpKind::kHardSigmoid:
-      return 3.0 * out;
-    case OpKind::kSigmoid:
-      return 4.0 * out;  // exp, add, divide, negate
-    case OpKind::kHardSwish:
-      return 5.0 * out;
-    case OpKind::kSoftmax:
-      return 5.0 * out;  // max, subtract, exp, sum, divide
-    case OpKind::kMaxPool:
-    case OpKind::kAveragePool:
-      return out * node_reduction(g, n);
-    case OpKind::kGlobalAveragePool:
-    case OpKind::kReduceMean:
-      return elements(g, n.inputs.at(0));
-    default:
-      return 0.0;  // data movement only
-  }
-}
 
 double UnitWork::flops() const {
   double total = 0.0;
@@ -228,12 +120,12 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit_id) {
     KernelWork& kw = work.kernels[k];
     kw.what = std::string(ir::op_name(n.op));
     kw.outputs = elements(g, n.outputs.at(0));
-    kw.reduction = node_reduction(g, n);
+    kw.reduction = ir::node_reduction(g, n);
     kw.matmul_like = node_matmul_like(n);
   }
   for (size_t i = 0; i < unit.nodes.size(); ++i) {
     if (kernel_of[i] == kNoKernel) continue;
-    work.kernels[static_cast<size_t>(kernel_of[i])].flops += node_flops(g, unit.nodes[i]);
+    work.kernels[static_cast<size_t>(kernel_of[i])].flops += ir::node_flops(g, unit.nodes[i]);
   }
 
   // Bytes: a kernel reads each tensor it uses that it does not make, and
@@ -292,7 +184,7 @@ UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec&
     spatial = static_cast<double>(out[0] * out[2] * out[3]);
     // Keep the member's bias and fused epilogue; its multiply-adds are
     // replaced by the merged kernel's below.
-    merged.flops += k.flops - 2.0 * k.outputs * conv_reduction(g, conv);
+    merged.flops += k.flops - 2.0 * k.outputs * ir::node_reduction(g, conv);
     merged.bytes_written += k.bytes_written;
     merged.outputs += k.outputs;
   }

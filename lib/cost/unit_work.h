@@ -46,12 +46,10 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit);
 // and bias, the members' fused epilogues and their outputs.
 UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec);
 
-// Whether `op` is element-wise: such a node fuses into the kernel of the
-// compute node before it. The CUDA lowering fuses by the same rule, so the
-// kernels counted here are the kernels it launches.
-bool is_elementwise(ir::OpKind op);
-
-// FLOPs of one IR node (counted as in KernelWork::flops).
-double node_flops(const ir::Graph& graph, ir::NodeId node);
+// Which nodes are element-wise (they fuse into the kernel of the compute
+// node before them) and the FLOPs of one node come from the operator table:
+// ir::is_elementwise and ir::node_flops (ir/op_info.h). The CUDA lowering
+// fuses by the same predicate, so the kernels counted here are the kernels it
+// launches.
 
 }  // namespace ios::cost

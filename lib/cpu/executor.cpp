@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "cpu/kernels.h"
 #include "cpu/reference.h"
+#include "ir/op_info.h"
 
 namespace ios::cpu {
 namespace {
@@ -24,7 +25,7 @@ int64_t dense_item_size(const ir::Shape& shape) { return ConstView(nullptr, shap
 bool in_place_on(const ir::Graph& graph, const ir::Node& node, ir::TensorId x) {
   if (node.outputs.size() != 1 || graph.tensor(x).shape != graph.tensor(node.outputs[0]).shape) return false;
   if (can_run_in_place(node)) return node.inputs.at(0) == x;  // unary, BatchNorm: the activation is input 0
-  if (node.op == ir::OpKind::kAdd || node.op == ir::OpKind::kMul) {
+  if (ir::op_info(node.op).traits.elementwise == ir::Elementwise::kBinary) {
     // x and a constant (which may broadcast); never two activations.
     int activations = 0;
     for (ir::TensorId t : node.inputs) activations += graph.tensor(t).is_constant() ? 0 : 1;

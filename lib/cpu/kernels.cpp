@@ -1,6 +1,7 @@
 #include "cpu/kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
+#include "ir/op_info.h"
 
 namespace ios::cpu {
 namespace {
@@ -269,39 +271,25 @@ void conv2d(const KernelContext& ctx, const ConstView& x, const float* weight, c
   }
 }
 
-void unary(UnaryOp op, const UnaryParams& params, const ConstView& x, const View& y) {
+void unary(ir::OpKind op, const ir::ew::Params& params, const ConstView& x, const View& y) {
   IOS_ASSERT(x.shape == y.shape, "unary: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
   const int64_t item = x.item_size();
-  for (int64_t n = 0; n < x.batch(); ++n) {
-    const float* in = x.item(n);
-    float* out = y.item(n);
-    switch (op) {
-      case UnaryOp::kRelu:
-        for (int64_t i = 0; i < item; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;
-        break;
-      case UnaryOp::kClip:
-        for (int64_t i = 0; i < item; ++i) out[i] = std::min(std::max(in[i], params.min), params.max);
-        break;
-      case UnaryOp::kSigmoid:
-        for (int64_t i = 0; i < item; ++i) out[i] = 1.0f / (1.0f + std::exp(-in[i]));
-        break;
-      case UnaryOp::kHardSigmoid:
-        for (int64_t i = 0; i < item; ++i) {
-          out[i] = std::min(1.0f, std::max(0.0f, params.alpha * in[i] + params.beta));
-        }
-        break;
-      case UnaryOp::kHardSwish:
-        for (int64_t i = 0; i < item; ++i) {
-          const float v = in[i];
-          out[i] = v * std::min(1.0f, std::max(0.0f, v * (1.0f / 6.0f) + 0.5f));
-        }
-        break;
+  // Dispatch once; the loop runs the operator's functor (ir/elementwise.h).
+  const bool known = ir::ew::visit_unary(op, [&](auto f) {
+    for (int64_t n = 0; n < x.batch(); ++n) {
+      const float* in = x.item(n);
+      float* out = y.item(n);
+      for (int64_t i = 0; i < item; ++i) out[i] = f(in[i], params);
     }
-  }
+  });
+  IOS_ASSERT(known, "unary: {} is not a unary element-wise operator", ir::op_name(op));
 }
 
-void binary(BinaryOp op, const ConstView& a, const ConstView& b, const View& y) {
-  auto apply = [op](float u, float v) { return op == BinaryOp::kAdd ? u + v : u * v; };
+namespace {
+
+// binary()'s loops for one operator's functor `apply`.
+template <typename F>
+void binary_loops(F apply, const ConstView& a, const ConstView& b, const View& y) {
   // Same shapes: item by item, contiguous.
   if (a.shape == y.shape && b.shape == y.shape) {
     const int64_t item = y.item_size();
@@ -309,11 +297,7 @@ void binary(BinaryOp op, const ConstView& a, const ConstView& b, const View& y) 
       const float* pa = a.item(n);
       const float* pb = b.item(n);
       float* py = y.item(n);
-      if (op == BinaryOp::kAdd) {
-        for (int64_t i = 0; i < item; ++i) py[i] = pa[i] + pb[i];
-      } else {
-        for (int64_t i = 0; i < item; ++i) py[i] = pa[i] * pb[i];
-      }
+      for (int64_t i = 0; i < item; ++i) py[i] = apply(pa[i], pb[i]);
     }
     return;
   }
@@ -362,6 +346,15 @@ void binary(BinaryOp op, const ConstView& a, const ConstView& b, const View& y) 
       if (d == 0) return;
     }
   }
+}
+
+
+}  // namespace
+
+void binary(ir::OpKind op, const ConstView& a, const ConstView& b, const View& y) {
+  // Dispatch once; the loops run the operator's functor (ir/elementwise.h).
+  const bool known = ir::ew::visit_binary(op, [&](auto apply) { binary_loops(apply, a, b, y); });
+  IOS_ASSERT(known, "binary: {} is not a binary element-wise operator", ir::op_name(op));
 }
 
 void batch_norm(const ConstView& x, const float* scale, const float* bias, const float* mean, const float* var,
@@ -728,123 +721,164 @@ void pad(const ir::PadAttrs& attrs, const ConstView& x_view, const View& y_view)
 
 // --- Dispatch -----------------------------------------------------------------
 
-bool can_run_in_place(const ir::Node& node) {
-  switch (node.op) {
-    case ir::OpKind::kRelu:
-    case ir::OpKind::kClip:
-    case ir::OpKind::kSigmoid:
-    case ir::OpKind::kHardSigmoid:
-    case ir::OpKind::kHardSwish:
-    case ir::OpKind::kBatchNorm:
-      return true;
-    default:
-      return false;
+bool can_run_in_place(const ir::Node& node) { return ir::op_info(node.op).traits.in_place; }
+
+namespace {
+
+// --- The kernel table: one entry per ir::OpKind. ---------------------------
+
+void need(const ir::Node& node, std::span<const ConstView> in, std::span<const View> out, size_t inputs,
+          size_t outputs) {
+  IOS_ASSERT(in.size() >= inputs && out.size() == outputs, "{} node '{}': {} inputs / {} outputs given",
+             ir::op_name(node.op), node.name, in.size(), out.size());
+}
+
+// Element-wise operators with math in ir/elementwise.h: every such operator
+// gets these two entries, so the table needs no line per operator.
+void run_unary(const KernelContext&, const ir::Node& node, std::span<const ConstView> in, std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  unary(node.op, ir::elementwise_params(node), in[0], out[0]);
+}
+
+void run_binary(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                std::span<const View> out) {
+  need(node, in, out, 2, 1);
+  binary(node.op, in[0], in[1], out[0]);
+}
+
+void run_conv(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> in,
+              std::span<const View> out) {
+  need(node, in, out, 2, 1);
+  conv2d(ctx, in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr, node.attr<ir::ConvAttrs>(), out[0]);
+}
+
+void run_concat(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  concat(node.attr<ir::AxisAttrs>().axis, in, out[0]);
+}
+
+void run_split(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+               std::span<const View> out) {
+  need(node, in, out, 1, node.outputs.size());
+  split(node.attr<ir::SplitAttrs>().axis, in[0], out);
+}
+
+void run_slice(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+               std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  slice(node.attr<ir::SliceAttrs>(), in[0], out[0]);
+}
+
+void run_max_pool(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                  std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  max_pool(node.attr<ir::PoolAttrs>(), in[0], out[0]);
+}
+
+void run_average_pool(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                      std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  average_pool(node.attr<ir::PoolAttrs>(), in[0], out[0]);
+}
+
+void run_global_average_pool(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                             std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  global_average_pool(in[0], out[0]);
+}
+
+void run_reduce_mean(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                     std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  reduce_mean(node.attr<ir::ReduceAttrs>(), in[0], out[0]);
+}
+
+void run_copy(const KernelContext&, const ir::Node& node, std::span<const ConstView> in, std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  copy(in[0], out[0]);
+}
+
+void run_transpose(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                   std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  transpose(node.attr<ir::TransposeAttrs>().perm, in[0], out[0]);
+}
+
+void run_gemm(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> in,
+              std::span<const View> out) {
+  need(node, in, out, 2, 1);
+  gemm(ctx, node.attr<ir::GemmAttrs>(), in[0], in[1], in.size() > 2 ? &in[2] : nullptr, out[0]);
+}
+
+void run_matmul(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> in,
+                std::span<const View> out) {
+  need(node, in, out, 2, 1);
+  matmul(ctx, in[0], in[1], out[0]);
+}
+
+void run_softmax(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                 std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  softmax(node.attr<ir::AxisAttrs>().axis, in[0], out[0]);
+}
+
+void run_pad(const KernelContext&, const ir::Node& node, std::span<const ConstView> in, std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  pad(node.attr<ir::PadAttrs>(), in[0], out[0]);
+}
+
+void run_batch_norm(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                    std::span<const View> out) {
+  need(node, in, out, 5, 1);
+  batch_norm(in[0], in[1].data, in[2].data, in[3].data, in[4].data, node.attr<ir::BatchNormAttrs>().epsilon, out[0]);
+}
+
+using KernelTable = std::array<Kernel, static_cast<size_t>(ir::kNumOpKinds)>;
+
+KernelTable make_kernel_table() {
+  using K = ir::OpKind;
+  KernelTable t{};
+  auto set = [&t](K op, Kernel kernel) { t[static_cast<size_t>(op)] = kernel; };
+  for (int i = 0; i < ir::kNumOpKinds; ++i) {
+    const auto op = static_cast<K>(i);
+    if (ir::ew::has_unary(op)) set(op, run_unary);
+    if (ir::ew::has_binary(op)) set(op, run_binary);
   }
+  set(K::kConv, run_conv);
+  set(K::kConcat, run_concat);
+  set(K::kSplit, run_split);
+  set(K::kSlice, run_slice);
+  set(K::kMaxPool, run_max_pool);
+  set(K::kAveragePool, run_average_pool);
+  set(K::kGlobalAveragePool, run_global_average_pool);
+  set(K::kReduceMean, run_reduce_mean);
+  set(K::kFlatten, run_copy);  // Flatten and Reshape: the same elements in the same order
+  set(K::kReshape, run_copy);
+  set(K::kTranspose, run_transpose);
+  set(K::kGemm, run_gemm);
+  set(K::kMatMul, run_matmul);
+  set(K::kSoftmax, run_softmax);
+  set(K::kPad, run_pad);
+  set(K::kBatchNorm, run_batch_norm);
+  return t;
+}
+
+}  // namespace
+
+Kernel kernel_for(ir::OpKind op) {
+  static const KernelTable table = make_kernel_table();
+  const auto index = static_cast<size_t>(op);
+  return index < table.size() ? table[index] : nullptr;
 }
 
 void run_node(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> in,
               std::span<const View> out) {
-  auto need = [&](size_t inputs, size_t outputs) {
-    IOS_ASSERT(in.size() >= inputs && out.size() == outputs, "{} node '{}': {} inputs / {} outputs given",
-               ir::op_name(node.op), node.name, in.size(), out.size());
-  };
-  switch (node.op) {
-    case ir::OpKind::kConv:
-      need(2, 1);
-      conv2d(ctx, in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr, node.attr<ir::ConvAttrs>(), out[0]);
-      return;
-    case ir::OpKind::kRelu:
-      need(1, 1);
-      unary(UnaryOp::kRelu, {}, in[0], out[0]);
-      return;
-    case ir::OpKind::kClip: {
-      need(1, 1);
-      const auto& a = node.attr<ir::ClipAttrs>();
-      unary(UnaryOp::kClip, UnaryParams{a.min, a.max, 0, 0}, in[0], out[0]);
-      return;
-    }
-    case ir::OpKind::kSigmoid:
-      need(1, 1);
-      unary(UnaryOp::kSigmoid, {}, in[0], out[0]);
-      return;
-    case ir::OpKind::kHardSigmoid: {
-      need(1, 1);
-      const auto& a = node.attr<ir::HardSigmoidAttrs>();
-      unary(UnaryOp::kHardSigmoid, UnaryParams{0, 0, a.alpha, a.beta}, in[0], out[0]);
-      return;
-    }
-    case ir::OpKind::kHardSwish:
-      need(1, 1);
-      unary(UnaryOp::kHardSwish, {}, in[0], out[0]);
-      return;
-    case ir::OpKind::kAdd:
-      need(2, 1);
-      binary(BinaryOp::kAdd, in[0], in[1], out[0]);
-      return;
-    case ir::OpKind::kMul:
-      need(2, 1);
-      binary(BinaryOp::kMul, in[0], in[1], out[0]);
-      return;
-    case ir::OpKind::kConcat:
-      need(1, 1);
-      concat(node.attr<ir::AxisAttrs>().axis, in, out[0]);
-      return;
-    case ir::OpKind::kSplit:
-      need(1, node.outputs.size());
-      split(node.attr<ir::SplitAttrs>().axis, in[0], out);
-      return;
-    case ir::OpKind::kSlice:
-      need(1, 1);
-      slice(node.attr<ir::SliceAttrs>(), in[0], out[0]);
-      return;
-    case ir::OpKind::kMaxPool:
-      need(1, 1);
-      max_pool(node.attr<ir::PoolAttrs>(), in[0], out[0]);
-      return;
-    case ir::OpKind::kAveragePool:
-      need(1, 1);
-      average_pool(node.attr<ir::PoolAttrs>(), in[0], out[0]);
-      return;
-    case ir::OpKind::kGlobalAveragePool:
-      need(1, 1);
-      global_average_pool(in[0], out[0]);
-      return;
-    case ir::OpKind::kReduceMean:
-      need(1, 1);
-      reduce_mean(node.attr<ir::ReduceAttrs>(), in[0], out[0]);
-      return;
-    case ir::OpKind::kFlatten:
-    case ir::OpKind::kReshape:
-      need(1, 1);
-      copy(in[0], out[0]);
-      return;
-    case ir::OpKind::kTranspose:
-      need(1, 1);
-      transpose(node.attr<ir::TransposeAttrs>().perm, in[0], out[0]);
-      return;
-    case ir::OpKind::kGemm:
-      need(2, 1);
-      gemm(ctx, node.attr<ir::GemmAttrs>(), in[0], in[1], in.size() > 2 ? &in[2] : nullptr, out[0]);
-      return;
-    case ir::OpKind::kMatMul:
-      need(2, 1);
-      matmul(ctx, in[0], in[1], out[0]);
-      return;
-    case ir::OpKind::kSoftmax:
-      need(1, 1);
-      softmax(node.attr<ir::AxisAttrs>().axis, in[0], out[0]);
-      return;
-    case ir::OpKind::kPad:
-      need(1, 1);
-      pad(node.attr<ir::PadAttrs>(), in[0], out[0]);
-      return;
-    case ir::OpKind::kBatchNorm:
-      need(5, 1);
-      batch_norm(in[0], in[1].data, in[2].data, in[3].data, in[4].data, node.attr<ir::BatchNormAttrs>().epsilon,
-                 out[0]);
-      return;
+  const Kernel kernel = kernel_for(node.op);
+  if (kernel == nullptr) {
+    internal_error("no CPU kernel for operator {} (node '{}')", ir::op_name(node.op), node.name);
   }
-  internal_error("no CPU kernel for operator {} (node '{}')", ir::op_name(node.op), node.name);
+  kernel(ctx, node, in, out);
 }
 
 }  // namespace ios::cpu

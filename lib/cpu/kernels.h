@@ -1,4 +1,7 @@
-// Reference kernels over NCHW float32, one per ir::OpKind.
+// Reference kernels over NCHW float32, one per ir::OpKind, in a kernel
+// table keyed by OpKind (kernel_for). Element-wise operators share their math
+// with the CUDA backend (ir/elementwise.h): every unary or binary operator
+// there has an entry here without a line of its own.
 //
 // Straightforward loops that follow the ONNX operator definitions; the only
 // optimized ones are convolution (im2col or direct 1x1 feeding the blocked
@@ -13,6 +16,7 @@
 #include <span>
 
 #include "cpu/view.h"
+#include "ir/elementwise.h"
 #include "ir/graph.h"
 
 namespace ios::cpu {
@@ -27,18 +31,14 @@ struct KernelContext {
 void conv2d(const KernelContext& ctx, const ConstView& x, const float* weight, const float* bias,
             const ir::ConvAttrs& attrs, const View& y);
 
-enum class UnaryOp { kRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish };
-struct UnaryParams {
-  float min = 0.0f, max = 0.0f;     // Clip
-  float alpha = 0.0f, beta = 0.0f;  // HardSigmoid
-};
-// Element-wise; y may be the same memory as x (in-place epilogues).
-void unary(UnaryOp op, const UnaryParams& params, const ConstView& x, const View& y);
+// A unary element-wise operator of ir/elementwise.h (Relu, Clip, ...) with
+// its scalar attributes; y may be the same memory as x (in-place epilogues).
+void unary(ir::OpKind op, const ir::ew::Params& params, const ConstView& x, const View& y);
 
-enum class BinaryOp { kAdd, kMul };
-// ONNX multidirectional broadcasting: shapes align at the right and size-1
+// A binary element-wise operator of ir/elementwise.h (Add, Mul). ONNX
+// multidirectional broadcasting: shapes align at the right and size-1
 // dimensions stretch. y may alias an input of y's own shape.
-void binary(BinaryOp op, const ConstView& a, const ConstView& b, const View& y);
+void binary(ir::OpKind op, const ConstView& a, const ConstView& b, const View& y);
 
 // y = scale * (x - mean) / sqrt(var + eps) + bias, per channel (dim 1).
 void batch_norm(const ConstView& x, const float* scale, const float* bias, const float* mean, const float* var,
@@ -65,6 +65,14 @@ void pad(const ir::PadAttrs& attrs, const ConstView& x, const View& y);
 
 // --- Dispatch ---------------------------------------------------------------
 
+// Runs one IR node: `inputs` follow the node's inputs, `outputs` its outputs.
+using Kernel = void (*)(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> inputs,
+                        std::span<const View> outputs);
+
+// The kernel table's entry for `op`; null when the CPU backend lacks one (a
+// test checks that every operator of the operator table has one).
+Kernel kernel_for(ir::OpKind op);
+
 // Runs one IR node. `inputs` follow the node's inputs (weights included, as
 // dense views of their data; absent optional inputs are not passed);
 // `outputs` follow its outputs and have the IR's shapes.
@@ -73,7 +81,7 @@ void run_node(const KernelContext& ctx, const ir::Node& node, std::span<const Co
 
 // Whether `node` may write its output over its (only) activation input:
 // element-wise unary operators, whose kernels read each element before
-// writing it.
+// writing it (the operator table's in_place trait).
 bool can_run_in_place(const ir::Node& node);
 
 }  // namespace ios::cpu

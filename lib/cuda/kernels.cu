@@ -4,6 +4,7 @@
 #include <cfloat>
 
 #include "cuda/kernels.h"
+#include "ir/elementwise.h"
 
 namespace ios::cuda::kernels {
 namespace {
@@ -16,17 +17,13 @@ int blocks_for(int64_t total) {
   return static_cast<int>(blocks < 65535 ? (blocks < 1 ? 1 : blocks) : 65535);
 }
 
-__device__ __forceinline__ float apply_step(int kind, float v, float p0, float p1, float operand) {
-  switch (kind) {
-    case kRelu: return v > 0.0f ? v : 0.0f;
-    case kClip: return fminf(fmaxf(v, p0), p1);
-    case kSigmoid: return 1.0f / (1.0f + expf(-v));
-    case kHardSigmoid: return fmaxf(0.0f, fminf(1.0f, p0 * v + p1));
-    case kHardSwish: return v * fmaxf(0.0f, fminf(1.0f, v * (1.0f / 6.0f) + 0.5f));
-    case kAdd: return v + operand;
-    case kMul: return v * operand;
-    default: return v;
-  }
+// One step of an element-wise chain: the operator's functor from
+// ir/elementwise.h (binary ones take the step's operand as b).
+__device__ __forceinline__ float apply_step(ir::OpKind kind, float v, float p0, float p1, float operand) {
+  float out = v;
+  if (ir::ew::visit_binary(kind, [&](auto f) { out = f(v, operand); })) return out;
+  ir::ew::visit_unary(kind, [&](auto f) { out = f(v, ir::ew::Params{p0, p1}); });
+  return out;
 }
 
 __device__ __forceinline__ int64_t simple_offset(const EwOperand& op, int64_t n, int64_t r, int64_t hw) {

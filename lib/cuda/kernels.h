@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "ir/op_kind.h"
+
 namespace ios::cuda::kernels {
 
 constexpr int kMaxDims = 6;
@@ -34,12 +36,12 @@ struct EwOperand {
   int64_t strides[kMaxDims] = {};
 };
 
-enum EwKind : int { kRelu = 0, kClip, kSigmoid, kHardSigmoid, kHardSwish, kAdd, kMul };
-
+// One step of a chain: an element-wise operator of ir/elementwise.h, whose
+// math the kernel runs (the same functor as the CPU kernels).
 struct EwStepParams {
-  int kind = kRelu;
-  float p0 = 0.0f, p1 = 0.0f;
-  int operand = -1;  // index into EwParams::operands for kAdd / kMul
+  ir::OpKind kind = ir::OpKind::kRelu;
+  float p0 = 0.0f, p1 = 0.0f;  // ir::ew::Params: Clip's min, max; HardSigmoid's alpha, beta
+  int operand = -1;            // index into EwParams::operands for a binary operator (Add, Mul)
 };
 
 struct EwParams {

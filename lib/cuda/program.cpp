@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "cost/unit_work.h"
+#include "ir/op_info.h"
 #include "sched/merge.h"
 
 namespace ios::cuda {
@@ -115,7 +116,7 @@ using ir::TensorId;
 
 
 // Element-wise nodes fuse as the cost model counts them (one rule for both).
-using cost::is_elementwise;
+using ir::is_elementwise;
 
 int64_t item_size(const ir::Shape& shape) {
   int64_t n = 1;
@@ -429,26 +430,9 @@ class Lowerer {
     const ir::Node& node = g_.node(m);
     EwStep step;
     switch (node.op) {
-      case OpKind::kRelu: step.kind = EwKind::kRelu; break;
-      case OpKind::kSigmoid: step.kind = EwKind::kSigmoid; break;
-      case OpKind::kHardSwish: step.kind = EwKind::kHardSwish; break;
-      case OpKind::kClip: {
-        const auto& a = node.attr<ir::ClipAttrs>();
-        step.kind = EwKind::kClip;
-        step.p0 = a.min;
-        step.p1 = a.max;
-        break;
-      }
-      case OpKind::kHardSigmoid: {
-        const auto& a = node.attr<ir::HardSigmoidAttrs>();
-        step.kind = EwKind::kHardSigmoid;
-        step.p0 = a.alpha;
-        step.p1 = a.beta;
-        break;
-      }
       case OpKind::kAdd:
       case OpKind::kMul: {
-        step.kind = node.op == OpKind::kAdd ? EwKind::kAdd : EwKind::kMul;
+        step.kind = node.op;
         const TensorId other = node.inputs[0] == cur ? node.inputs[1] : node.inputs[0];
         step.operand = ref_for(other);
         break;
@@ -474,12 +458,21 @@ class Lowerer {
         }
         const ir::Shape shape = channel_shape(static_cast<int64_t>(s.size()), g_.tensor(cur).shape.size());
         const std::string name = g_.tensor(node.outputs[0]).name;
-        steps.push_back({EwKind::kMul, 0, 0, Ref::constant(new_constant(name + ":bn_scale", shape, s))});
-        steps.push_back({EwKind::kAdd, 0, 0, Ref::constant(new_constant(name + ":bn_shift", shape, b))});
+        steps.push_back({OpKind::kMul, 0, 0, Ref::constant(new_constant(name + ":bn_scale", shape, s))});
+        steps.push_back({OpKind::kAdd, 0, 0, Ref::constant(new_constant(name + ":bn_shift", shape, b))});
         return;
       }
-      default:
-        IOS_ASSERT(false, "node '{}' ({}) is not element-wise", node.name, ir::op_name(node.op));
+      default: {
+        // A unary operator with math in ir/elementwise.h, its scalar
+        // attributes as the step's parameters.
+        IOS_ASSERT(ir::ew::has_unary(node.op), "node '{}' ({}) is not element-wise", node.name,
+                   ir::op_name(node.op));
+        const ir::ew::Params params = ir::elementwise_params(node);
+        step.kind = node.op;
+        step.p0 = params.p0;
+        step.p1 = params.p1;
+        break;
+      }
     }
     steps.push_back(step);
   }
@@ -554,7 +547,7 @@ class Lowerer {
       if (!full(first) && full(second)) std::swap(first, second);
       if (g_.tensor(first).is_constant() && !g_.tensor(second).is_constant()) std::swap(first, second);
       x = ref_for(first);
-      steps.push_back({node.op == OpKind::kAdd ? EwKind::kAdd : EwKind::kMul, 0, 0, ref_for(second)});
+      steps.push_back({node.op == OpKind::kAdd ? OpKind::kAdd : OpKind::kMul, 0, 0, ref_for(second)});
     } else {
       x = ref_for(node.inputs[0]);
       append_steps(n, node.inputs[0], steps);
@@ -799,7 +792,7 @@ class Lowerer {
     launch.ops.push_back(op);
     std::vector<EwStep> steps;
     if (has_bias) {
-      steps.push_back({EwKind::kAdd, 0, 0, Ref::constant(constant(node.inputs[2], channel_shape(out_channels, 4)))});
+      steps.push_back({OpKind::kAdd, 0, 0, Ref::constant(constant(node.inputs[2], channel_shape(out_channels, 4)))});
     }
     in_place_steps(launch, y, n, chain, 0, std::move(steps));
   }
@@ -840,7 +833,7 @@ class Lowerer {
     }
     launch.ops.push_back(op);
     std::vector<EwStep> whole;
-    whole.push_back({EwKind::kAdd, 0, 0, Ref::constant(new_constant(launch.name + ":bias", channel_shape(spec.out_channels, 4), weights.bias))});
+    whole.push_back({OpKind::kAdd, 0, 0, Ref::constant(new_constant(launch.name + ":bias", channel_shape(spec.out_channels, 4), weights.bias))});
     // One epilogue for the whole buffer when the members' are identical and
     // need no operands; otherwise each member's on its slice.
     std::vector<std::vector<EwStep>> member_steps;

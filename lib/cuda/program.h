@@ -107,14 +107,13 @@ struct ConvOp {
   std::string label;  // for messages: the node's output tensor
 };
 
-enum class EwKind { kRelu, kClip, kSigmoid, kHardSigmoid, kHardSwish, kAdd, kMul };
 // Steps one element-wise kernel launch applies (kernels::kMaxEwSteps, which
 // also bounds its operands). The lowering splits longer chains into several
 // EwOps, the later ones in place on y.
 constexpr int kMaxEwStepsPerOp = 8;
 struct EwStep {
-  EwKind kind = EwKind::kRelu;
-  float p0 = 0.0f, p1 = 0.0f;  // Clip: min, max; HardSigmoid: alpha, beta
+  ir::OpKind kind = ir::OpKind::kRelu;  // an element-wise operator of ir/elementwise.h
+  float p0 = 0.0f, p1 = 0.0f;           // Clip: min, max; HardSigmoid: alpha, beta
   Ref operand;                 // kAdd / kMul: broadcast to y's shape (ONNX rules)
 };
 // y = steps(x), element-wise; x broadcast to y's shape. y may be x (in place).

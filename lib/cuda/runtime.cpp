@@ -96,7 +96,7 @@ kernels::EwParams ew_frame(const ir::Shape& out, float* y, int64_t y_batch_strid
   return p;
 }
 
-void add_step(kernels::EwParams& p, int kind, float p0, float p1, const kernels::EwOperand* operand) {
+void add_step(kernels::EwParams& p, ir::OpKind kind, float p0, float p1, const kernels::EwOperand* operand) {
   IOS_ASSERT(p.num_steps < kernels::kMaxEwSteps, "element-wise chain longer than {}", kernels::kMaxEwSteps);
   kernels::EwStepParams& s = p.steps[p.num_steps++];
   s.kind = kind;
@@ -107,19 +107,6 @@ void add_step(kernels::EwParams& p, int kind, float p0, float p1, const kernels:
     p.operands[p.num_operands++] = *operand;
     p.generic |= operand->mode == kernels::kGeneric;
   }
-}
-
-int ew_kind(EwKind k) {
-  switch (k) {
-    case EwKind::kRelu: return kernels::kRelu;
-    case EwKind::kClip: return kernels::kClip;
-    case EwKind::kSigmoid: return kernels::kSigmoid;
-    case EwKind::kHardSigmoid: return kernels::kHardSigmoid;
-    case EwKind::kHardSwish: return kernels::kHardSwish;
-    case EwKind::kAdd: return kernels::kAdd;
-    case EwKind::kMul: return kernels::kMul;
-  }
-  return kernels::kRelu;
 }
 
 void set_tensor4d(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t ns, int64_t cs,
@@ -247,12 +234,12 @@ class ConvolutionOp final : public GpuOp {
       epilogue_ = ew_frame(s, out, shape_.y_batch_stride);
       epilogue_.x = make_operand(out, s, shape_.y_batch_stride, s);
       const kernels::EwOperand b = make_operand(bias, {1, shape_.k, 1, 1}, shape_.k, s);
-      add_step(epilogue_, kernels::kAdd, 0, 0, &b);
+      add_step(epilogue_, ir::OpKind::kAdd, 0, 0, &b);
       if (requested.has_z) {
         const kernels::EwOperand zo = make_operand(z, s, requested.z_batch_stride, s);
-        add_step(epilogue_, kernels::kAdd, 0, 0, &zo);
+        add_step(epilogue_, ir::OpKind::kAdd, 0, 0, &zo);
       }
-      add_step(epilogue_, kernels::kRelu, 0, 0, nullptr);
+      add_step(epilogue_, ir::OpKind::kRelu, 0, 0, nullptr);
       own_epilogue_ = true;
     }
   }
@@ -561,9 +548,9 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
             if (s.operand) {
               const auto [os, ob] = ref_layout(s.operand);
               const kernels::EwOperand o = make_operand(ref_ptr(s.operand), os, ob, y.shape.empty() ? ir::Shape{1} : y.shape);
-              add_step(params, ew_kind(s.kind), s.p0, s.p1, &o);
+              add_step(params, s.kind, s.p0, s.p1, &o);
             } else {
-              add_step(params, ew_kind(s.kind), s.p0, s.p1, nullptr);
+              add_step(params, s.kind, s.p0, s.p1, nullptr);
             }
           }
           return std::make_unique<ElementwiseOp>(

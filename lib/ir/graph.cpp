@@ -22,35 +22,6 @@ std::string to_string(const Shape& shape) {
   return out;
 }
 
-std::string_view op_name(OpKind op) {
-  switch (op) {
-    case OpKind::kConv: return "Conv";
-    case OpKind::kRelu: return "Relu";
-    case OpKind::kClip: return "Clip";
-    case OpKind::kSigmoid: return "Sigmoid";
-    case OpKind::kHardSigmoid: return "HardSigmoid";
-    case OpKind::kHardSwish: return "HardSwish";
-    case OpKind::kAdd: return "Add";
-    case OpKind::kMul: return "Mul";
-    case OpKind::kConcat: return "Concat";
-    case OpKind::kSplit: return "Split";
-    case OpKind::kSlice: return "Slice";
-    case OpKind::kMaxPool: return "MaxPool";
-    case OpKind::kAveragePool: return "AveragePool";
-    case OpKind::kGlobalAveragePool: return "GlobalAveragePool";
-    case OpKind::kReduceMean: return "ReduceMean";
-    case OpKind::kFlatten: return "Flatten";
-    case OpKind::kReshape: return "Reshape";
-    case OpKind::kTranspose: return "Transpose";
-    case OpKind::kGemm: return "Gemm";
-    case OpKind::kMatMul: return "MatMul";
-    case OpKind::kSoftmax: return "Softmax";
-    case OpKind::kPad: return "Pad";
-    case OpKind::kBatchNorm: return "BatchNormalization";
-  }
-  return "?";
-}
-
 TensorId Graph::add_tensor(Tensor tensor) {
   tensors_.push_back(std::move(tensor));
   return static_cast<TensorId>(tensors_.size() - 1);

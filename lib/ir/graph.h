@@ -13,6 +13,8 @@
 #include <variant>
 #include <vector>
 
+#include "ir/op_kind.h"
+
 namespace ios::ir {
 
 using Shape = std::vector<int64_t>;
@@ -23,34 +25,7 @@ inline constexpr int32_t kNone = -1;
 int64_t num_elements(const Shape& shape);
 std::string to_string(const Shape& shape);  // "1x3x224x224"
 
-// Operators the IR can hold. The importer rejects anything else by name.
-enum class OpKind {
-  kConv,
-  kRelu,
-  kClip,
-  kSigmoid,
-  kHardSigmoid,
-  kHardSwish,
-  kAdd,
-  kMul,
-  kConcat,
-  kSplit,
-  kSlice,
-  kMaxPool,
-  kAveragePool,
-  kGlobalAveragePool,
-  kReduceMean,
-  kFlatten,
-  kReshape,
-  kTranspose,
-  kGemm,
-  kMatMul,
-  kSoftmax,
-  kPad,
-  kBatchNorm,  // only where no convolution precedes it (otherwise folded)
-};
-
-std::string_view op_name(OpKind op);  // the ONNX op type, e.g. "Conv"
+std::string_view op_name(OpKind op);  // the ONNX op type, e.g. "Conv" (from ir/op_info.h)
 
 // --- Attributes: one struct per operator family, held in Node::attrs. -------
 // Spatial arrays are {H, W}; pads are {top, left, bottom, right}.

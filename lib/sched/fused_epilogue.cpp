@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "ir/op_info.h"
+
 namespace ios::sched {
 
 namespace {
@@ -24,21 +26,6 @@ bool attrs_equal(const ir::Attrs& a, const ir::Attrs& b) {
     return x->epsilon == std::get<ir::BatchNormAttrs>(b).epsilon;
   }
   return false;  // not an element-wise operator's attributes
-}
-
-bool is_elementwise(ir::OpKind op) {
-  switch (op) {
-    case ir::OpKind::kRelu:
-    case ir::OpKind::kClip:
-    case ir::OpKind::kSigmoid:
-    case ir::OpKind::kHardSigmoid:
-    case ir::OpKind::kHardSwish:
-    case ir::OpKind::kAdd:
-    case ir::OpKind::kMul:
-      return true;
-    default:
-      return false;
-  }
 }
 
 bool same_constant(const ir::Tensor& a, const ir::Tensor& b) {
@@ -71,7 +58,7 @@ bool same_epilogue(const ir::Graph& ir, const Unit& a, const Unit& b, std::strin
   for (size_t i = 0; i < ea.size(); ++i) {
     const ir::Node& na = ir.node(ea[i]);
     const ir::Node& nb = ir.node(eb[i]);
-    if (na.op != nb.op || !is_elementwise(na.op) || !attrs_equal(na.attrs, nb.attrs) ||
+    if (na.op != nb.op || !ir::is_elementwise(na.op) || !attrs_equal(na.attrs, nb.attrs) ||
         na.inputs.size() != nb.inputs.size()) {
       return fail(fmt::format("units '{}' and '{}' differ in fused operator {} ({} vs {})", a.id,
                               b.id, i + 1, ir::op_name(na.op), ir::op_name(nb.op)));

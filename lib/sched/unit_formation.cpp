@@ -29,6 +29,7 @@
 #include <queue>
 
 #include "core/error.h"
+#include "ir/op_info.h"
 #include "sched/unit_graph.h"
 
 namespace ios::sched {
@@ -40,49 +41,26 @@ using ir::NodeId;
 using ir::OpKind;
 using ir::TensorId;
 
-bool is_unary_elementwise(const Graph& g, const Node& n) {
-  switch (n.op) {
-    case OpKind::kRelu:
-    case OpKind::kClip:
-    case OpKind::kSigmoid:
-    case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish:
-    case OpKind::kBatchNorm:
-      return true;
-    case OpKind::kAdd:
-    case OpKind::kMul: {
-      int activations = 0;
-      for (TensorId t : n.inputs) activations += g.tensor(t).is_constant() ? 0 : 1;
-      return activations == 1;
-    }
-    default:
-      return false;
-  }
-}
+// Rule 3's candidates: unary element-wise operators, and binary ones with one
+// activation operand (the operator table's traits, ir/op_info.h).
+bool is_unary_elementwise(const Graph& g, const Node& n) { return ir::is_epilogue_candidate(g, n); }
 
+// Two activations combined element-wise (a residual Add, a gating Mul).
 bool is_binary_elementwise(const Graph& g, const Node& n) {
-  return (n.op == OpKind::kAdd || n.op == OpKind::kMul) && !is_unary_elementwise(g, n);
+  return ir::op_info(n.op).traits.elementwise == ir::Elementwise::kBinary && !is_unary_elementwise(g, n);
 }
 
 UnitKind anchor_kind(OpKind op) {
-  switch (op) {
-    case OpKind::kConv: return UnitKind::kConv;
-    case OpKind::kGemm:
-    case OpKind::kMatMul: return UnitKind::kMatMul;
-    case OpKind::kMaxPool:
-    case OpKind::kAveragePool:
-    case OpKind::kGlobalAveragePool:
-    case OpKind::kReduceMean: return UnitKind::kPool;
-    case OpKind::kSoftmax: return UnitKind::kSoftmax;
-    case OpKind::kConcat: return UnitKind::kConcat;
-    case OpKind::kSplit:
-    case OpKind::kSlice:
-    case OpKind::kFlatten:
-    case OpKind::kReshape:
-    case OpKind::kTranspose:
-    case OpKind::kPad: return UnitKind::kLayout;
-    default: return UnitKind::kElementwise;
+  switch (ir::op_info(op).traits.op_class) {
+    case ir::OpClass::kConv: return UnitKind::kConv;
+    case ir::OpClass::kMatMul: return UnitKind::kMatMul;
+    case ir::OpClass::kPool: return UnitKind::kPool;
+    case ir::OpClass::kSoftmax: return UnitKind::kSoftmax;
+    case ir::OpClass::kConcat: return UnitKind::kConcat;
+    case ir::OpClass::kLayout: return UnitKind::kLayout;
+    case ir::OpClass::kElementwise: return UnitKind::kElementwise;
   }
+  return UnitKind::kElementwise;
 }
 
 bool accepts_epilogue(UnitKind kind) {
@@ -160,9 +138,10 @@ UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& option
         continue;
       }
     }
-    // Rule 4: a Relu whose only use is a Conv becomes that Conv's prologue.
+    // Rule 4: a Relu (a prologue operator in the table) whose only use is a
+    // Conv becomes that Conv's prologue.
     const TensorId out = node.outputs[0];
-    if (options.fuse_sepconv && node.op == OpKind::kRelu && single_internal_use(graph, out) &&
+    if (options.fuse_sepconv && ir::op_info(node.op).traits.prologue && single_internal_use(graph, out) &&
         graph.node(graph.tensor(out).consumers[0]).op == OpKind::kConv) {
       prologue[static_cast<size_t>(n)] = 1;
     }

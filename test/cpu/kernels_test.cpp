@@ -313,18 +313,18 @@ TEST_CASE("unary activations follow their ONNX definitions", "[cpu][kernels]") {
   std::vector<float> y(x.size());
   const ConstView in(x.data(), {9});
   const View out(y.data(), {9});
-  auto check = [&](UnaryOp op, UnaryParams p, auto fn) {
+  auto check = [&](ir::OpKind op, ir::ew::Params p, auto fn) {
     unary(op, p, in, out);
     for (size_t i = 0; i < x.size(); ++i) CHECK(y[i] == Approx(fn(x[i])).margin(1e-7));
   };
-  check(UnaryOp::kRelu, {}, [](float v) { return v > 0 ? v : 0.0f; });
-  check(UnaryOp::kClip, {0.0f, 6.0f, 0, 0}, [](float v) { return std::min(6.0f, std::max(0.0f, v)); });
-  check(UnaryOp::kSigmoid, {}, [](float v) { return 1.0 / (1.0 + std::exp(-static_cast<double>(v))); });
-  check(UnaryOp::kHardSigmoid, {0, 0, 0.2f, 0.5f}, [](float v) { return std::min(1.0, std::max(0.0, 0.2 * v + 0.5)); });
-  check(UnaryOp::kHardSwish, {}, [](float v) { return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); });
+  check(ir::OpKind::kRelu, {}, [](float v) { return v > 0 ? v : 0.0f; });
+  check(ir::OpKind::kClip, {0.0f, 6.0f}, [](float v) { return std::min(6.0f, std::max(0.0f, v)); });
+  check(ir::OpKind::kSigmoid, {}, [](float v) { return 1.0 / (1.0 + std::exp(-static_cast<double>(v))); });
+  check(ir::OpKind::kHardSigmoid, {0.2f, 0.5f}, [](float v) { return std::min(1.0, std::max(0.0, 0.2 * v + 0.5)); });
+  check(ir::OpKind::kHardSwish, {}, [](float v) { return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); });
   // In place.
   std::vector<float> z = x;
-  unary(UnaryOp::kRelu, {}, ConstView(z.data(), {9}), View(z.data(), {9}));
+  unary(ir::OpKind::kRelu, {}, ConstView(z.data(), {9}), View(z.data(), {9}));
   for (size_t i = 0; i < x.size(); ++i) CHECK(z[i] == std::max(0.0f, x[i]));
 }
 
@@ -332,7 +332,7 @@ TEST_CASE("Add and Mul broadcast like numpy", "[cpu][kernels]") {
   const auto a = random_values(2 * 3 * 4 * 5, 16);
   const auto b = random_values(3 * 1 * 5, 17);  // [3, 1, 5] against [2, 3, 4, 5]
   std::vector<float> y(a.size());
-  binary(BinaryOp::kAdd, ConstView(a.data(), {2, 3, 4, 5}), ConstView(b.data(), {3, 1, 5}), View(y.data(), {2, 3, 4, 5}));
+  binary(ir::OpKind::kAdd, ConstView(a.data(), {2, 3, 4, 5}), ConstView(b.data(), {3, 1, 5}), View(y.data(), {2, 3, 4, 5}));
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t c = 0; c < 3; ++c)
       for (int64_t h = 0; h < 4; ++h)
@@ -342,13 +342,13 @@ TEST_CASE("Add and Mul broadcast like numpy", "[cpu][kernels]") {
         }
   // Per-channel scale [1, 3, 1, 1] (squeeze-and-excitation style), Mul.
   const auto s = random_values(3, 18);
-  binary(BinaryOp::kMul, ConstView(s.data(), {1, 3, 1, 1}), ConstView(a.data(), {2, 3, 4, 5}), View(y.data(), {2, 3, 4, 5}));
+  binary(ir::OpKind::kMul, ConstView(s.data(), {1, 3, 1, 1}), ConstView(a.data(), {2, 3, 4, 5}), View(y.data(), {2, 3, 4, 5}));
   for (size_t i = 0; i < a.size(); ++i) REQUIRE(y[i] == a[i] * s[(i / 20) % 3]);
   // Same shapes, one operand a strided view (channels 1..2 of a 4-channel buffer).
   const auto big = random_values(2 * 4 * 6, 19);
   const auto c = random_values(2 * 2 * 6, 20);
   std::vector<float> out(2 * 2 * 6);
-  binary(BinaryOp::kAdd, ConstView(big.data() + 6, {2, 2, 6}, 24), ConstView(c.data(), {2, 2, 6}), View(out.data(), {2, 2, 6}));
+  binary(ir::OpKind::kAdd, ConstView(big.data() + 6, {2, 2, 6}, 24), ConstView(c.data(), {2, 2, 6}), View(out.data(), {2, 2, 6}));
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t i = 0; i < 12; ++i) {
       REQUIRE(out[static_cast<size_t>(n * 12 + i)] == big[static_cast<size_t>(n * 24 + 6 + i)] + c[static_cast<size_t>(n * 12 + i)]);

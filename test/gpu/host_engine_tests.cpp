@@ -126,7 +126,7 @@ TEST_CASE("element-wise chains longer than one kernel's steps are split, in orde
   REQUIRE(p.launches.size() == 1);
   const std::vector<const cuda::EwOp*> ew = elementwise_ops(p.launches[0]);
   REQUIRE(ew.size() == 2);
-  std::vector<cuda::EwKind> kinds;
+  std::vector<ir::OpKind> kinds;
   for (const cuda::EwOp* op : ew) {
     CHECK(op->steps.size() <= static_cast<size_t>(cuda::kMaxEwStepsPerOp));
     CHECK(op->y == ew[0]->y);
@@ -136,12 +136,12 @@ TEST_CASE("element-wise chains longer than one kernel's steps are split, in orde
   CHECK(ew[1]->x.is_value());
   CHECK(ew[1]->x.index == ew[1]->y);  // the rest continues in place
   REQUIRE(kinds.size() == 12);
-  CHECK(kinds.front() == cuda::EwKind::kAdd);  // the convolution's bias
+  CHECK(kinds.front() == ir::OpKind::kAdd);  // the convolution's bias
   for (size_t i = 1; i < 11; i += 2) {
-    CHECK(kinds[i] == cuda::EwKind::kMul);
-    CHECK(kinds[i + 1] == cuda::EwKind::kAdd);
+    CHECK(kinds[i] == ir::OpKind::kMul);
+    CHECK(kinds[i + 1] == ir::OpKind::kAdd);
   }
-  CHECK(kinds.back() == cuda::EwKind::kRelu);
+  CHECK(kinds.back() == ir::OpKind::kRelu);
 }
 
 TEST_CASE("slice pointers report their real alignment, and algorithm choice is keyed by it", "[host]") {

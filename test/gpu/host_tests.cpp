@@ -215,11 +215,11 @@ TEST_CASE("element-wise chains after a convolution run in place in one operation
   CHECK(ew->x.index == ew->y);
   CHECK(ew->y == conv->y);
   REQUIRE(ew->steps.size() == 3);  // bias, clip, hardswish
-  CHECK(ew->steps[0].kind == cuda::EwKind::kAdd);
+  CHECK(ew->steps[0].kind == ir::OpKind::kAdd);
   CHECK(ew->steps[0].operand.is_constant());
-  CHECK(ew->steps[1].kind == cuda::EwKind::kClip);
+  CHECK(ew->steps[1].kind == ir::OpKind::kClip);
   CHECK(ew->steps[1].p1 == 6.0f);
-  CHECK(ew->steps[2].kind == cuda::EwKind::kHardSwish);
+  CHECK(ew->steps[2].kind == ir::OpKind::kHardSwish);
 }
 
 TEST_CASE("a merged convolution writes one buffer whose slices are the members' outputs", "[host]") {

@@ -208,3 +208,15 @@ TEST_CASE("a run-time Reshape target is rejected with the node name", "[onnx][er
   const bool named = message.find("target") != std::string::npos;
   CHECK(named);
 }
+
+TEST_CASE("an operator older than the opset range ios follows names the node and the opset", "[onnx][errors]") {
+  // Add before opset 7 had a `broadcast` attribute ios does not implement.
+  ModelBuilder b(6);
+  b.input("x", {1, 4});
+  b.node("Add", {"x", "x"}, {"y"}, "old_add");
+  b.output("y", 2);
+  const std::string message = import_error(b.save("old_add.onnx"));
+  CHECK(message.find("old_add") != std::string::npos);
+  CHECK(message.find("ios supports Add from opset 7") != std::string::npos);
+  CHECK(message.find("imports opset 6") != std::string::npos);
+}

@@ -1,0 +1,104 @@
+// The math of every element-wise operator, written once for every backend.
+//
+// Each operator is a functor over float; the CPU kernels (cpu/kernels.cpp)
+// run it in their loops and the CUDA element-wise kernel (cuda/kernels.cu)
+// in its device code, so both backends compute the same expression. Plain C++
+// compiles this header too: IOS_HOST_DEVICE is empty outside nvcc. It needs
+// nothing but <cmath> and ir/op_kind.h, so device code can include it.
+//
+// min/max are written as the comparisons std::min/std::max make (not
+// fminf/fmaxf), so a NaN propagates the same way on every backend.
+//
+// Adding an element-wise operator: its functor and its case in
+// visit_unary/visit_binary here, and its entry in the operator table
+// (ir/op_info.cpp). The backends' kernel tables pick it up from here.
+#pragma once
+
+#include <cmath>
+
+#include "ir/op_kind.h"
+
+#if defined(__CUDACC__)
+#define IOS_HOST_DEVICE __host__ __device__
+#else
+#define IOS_HOST_DEVICE
+#endif
+
+namespace ios::ir::ew {
+
+// The scalar attributes of a unary operator: Clip's {min, max}, HardSigmoid's
+// {alpha, beta}; unused by the others.
+struct Params {
+  float p0 = 0.0f;
+  float p1 = 0.0f;
+};
+
+IOS_HOST_DEVICE inline float min_of(float a, float b) { return b < a ? b : a; }  // std::min
+IOS_HOST_DEVICE inline float max_of(float a, float b) { return a < b ? b : a; }  // std::max
+
+// --- Unary: y = f(x, params). ---------------------------------------------
+
+struct Relu {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return x > 0.0f ? x : 0.0f; }
+};
+struct Clip {  // p0 = min, p1 = max
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const { return min_of(max_of(x, p.p0), p.p1); }
+};
+struct Sigmoid {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return 1.0f / (1.0f + ::expf(-x)); }
+};
+struct HardSigmoid {  // p0 = alpha, p1 = beta
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const {
+    return min_of(1.0f, max_of(0.0f, p.p0 * x + p.p1));
+  }
+};
+struct HardSwish {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const {
+    return x * min_of(1.0f, max_of(0.0f, x * (1.0f / 6.0f) + 0.5f));
+  }
+};
+
+// --- Binary: y = f(a, b), operands broadcast by the kernel. ------------------
+
+struct Add {
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
+};
+struct Mul {
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return a * b; }
+};
+
+// Calls visit(F{}) with the functor of unary operator `op`; returns false
+// (calling nothing) when `op` is not a unary element-wise operator with math
+// here. Kernels dispatch once per tensor and loop inside `visit`.
+template <typename Visitor>
+IOS_HOST_DEVICE bool visit_unary(OpKind op, Visitor&& visit) {
+  switch (op) {
+    case OpKind::kRelu: visit(Relu{}); return true;
+    case OpKind::kClip: visit(Clip{}); return true;
+    case OpKind::kSigmoid: visit(Sigmoid{}); return true;
+    case OpKind::kHardSigmoid: visit(HardSigmoid{}); return true;
+    case OpKind::kHardSwish: visit(HardSwish{}); return true;
+    default: return false;
+  }
+}
+
+template <typename Visitor>
+IOS_HOST_DEVICE bool visit_binary(OpKind op, Visitor&& visit) {
+  switch (op) {
+    case OpKind::kAdd: visit(Add{}); return true;
+    case OpKind::kMul: visit(Mul{}); return true;
+    default: return false;
+  }
+}
+
+struct IgnoreFunctor {
+  template <typename F>
+  IOS_HOST_DEVICE void operator()(F) const {}
+};
+
+// Whether this header has the math of `op` (the backends' kernel tables and
+// their tests ask).
+IOS_HOST_DEVICE inline bool has_unary(OpKind op) { return visit_unary(op, IgnoreFunctor{}); }
+IOS_HOST_DEVICE inline bool has_binary(OpKind op) { return visit_binary(op, IgnoreFunctor{}); }
+
+}  // namespace ios::ir::ew

@@ -1,0 +1,321 @@
+// Attribute parsers of the operator table (ir/op_attributes.h).
+#include "ir/op_attributes.h"
+
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+
+namespace ios::ir::attrs {
+namespace {
+
+int64_t normalize_axis(const AttributeReader& r, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) r.fail("axis {} out of range for rank {}", axis, rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::array<int64_t, 4> window_pads(const AttributeReader& r, const Shape& x, const std::array<int64_t, 2>& kernel,
+                                   const std::array<int64_t, 2>& stride, const std::array<int64_t, 2>& dilation) {
+  const std::string auto_pad = r.get_string("auto_pad", "NOTSET");
+  std::array<int64_t, 4> pads{0, 0, 0, 0};
+  if (auto_pad == "NOTSET") {
+    const auto p = r.get_ints("pads").value_or(std::vector<int64_t>(4, 0));
+    if (p.size() != 4) r.fail("pads has {} entries, expected 4", p.size());
+    std::copy(p.begin(), p.end(), pads.begin());  // ONNX {H_begin, W_begin, H_end, W_end}
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t a = 0; a < 2; ++a) {
+      const int64_t in = x[2 + a];
+      const int64_t out = (in + stride[a] - 1) / stride[a];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - in);
+      const int64_t small = total / 2, large = total - small;
+      pads[a] = auto_pad == "SAME_UPPER" ? small : large;
+      pads[a + 2] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+  } else if (auto_pad != "VALID") {
+    r.fail("unknown auto_pad '{}'", auto_pad);
+  }
+  return pads;
+}
+
+std::array<int64_t, 2> pair_attr(const AttributeReader& r, const char* name, std::array<int64_t, 2> fallback) {
+  const auto v = r.get_ints(name);
+  if (!v) return fallback;
+  if (v->size() != 2) r.fail("{} has {} entries; only 2-D (NCHW) windows are supported", name, v->size());
+  return {(*v)[0], (*v)[1]};
+}
+
+void need_rank(const AttributeReader& r, const Shape& x, size_t rank, const char* what) {
+  if (x.size() != rank) r.fail("input has shape {}; {}", to_string(x), what);
+}
+
+Attrs pool(const AttributeReader& r, const Shape& x, bool average) {
+  need_rank(r, x, 4, "only 2-D pooling (4-D NCHW input) is supported");
+  PoolAttrs a;
+  if (!r.has("kernel_shape")) r.fail("kernel_shape is missing");
+  a.kernel = pair_attr(r, "kernel_shape", {1, 1});
+  a.stride = pair_attr(r, "strides", {1, 1});
+  const auto dilation = pair_attr(r, "dilations", {1, 1});
+  if (dilation != std::array<int64_t, 2>{1, 1}) r.fail("dilated pooling is not supported");
+  a.ceil_mode = r.get_int("ceil_mode", 0) != 0;
+  a.count_include_pad = average && r.get_int("count_include_pad", 0) != 0;
+  a.pads = window_pads(r, x, a.kernel, a.stride, {1, 1});
+  if (!average) {
+    if (r.get_int("storage_order", 0) != 0) r.fail("storage_order 1 is not supported");
+    only_first_output(r);
+  }
+  return a;
+}
+
+}  // namespace
+
+void only_first_output(const AttributeReader& r) {
+  for (int o = 1; o < r.num_outputs(); ++o) {
+    if (r.output_used(o)) {
+      r.fail("output {} ('{}') is used, but ios computes only the first output of {}", o, r.output_name(o),
+             r.op_type());
+    }
+  }
+}
+
+Attrs conv(const AttributeReader& r, const Shapes& in) {
+  const Shape& x = in.at(0);
+  const Shape& w = in.at(1);
+  need_rank(r, x, 4, "only 2-D convolutions (4-D NCHW input) are supported");
+  need_rank(r, w, 4, "only 2-D convolutions (4-D weights) are supported");
+  ConvAttrs a;
+  a.kernel = pair_attr(r, "kernel_shape", {w[2], w[3]});
+  a.stride = pair_attr(r, "strides", {1, 1});
+  a.dilation = pair_attr(r, "dilations", {1, 1});
+  a.group = r.get_int("group", 1);
+  a.pads = window_pads(r, x, a.kernel, a.stride, a.dilation);
+  return a;
+}
+
+Attrs max_pool(const AttributeReader& r, const Shapes& in) { return pool(r, in.at(0), false); }
+Attrs average_pool(const AttributeReader& r, const Shapes& in) { return pool(r, in.at(0), true); }
+
+Attrs global_pool(const AttributeReader& r, const Shapes& in) {
+  need_rank(r, in.at(0), 4, "only 4-D NCHW input is supported");
+  return std::monostate{};
+}
+
+Attrs clip(const AttributeReader& r, const Shapes&) {
+  ClipAttrs a;
+  if (r.opset() < 11) {
+    a.min = r.get_float("min", a.min);
+    a.max = r.get_float("max", a.max);
+    return a;
+  }
+  if (auto v = r.constant_values(1, "min bound")) {
+    if (v->size() != 1) r.fail("the min bound must have exactly one element");
+    a.min = static_cast<float>((*v)[0]);
+  }
+  if (auto v = r.constant_values(2, "max bound")) {
+    if (v->size() != 1) r.fail("the max bound must have exactly one element");
+    a.max = static_cast<float>((*v)[0]);
+  }
+  return a;
+}
+
+Attrs hard_sigmoid(const AttributeReader& r, const Shapes&) {
+  return HardSigmoidAttrs{r.get_float("alpha", 0.2f), r.get_float("beta", 0.5f)};
+}
+
+Attrs concat(const AttributeReader& r, const Shapes& in) {
+  return AxisAttrs{normalize_axis(r, r.get_int("axis", 0), static_cast<int64_t>(in.at(0).size()))};
+}
+
+Attrs softmax(const AttributeReader& r, const Shapes& in) {
+  const Shape& x = in.at(0);
+  const auto rank = static_cast<int64_t>(x.size());
+  const int64_t opset = r.opset();
+  const int64_t axis = normalize_axis(r, r.get_int("axis", opset < 13 ? 1 : -1), rank);
+  // Before opset 13, Softmax flattens the axes from `axis` on into one.
+  for (int64_t d = axis + 1; opset < 13 && d < rank; ++d) {
+    if (x[static_cast<size_t>(d)] != 1) {
+      r.fail("Softmax-{} normalizes over axes {}.. flattened; ios supports one axis (re-export with opset 13)",
+             opset, axis);
+    }
+  }
+  return AxisAttrs{axis};
+}
+
+Attrs flatten(const AttributeReader& r, const Shapes& in) {
+  const auto rank = static_cast<int64_t>(in.at(0).size());
+  int64_t axis = r.get_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) r.fail("axis out of range for rank {}", rank);
+  return AxisAttrs{axis};
+}
+
+Attrs split(const AttributeReader& r, const Shapes& in) {
+  const Shape& x = in.at(0);
+  SplitAttrs a;
+  const auto rank = static_cast<int64_t>(x.size());
+  a.axis = normalize_axis(r, r.get_int("axis", 0), rank);
+  std::optional<std::vector<int64_t>> sizes;
+  if (r.opset() < 13) {
+    sizes = r.get_ints("split");
+  } else if (auto v = r.constant_ints(1, "split sizes")) {
+    sizes = std::move(v);
+  }
+  const int64_t dim = x[static_cast<size_t>(a.axis)];
+  const auto parts = static_cast<int64_t>(r.num_outputs());
+  if (sizes) {
+    a.sizes = *sizes;
+  } else {
+    if (dim % parts != 0) r.fail("cannot split {} evenly into {} outputs", dim, parts);
+    a.sizes.assign(static_cast<size_t>(parts), dim / parts);
+  }
+  return a;
+}
+
+Attrs slice(const AttributeReader& r, const Shapes& in) {
+  const Shape& x = in.at(0);
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (r.opset() < 10) {
+    starts = r.get_ints("starts").value_or(std::vector<int64_t>{});
+    ends = r.get_ints("ends").value_or(std::vector<int64_t>{});
+    axes = r.get_ints("axes").value_or(std::vector<int64_t>{});
+  } else {
+    starts = r.constant_ints(1, "slice starts").value();
+    ends = r.constant_ints(2, "slice ends").value();
+    if (auto v = r.constant_ints(3, "slice axes")) axes = *v;
+    if (auto v = r.constant_ints(4, "slice steps")) steps = *v;
+  }
+  if (axes.empty()) {
+    for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    r.fail("starts, ends, axes and steps have different lengths");
+  }
+  // Clamp as ONNX specifies: positive steps to [0, dim], negative steps
+  // to [0, dim - 1] for starts and [-1, dim - 1] for ends.
+  SliceAttrs a;
+  const auto rank = static_cast<int64_t>(x.size());
+  for (size_t k = 0; k < starts.size(); ++k) {
+    const int64_t axis = normalize_axis(r, axes[k], rank);
+    if (std::find(a.axes.begin(), a.axes.end(), axis) != a.axes.end()) r.fail("axis {} sliced twice", axis);
+    const int64_t dim = x[static_cast<size_t>(axis)];
+    const int64_t step = steps[k];
+    if (step == 0) r.fail("slice step 0");
+    int64_t s = starts[k], e = ends[k];
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    a.axes.push_back(axis);
+    a.starts.push_back(s);
+    a.ends.push_back(e);
+    a.steps.push_back(step);
+  }
+  return a;
+}
+
+Attrs reduce_mean(const AttributeReader& r, const Shapes& in) {
+  const Shape& x = in.at(0);
+  ReduceAttrs a;
+  std::vector<int64_t> axes = r.get_ints("axes").value_or(std::vector<int64_t>{});
+  if (r.opset() >= 18) {
+    if (auto v = r.constant_ints(1, "reduction axes")) axes = *v;
+  }
+  for (int64_t& axis : axes) axis = normalize_axis(r, axis, static_cast<int64_t>(x.size()));
+  std::sort(axes.begin(), axes.end());
+  if (x.size() != 4 || axes != std::vector<int64_t>{2, 3}) {
+    r.fail("ReduceMean is supported over H and W (axes [2, 3]) of a 4-D tensor only; this one "
+           "reduces axes [{}] of shape {}", fmt::join(axes, ", "), to_string(x));
+  }
+  a.axes = axes;
+  a.keepdims = r.get_int("keepdims", 1) != 0;
+  return a;
+}
+
+Attrs reshape(const AttributeReader& r, const Shapes& in) {
+  const Shape& x = in.at(0);
+  const auto shape_input = r.constant_ints(1, "target shape");
+  if (!shape_input) r.fail("has no target shape input (Reshape before opset 5 is not supported)");
+  const std::vector<int64_t>& target = *shape_input;
+  const bool allow_zero = r.get_int("allowzero", 0) != 0;
+  ReshapeAttrs a;
+  int64_t known = 1;
+  std::optional<size_t> infer_at;
+  for (size_t d = 0; d < target.size(); ++d) {
+    int64_t v = target[d];
+    if (v == 0 && !allow_zero) {
+      if (d >= x.size()) r.fail("target copies dimension {} that the input lacks", d);
+      v = x[d];
+    }
+    if (v == -1) {
+      if (infer_at) r.fail("target has two -1 entries");
+      infer_at = d;
+      v = 1;
+    } else if (v < 0) {
+      r.fail("target has a negative entry {}", v);
+    } else if (__builtin_mul_overflow(known, v, &known)) {
+      // The target comes from the file: its product must not wrap.
+      r.fail("target [{}] has more elements than int64 can count", fmt::join(target, ", "));
+    }
+    a.shape.push_back(v);
+  }
+  const int64_t total = num_elements(x);
+  if (infer_at) {
+    if (known == 0 || total % known != 0) r.fail("cannot reshape {} to [{}]", to_string(x), fmt::join(target, ", "));
+    a.shape[*infer_at] = total / known;
+  }
+  return a;
+}
+
+Attrs transpose(const AttributeReader& r, const Shapes& in) {
+  const auto rank = static_cast<int64_t>(in.at(0).size());
+  TransposeAttrs a;
+  a.perm = r.get_ints("perm").value_or(std::vector<int64_t>{});
+  if (a.perm.empty()) {
+    for (int64_t d = rank; d-- > 0;) a.perm.push_back(d);
+  }
+  for (int64_t& p : a.perm) p = normalize_axis(r, p, rank);
+  return a;
+}
+
+Attrs gemm(const AttributeReader& r, const Shapes&) {
+  return GemmAttrs{r.get_float("alpha", 1.0f), r.get_float("beta", 1.0f), r.get_int("transA", 0) != 0,
+                   r.get_int("transB", 0) != 0};
+}
+
+Attrs pad(const AttributeReader& r, const Shapes& in) {
+  const Shape& x = in.at(0);
+  PadAttrs a;
+  const std::string mode = r.get_string("mode", "constant");
+  if (mode == "constant") a.mode = PadAttrs::Mode::kConstant;
+  else if (mode == "reflect") a.mode = PadAttrs::Mode::kReflect;
+  else if (mode == "edge") a.mode = PadAttrs::Mode::kEdge;
+  else r.fail("pad mode '{}' is not supported", mode);
+  if (r.opset() < 11) {
+    a.pads = r.get_ints("pads").value_or(std::vector<int64_t>{});
+    a.value = r.get_float("value", 0.0f);
+  } else {
+    a.pads = r.constant_ints(1, "pads").value();
+    if (auto v = r.constant_values(2, "constant value"); v && !v->empty()) {
+      a.value = static_cast<float>((*v)[0]);
+    }
+    if (r.has_input(3)) r.fail("the axes input of Pad is not supported");
+  }
+  if (a.pads.size() != 2 * x.size()) r.fail("has {} pads for rank {}", a.pads.size(), x.size());
+  if (std::any_of(a.pads.begin(), a.pads.end(), [](int64_t p) { return p < 0; })) {
+    r.fail("negative pads (cropping) are not supported");
+  }
+  return a;
+}
+
+Attrs batch_norm(const AttributeReader& r, const Shapes&) {
+  if (r.get_int("training_mode", 0) != 0) r.fail("training_mode BatchNormalization is not supported");
+  only_first_output(r);
+  return BatchNormAttrs{r.get_float("epsilon", 1e-5f)};
+}
+
+}  // namespace ios::ir::attrs

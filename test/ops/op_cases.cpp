@@ -1,0 +1,439 @@
+// The operator cases of the suite (op_suite.h). Expected values are computed
+// here in float64, from the ONNX definitions, never by a backend.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "exec/plan.h"
+#include "ir/shape_inference.h"
+#include "op_suite.h"
+#include "sched/schedule.h"
+
+namespace ios::optest {
+namespace {
+
+using ir::OpKind;
+using Values = std::vector<double>;
+
+// `count` values evenly spaced over [lo, hi].
+std::vector<float> ramp(int64_t count, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    v[static_cast<size_t>(i)] = lo + (hi - lo) * static_cast<float>(i) / static_cast<float>(std::max<int64_t>(count - 1, 1));
+  }
+  return v;
+}
+
+Values as_double(const std::vector<float>& v) { return Values(v.begin(), v.end()); }
+
+class CaseBuilder {
+ public:
+  CaseBuilder(std::string name, OpKind op) {
+    case_.name = std::move(name);
+    case_.op = op;
+  }
+
+  ir::TensorId input(const std::string& name, ir::Shape shape, std::vector<float> values) {
+    ir::Tensor t;
+    t.name = name;
+    t.shape = shape;
+    const ir::TensorId id = case_.graph.add_tensor(std::move(t));
+    case_.graph.inputs().push_back(id);
+    case_.inputs[name] = exec::HostTensor(std::move(shape), std::move(values));
+    return id;
+  }
+
+  ir::TensorId constant(const std::string& name, ir::Shape shape, std::vector<float> values) {
+    ir::Tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    t.data = std::make_shared<const std::vector<float>>(std::move(values));
+    return case_.graph.add_tensor(std::move(t));
+  }
+
+  // Adds a node of `op` (outputs y, y1, ...), its shapes from shape inference.
+  std::vector<ir::TensorId> node(OpKind op, std::vector<ir::TensorId> inputs, ir::Attrs attrs = {},
+                                 int outputs = 1, const std::string& prefix = "y") {
+    ir::Node n;
+    n.name = prefix + "_node";
+    n.op = op;
+    n.inputs = std::move(inputs);
+    n.attrs = std::move(attrs);
+    for (int o = 0; o < outputs; ++o) {
+      ir::Tensor t;
+      t.name = o == 0 ? prefix : prefix + std::to_string(o);
+      n.outputs.push_back(case_.graph.add_tensor(std::move(t)));
+    }
+    std::vector<ir::Shape> in;
+    for (ir::TensorId t : n.inputs) in.push_back(case_.graph.tensor(t).shape);
+    const std::vector<ir::Shape> shapes = ir::infer_node_shapes(n, in);
+    for (size_t o = 0; o < n.outputs.size(); ++o) case_.graph.tensor(n.outputs[o]).shape = shapes.at(o);
+    std::vector<ir::TensorId> outs = n.outputs;
+    case_.graph.add_node(std::move(n));
+    return outs;
+  }
+
+  void output(ir::TensorId t, Values expected) {
+    case_.graph.outputs().push_back(t);
+    case_.expected[case_.graph.tensor(t).name] = std::move(expected);
+  }
+
+  OpCase take() { return std::move(case_); }
+
+ private:
+  OpCase case_;
+};
+
+// A unary element-wise case on x [2, 3, 2, 2] spanning [lo, hi], alone and as
+// the epilogue of an identity 1x1 convolution (exact, so the expected values
+// are the same).
+void unary_case(std::vector<OpCase>& cases, const std::string& name, OpKind op, ir::Attrs attrs,
+                const std::function<double(double)>& truth, float lo = -4.0f, float hi = 4.0f) {
+  const ir::Shape shape{2, 3, 2, 2};
+  const std::vector<float> x = ramp(ir::num_elements(shape), lo, hi);
+  Values expected;
+  for (float v : x) expected.push_back(truth(v));
+  {
+    CaseBuilder b(name, op);
+    b.output(b.node(op, {b.input("x", shape, x)}, attrs).at(0), expected);
+    cases.push_back(b.take());
+  }
+  CaseBuilder b(name + " fused after a convolution", op);
+  std::vector<float> identity(9, 0.0f);
+  for (int c = 0; c < 3; ++c) identity[static_cast<size_t>(c * 3 + c)] = 1.0f;
+  ir::ConvAttrs conv;
+  const auto c = b.node(OpKind::kConv, {b.input("x", shape, x), b.constant("w", {3, 3, 1, 1}, identity)}, conv, 1, "c");
+  b.output(b.node(op, {c.at(0)}, attrs).at(0), expected);
+  cases.push_back(b.take());
+}
+
+ir::ClipAttrs clip_attrs(float lo, float hi) {
+  ir::ClipAttrs a;
+  a.min = lo;
+  a.max = hi;
+  return a;
+}
+
+ir::HardSigmoidAttrs hard_sigmoid_attrs(float alpha, float beta) {
+  ir::HardSigmoidAttrs a;
+  a.alpha = alpha;
+  a.beta = beta;
+  return a;
+}
+
+ir::PoolAttrs pool_attrs(int64_t k, int64_t s, std::array<int64_t, 4> pads, bool include_pad = false) {
+  ir::PoolAttrs a;
+  a.kernel = {k, k};
+  a.stride = {s, s};
+  a.pads = pads;
+  a.count_include_pad = include_pad;
+  return a;
+}
+
+// NCHW index helpers for the float64 truths below.
+size_t at4(const ir::Shape& s, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return static_cast<size_t>(((n * s[1] + c) * s[2] + h) * s[3] + w);
+}
+
+// A window over x [N, C, H, W]: max or mean (excluding the padding) per output.
+Values pool_truth(const std::vector<float>& x, const ir::Shape& s, const ir::PoolAttrs& a, bool max) {
+  const int64_t oh = (s[2] + a.pads[0] + a.pads[2] - a.kernel[0]) / a.stride[0] + 1;
+  const int64_t ow = (s[3] + a.pads[1] + a.pads[3] - a.kernel[1]) / a.stride[1] + 1;
+  Values out;
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < s[1]; ++c)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double best = -INFINITY, sum = 0.0;
+          int count = 0;
+          for (int64_t u = 0; u < a.kernel[0]; ++u)
+            for (int64_t v = 0; v < a.kernel[1]; ++v) {
+              const int64_t h = i * a.stride[0] - a.pads[0] + u, w = j * a.stride[1] - a.pads[1] + v;
+              if (h < 0 || h >= s[2] || w < 0 || w >= s[3]) continue;
+              const double e = x[at4(s, n, c, h, w)];
+              best = std::max(best, e);
+              sum += e;
+              ++count;
+            }
+          out.push_back(max ? best : sum / count);
+        }
+  return out;
+}
+
+std::vector<OpCase> make_cases() {
+  std::vector<OpCase> cases;
+  const ir::Shape s4{2, 3, 2, 2};
+  const int64_t n4 = ir::num_elements(s4);
+  const std::vector<float> x4 = ramp(n4, -3.0f, 2.5f);
+
+  // Conv: 3x3, pads 1, bias, on [1, 2, 4, 4] -> [1, 3, 4, 4].
+  {
+    CaseBuilder b("Conv", OpKind::kConv);
+    const ir::Shape xs{1, 2, 4, 4};
+    const auto x = ramp(32, -1.0f, 1.0f);
+    const auto w = ramp(3 * 2 * 9, -0.5f, 0.6f);
+    const std::vector<float> bias{0.1f, -0.2f, 0.3f};
+    ir::ConvAttrs a;
+    a.kernel = {3, 3};
+    a.pads = {1, 1, 1, 1};
+    Values e;
+    for (int64_t m = 0; m < 3; ++m)
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          double acc = bias[static_cast<size_t>(m)];
+          for (int64_t c = 0; c < 2; ++c)
+            for (int64_t u = 0; u < 3; ++u)
+              for (int64_t v = 0; v < 3; ++v) {
+                const int64_t h = i - 1 + u, ww = j - 1 + v;
+                if (h < 0 || h >= 4 || ww < 0 || ww >= 4) continue;
+                acc += static_cast<double>(x[at4(xs, 0, c, h, ww)]) * w[static_cast<size_t>(((m * 2 + c) * 3 + u) * 3 + v)];
+              }
+          e.push_back(acc);
+        }
+    b.output(b.node(OpKind::kConv, {b.input("x", xs, x), b.constant("w", {3, 2, 3, 3}, w), b.constant("b", {3}, bias)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+
+  unary_case(cases, "Relu", OpKind::kRelu, {}, [](double v) { return std::max(0.0, v); });
+  unary_case(cases, "Clip", OpKind::kClip, clip_attrs(-1.0f, 2.5f),
+             [](double v) { return std::min(2.5, std::max(-1.0, v)); });
+  unary_case(cases, "Sigmoid", OpKind::kSigmoid, {}, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
+  unary_case(cases, "HardSigmoid", OpKind::kHardSigmoid, hard_sigmoid_attrs(0.3f, 0.4f),
+             [](double v) { return std::min(1.0, std::max(0.0, double(0.3f) * v + double(0.4f))); });
+  unary_case(cases, "HardSwish", OpKind::kHardSwish, {},
+             [](double v) { return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); }, -5.0f, 5.0f);
+
+  // Add of two activations, one broadcast [3, 1, 1]; Mul by a constant [1, 3, 1, 1].
+  {
+    CaseBuilder b("Add", OpKind::kAdd);
+    const std::vector<float> c{0.5f, -1.25f, 2.0f};
+    Values e;
+    for (int64_t i = 0; i < n4; ++i) e.push_back(double(x4[static_cast<size_t>(i)]) + c[static_cast<size_t>((i / 4) % 3)]);
+    b.output(b.node(OpKind::kAdd, {b.input("a", s4, x4), b.input("b", {3, 1, 1}, c)}).at(0), e);
+    cases.push_back(b.take());
+  }
+  {
+    CaseBuilder b("Mul", OpKind::kMul);
+    const std::vector<float> c{0.5f, -1.25f, 2.0f};
+    Values e;
+    for (int64_t i = 0; i < n4; ++i) e.push_back(double(x4[static_cast<size_t>(i)]) * c[static_cast<size_t>((i / 4) % 3)]);
+    b.output(b.node(OpKind::kMul, {b.input("a", s4, x4), b.constant("s", {1, 3, 1, 1}, c)}).at(0), e);
+    cases.push_back(b.take());
+  }
+
+  // Concat on channels of [1, 2, 2, 2] and [1, 3, 2, 2].
+  {
+    CaseBuilder b("Concat", OpKind::kConcat);
+    const auto p = ramp(8, 0.0f, 7.0f), q = ramp(12, 10.0f, 21.0f);
+    Values e = as_double(p);
+    for (float v : q) e.push_back(v);
+    ir::AxisAttrs a;
+    a.axis = 1;
+    b.output(b.node(OpKind::kConcat, {b.input("p", {1, 2, 2, 2}, p), b.input("q", {1, 3, 2, 2}, q)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  // Split [1, 3, 2, 2] on channels into 1 + 2.
+  {
+    CaseBuilder b("Split", OpKind::kSplit);
+    const auto x = ramp(12, 0.0f, 11.0f);
+    ir::SplitAttrs a;
+    a.axis = 1;
+    a.sizes = {1, 2};
+    const auto outs = b.node(OpKind::kSplit, {b.input("x", {1, 3, 2, 2}, x)}, a, 2);
+    b.output(outs[0], Values(x.begin(), x.begin() + 4));
+    b.output(outs[1], Values(x.begin() + 4, x.end()));
+    cases.push_back(b.take());
+  }
+  // Slice the last axis of [1, 2, 2, 5]: 1, 3 (start 1, end 4, step 2).
+  {
+    CaseBuilder b("Slice", OpKind::kSlice);
+    const auto x = ramp(20, 0.0f, 19.0f);
+    ir::SliceAttrs a;
+    a.axes = {3};
+    a.starts = {1};
+    a.ends = {4};
+    a.steps = {2};
+    Values e;
+    for (int64_t r = 0; r < 4; ++r) {
+      e.push_back(x[static_cast<size_t>(r * 5 + 1)]);
+      e.push_back(x[static_cast<size_t>(r * 5 + 3)]);
+    }
+    b.output(b.node(OpKind::kSlice, {b.input("x", {1, 2, 2, 5}, x)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  // Pools on [1, 2, 4, 4].
+  {
+    const ir::Shape xs{1, 2, 4, 4};
+    const auto x = ramp(32, -2.0f, 3.0f);
+    const ir::PoolAttrs max = pool_attrs(2, 2, {0, 0, 0, 0});
+    CaseBuilder b("MaxPool", OpKind::kMaxPool);
+    b.output(b.node(OpKind::kMaxPool, {b.input("x", xs, x)}, max).at(0), pool_truth(x, xs, max, true));
+    cases.push_back(b.take());
+    const ir::PoolAttrs avg = pool_attrs(3, 1, {1, 1, 1, 1});
+    CaseBuilder c("AveragePool", OpKind::kAveragePool);
+    c.output(c.node(OpKind::kAveragePool, {c.input("x", xs, x)}, avg).at(0), pool_truth(x, xs, avg, false));
+    cases.push_back(c.take());
+    Values means;
+    for (int64_t ch = 0; ch < 2; ++ch) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < 16; ++i) sum += x[static_cast<size_t>(ch * 16 + i)];
+      means.push_back(sum / 16.0);
+    }
+    CaseBuilder d("GlobalAveragePool", OpKind::kGlobalAveragePool);
+    d.output(d.node(OpKind::kGlobalAveragePool, {d.input("x", xs, x)}).at(0), means);
+    cases.push_back(d.take());
+    ir::ReduceAttrs r;
+    r.axes = {2, 3};
+    r.keepdims = false;
+    CaseBuilder f("ReduceMean", OpKind::kReduceMean);
+    f.output(f.node(OpKind::kReduceMean, {f.input("x", xs, x)}, r).at(0), means);
+    cases.push_back(f.take());
+  }
+  // Flatten and Reshape keep the elements in order.
+  {
+    ir::AxisAttrs a;
+    a.axis = 1;
+    CaseBuilder b("Flatten", OpKind::kFlatten);
+    b.output(b.node(OpKind::kFlatten, {b.input("x", s4, x4)}, a).at(0), as_double(x4));
+    cases.push_back(b.take());
+    ir::ReshapeAttrs r;
+    r.shape = {2, 6, 2};
+    CaseBuilder c("Reshape", OpKind::kReshape);
+    c.output(c.node(OpKind::kReshape, {c.input("x", s4, x4)}, r).at(0), as_double(x4));
+    cases.push_back(c.take());
+  }
+  // Transpose NCHW -> NHWC.
+  {
+    ir::TransposeAttrs a;
+    a.perm = {0, 2, 3, 1};
+    Values e;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t w = 0; w < 2; ++w)
+          for (int64_t c = 0; c < 3; ++c) e.push_back(x4[at4(s4, n, c, h, w)]);
+    CaseBuilder b("Transpose", OpKind::kTranspose);
+    b.output(b.node(OpKind::kTranspose, {b.input("x", s4, x4)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  // Gemm: Y = 0.5 * A B' + 2 C, A [2, 3], B [4, 3], C [4].
+  {
+    const auto a = ramp(6, -1.0f, 1.5f), w = ramp(12, -0.75f, 0.5f);
+    const std::vector<float> c{0.25f, -0.5f, 1.0f, 0.0f};
+    ir::GemmAttrs g;
+    g.alpha = 0.5f;
+    g.beta = 2.0f;
+    g.trans_b = true;
+    Values e;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double acc = 0.0;
+        for (int64_t k = 0; k < 3; ++k) acc += double(a[static_cast<size_t>(i * 3 + k)]) * w[static_cast<size_t>(j * 3 + k)];
+        e.push_back(0.5 * acc + 2.0 * c[static_cast<size_t>(j)]);
+      }
+    CaseBuilder b("Gemm", OpKind::kGemm);
+    b.output(b.node(OpKind::kGemm, {b.input("a", {2, 3}, a), b.constant("w", {4, 3}, w), b.constant("c", {4}, c)}, g).at(0), e);
+    cases.push_back(b.take());
+    // MatMul: [2, 3] x [3, 4] (the same B, not transposed).
+    Values m;
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double acc = 0.0;
+        for (int64_t k = 0; k < 3; ++k) acc += double(a[static_cast<size_t>(i * 3 + k)]) * w[static_cast<size_t>(k * 4 + j)];
+        m.push_back(acc);
+      }
+    CaseBuilder d("MatMul", OpKind::kMatMul);
+    d.output(d.node(OpKind::kMatMul, {d.input("a", {2, 3}, a), d.constant("w", {3, 4}, w)}).at(0), m);
+    cases.push_back(d.take());
+  }
+  // Softmax over channels.
+  {
+    ir::AxisAttrs a;
+    a.axis = 1;
+    Values e(static_cast<size_t>(n4));
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t r = 0; r < 4; ++r) {
+        double sum = 0.0;
+        for (int64_t c = 0; c < 3; ++c) sum += std::exp(double(x4[static_cast<size_t>(n * 12 + c * 4 + r)]));
+        for (int64_t c = 0; c < 3; ++c) {
+          const auto i = static_cast<size_t>(n * 12 + c * 4 + r);
+          e[i] = std::exp(double(x4[i])) / sum;
+        }
+      }
+    CaseBuilder b("Softmax", OpKind::kSoftmax);
+    b.output(b.node(OpKind::kSoftmax, {b.input("x", s4, x4)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  // Pad [1, 1, 2, 2]: one row on top, two columns left, one column right; value 0.5.
+  {
+    const auto x = ramp(4, 1.0f, 4.0f);
+    ir::PadAttrs a;
+    a.pads = {0, 0, 1, 2, 0, 0, 0, 1};
+    a.value = 0.5f;
+    Values e;
+    for (int64_t h = 0; h < 3; ++h)
+      for (int64_t w = 0; w < 5; ++w) {
+        const int64_t ih = h - 1, iw = w - 2;
+        e.push_back(ih >= 0 && ih < 2 && iw >= 0 && iw < 2 ? double(x[static_cast<size_t>(ih * 2 + iw)]) : 0.5);
+      }
+    CaseBuilder b("Pad", OpKind::kPad);
+    b.output(b.node(OpKind::kPad, {b.input("x", {1, 1, 2, 2}, x)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  // BatchNormalization (standalone: nothing to fold it into).
+  {
+    const std::vector<float> scale{1.5f, -0.5f, 2.0f}, bias{0.1f, 0.2f, -0.3f}, mean{0.25f, -1.0f, 0.5f},
+        var{1.0f, 0.5f, 2.0f};
+    ir::BatchNormAttrs a;
+    a.epsilon = 1e-3f;
+    Values e;
+    for (int64_t i = 0; i < n4; ++i) {
+      const auto c = static_cast<size_t>((i / 4) % 3);
+      e.push_back(double(scale[c]) * (double(x4[static_cast<size_t>(i)]) - mean[c]) / std::sqrt(double(var[c]) + double(1e-3f)) +
+                  bias[c]);
+    }
+    CaseBuilder b("BatchNormalization", OpKind::kBatchNorm);
+    b.output(b.node(OpKind::kBatchNorm, {b.input("x", s4, x4), b.constant("scale", {3}, scale), b.constant("bias", {3}, bias),
+                                         b.constant("mean", {3}, mean), b.constant("var", {3}, var)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+
+  std::stable_sort(cases.begin(), cases.end(), [](const OpCase& a, const OpCase& b) { return a.op < b.op; });
+  return cases;
+}
+
+sched::Schedule sequential_schedule(const sched::UnitGraph& units) {
+  sched::StagedSchedule staged;
+  for (sched::UnitId u = 0; u < units.size(); ++u) {
+    sched::Stage stage;
+    stage.groups = {{u}};
+    staged.stages.push_back(stage);
+  }
+  sched::Schedule schedule;
+  schedule.body = staged;
+  return schedule;
+}
+
+}  // namespace
+
+std::vector<OpCase> all_op_cases() { return make_cases(); }
+
+void check_case(const OpCase& op_case, const std::string& backend_name, const Backend& backend) {
+  INFO(op_case.name << " on " << backend_name);
+  const sched::UnitGraph units = sched::UnitGraph::form(op_case.graph);
+  const exec::ExecPlan plan = exec::lower(units, sequential_schedule(units));
+  const HostMap outputs = backend(units, plan, op_case.inputs);
+  REQUIRE(outputs.size() == op_case.expected.size());
+  for (const auto& [name, expected] : op_case.expected) {
+    INFO("output " << name);
+    const auto it = outputs.find(name);
+    REQUIRE(it != outputs.end());
+    REQUIRE(it->second.data.size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      INFO("element " << i);
+      CHECK(std::abs(double(it->second.data[i]) - expected[i]) <= op_case.tolerance * (1.0 + std::abs(expected[i])));
+    }
+  }
+}
+
+}  // namespace ios::optest
