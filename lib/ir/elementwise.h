@@ -57,6 +57,9 @@ struct HardSwish {
     return x * min_of(1.0f, max_of(0.0f, x * (1.0f / 6.0f) + 0.5f));
   }
 };
+struct Tanh {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::tanhf(x); }
+};
 
 // --- Binary: y = f(a, b), operands broadcast by the kernel. ------------------
 
@@ -78,6 +81,7 @@ IOS_HOST_DEVICE bool visit_unary(OpKind op, Visitor&& visit) {
     case OpKind::kSigmoid: visit(Sigmoid{}); return true;
     case OpKind::kHardSigmoid: visit(HardSigmoid{}); return true;
     case OpKind::kHardSwish: visit(HardSwish{}); return true;
+    case OpKind::kTanh: visit(Tanh{}); return true;
     default: return false;
   }
 }

@@ -177,6 +177,7 @@ std::vector<OpInfo> make_table() {
       work(op(K::kSoftmax, "Softmax", 1, A::softmax, S::softmax, anchor(OpClass::kSoftmax)), 5),  // max, subtract, exp, sum, divide
       op(K::kPad, "Pad", 2, A::pad, S::pad, anchor(OpClass::kLayout)),
       work(inputs(op(K::kBatchNorm, "BatchNormalization", 7, A::batch_norm, S::batch_norm, unary()), five, 5), 2),
+      work(op(K::kTanh, "Tanh", 6, nullptr, S::same_as_input, unary()), 5),  // like Sigmoid, plus a scale
   };
   return t;
 }

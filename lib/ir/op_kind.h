@@ -33,6 +33,7 @@ enum class OpKind : int {
   kSoftmax,
   kPad,
   kBatchNorm,  // only where no convolution precedes it (otherwise folded)
+  kTanh,
   kCount,      // not an operator: the number of operators, for tables indexed by OpKind
 };
 

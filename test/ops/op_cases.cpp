@@ -203,6 +203,7 @@ std::vector<OpCase> make_cases() {
              [](double v) { return std::min(1.0, std::max(0.0, double(0.3f) * v + double(0.4f))); });
   unary_case(cases, "HardSwish", OpKind::kHardSwish, {},
              [](double v) { return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); }, -5.0f, 5.0f);
+  unary_case(cases, "Tanh", OpKind::kTanh, {}, [](double v) { return std::tanh(v); });
 
   // Add of two activations, one broadcast [3, 1, 1]; Mul by a constant [1, 3, 1, 1].
   {
