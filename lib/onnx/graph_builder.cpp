@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cfloat>
-#include <functional>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -15,58 +14,6 @@ namespace {
 
 using ::onnx::NodeProto;
 using ::onnx::TensorProto;
-
-// The operator table's view of one ONNX node (ir/op_info.h): attributes,
-// constant inputs read as attributes, and messages naming the file and node.
-class NodeReader final : public ir::AttributeReader {
- public:
-  NodeReader(const NodeProto& node, int64_t opset, const std::string& file,
-             const std::function<bool(const std::string&)>& consumed,
-             const std::function<std::optional<ConstTensor>(const NodeProto&, int, const char*)>& constant)
-      : node_(node), opset_(opset), file_(file), consumed_(consumed), constant_(constant) {}
-
-  int64_t opset() const override { return opset_; }
-  std::string_view op_type() const override { return node_.op_type(); }
-  bool has(std::string_view name) const override { return find_attribute(node_, std::string(name)) != nullptr; }
-  int64_t get_int(std::string_view name, int64_t fallback) const override {
-    return attr_int(node_, std::string(name), fallback);
-  }
-  float get_float(std::string_view name, float fallback) const override {
-    return attr_float(node_, std::string(name), fallback);
-  }
-  std::string get_string(std::string_view name, std::string_view fallback) const override {
-    return attr_string(node_, std::string(name), std::string(fallback));
-  }
-  std::optional<std::vector<int64_t>> get_ints(std::string_view name) const override {
-    return attr_ints(node_, std::string(name));
-  }
-  int num_outputs() const override { return node_.output_size(); }
-  bool has_input(int index) const override { return !input_or_empty(node_, index).empty(); }
-  std::string output_name(int index) const override { return node_.output(index); }
-  bool output_used(int index) const override {
-    return index < node_.output_size() && !node_.output(index).empty() && consumed_(node_.output(index));
-  }
-  std::optional<std::vector<int64_t>> constant_ints(int index, const char* what) const override {
-    auto v = constant_(node_, index, what);
-    if (!v) return std::nullopt;
-    return v->ints();
-  }
-  std::optional<std::vector<double>> constant_values(int index, const char* what) const override {
-    auto v = constant_(node_, index, what);
-    if (!v) return std::nullopt;
-    std::vector<double> out(v->size());
-    for (size_t k = 0; k < out.size(); ++k) out[k] = v->as_double(k);
-    return out;
-  }
-  std::string where() const override { return fmt::format("{}: node {}", file_, node_label(node_)); }
-
- private:
-  const NodeProto& node_;
-  int64_t opset_;
-  const std::string& file_;
-  const std::function<bool(const std::string&)>& consumed_;
-  const std::function<std::optional<ConstTensor>(const NodeProto&, int, const char*)>& constant_;
-};
 
 class Builder {
  public:
@@ -99,6 +46,52 @@ class Builder {
   }
 
  private:
+  // The operator table's view of one ONNX node (ir/op_info.h): attributes,
+  // constant inputs read as attributes, and messages naming the file and node.
+  class NodeReader final : public ir::AttributeReader {
+   public:
+    NodeReader(const Builder& builder, const NodeProto& node) : builder_(builder), node_(node) {}
+
+    int64_t opset() const override { return builder_.opset_; }
+    std::string_view op_type() const override { return node_.op_type(); }
+    bool has(std::string_view name) const override { return find_attribute(node_, std::string(name)) != nullptr; }
+    int64_t get_int(std::string_view name, int64_t fallback) const override {
+      return attr_int(node_, std::string(name), fallback);
+    }
+    float get_float(std::string_view name, float fallback) const override {
+      return attr_float(node_, std::string(name), fallback);
+    }
+    std::string get_string(std::string_view name, std::string_view fallback) const override {
+      return attr_string(node_, std::string(name), std::string(fallback));
+    }
+    std::optional<std::vector<int64_t>> get_ints(std::string_view name) const override {
+      return attr_ints(node_, std::string(name));
+    }
+    int num_outputs() const override { return node_.output_size(); }
+    bool has_input(int index) const override { return !input_or_empty(node_, index).empty(); }
+    std::string output_name(int index) const override { return node_.output(index); }
+    bool output_used(int index) const override {
+      return index < node_.output_size() && !node_.output(index).empty() && builder_.consumed(node_.output(index));
+    }
+    std::optional<std::vector<int64_t>> constant_ints(int index, const char* what) const override {
+      auto v = builder_.constant_input(node_, index, what);
+      if (!v) return std::nullopt;
+      return v->ints();
+    }
+    std::optional<std::vector<double>> constant_values(int index, const char* what) const override {
+      auto v = builder_.constant_input(node_, index, what);
+      if (!v) return std::nullopt;
+      std::vector<double> out(v->size());
+      for (size_t k = 0; k < out.size(); ++k) out[k] = v->as_double(k);
+      return out;
+    }
+    std::string where() const override { return fmt::format("{}: node {}", builder_.file_, node_label(node_)); }
+
+   private:
+    const Builder& builder_;
+    const NodeProto& node_;
+  };
+
   template <typename... Args>
   [[noreturn]] void fail(const NodeProto& node, fmt::format_string<Args...> what, Args&&... args) const {
     user_error("{}: node {}: {}", file_, node_label(node), fmt::format(what, std::forward<Args>(args)...));
@@ -208,14 +201,7 @@ class Builder {
       in_shapes.push_back(graph_.tensor(id).shape);
     }
     if (in_shapes.empty()) fail(node, "has no inputs");
-    if (info->parse_attrs) {
-      const std::function<bool(const std::string&)> consumed = [this](const std::string& name) {
-        return this->consumed(name);
-      };
-      const std::function<std::optional<ConstTensor>(const NodeProto&, int, const char*)> constant =
-          [this](const NodeProto& proto, int index, const char* what) { return constant_input(proto, index, what); };
-      n.attrs = info->parse_attrs(NodeReader(node, opset_, file_, consumed, constant), in_shapes);
-    }
+    if (info->parse_attrs) n.attrs = info->parse_attrs(NodeReader(*this, node), in_shapes);
 
     const int outputs = info->every_output ? node.output_size() : 1;
     if (!info->every_output) only_first_output(node);
