@@ -79,6 +79,8 @@ class CaseBuilder {
     case_.expected[case_.graph.tensor(t).name] = std::move(expected);
   }
 
+  void expect_units(int units) { case_.units = units; }
+
   OpCase take() { return std::move(case_); }
 
  private:
@@ -105,6 +107,7 @@ void unary_case(std::vector<OpCase>& cases, const std::string& name, OpKind op, 
   ir::ConvAttrs conv;
   const auto c = b.node(OpKind::kConv, {b.input("x", shape, x), b.constant("w", {3, 3, 1, 1}, identity)}, conv, 1, "c");
   b.output(b.node(op, {c.at(0)}, attrs).at(0), expected);
+  b.expect_units(1);  // the operator is the convolution's epilogue
   cases.push_back(b.take());
 }
 
@@ -422,6 +425,7 @@ std::vector<OpCase> all_op_cases() { return make_cases(); }
 void check_case(const OpCase& op_case, const std::string& backend_name, const Backend& backend) {
   INFO(op_case.name << " on " << backend_name);
   const sched::UnitGraph units = sched::UnitGraph::form(op_case.graph);
+  if (op_case.units > 0) REQUIRE(units.size() == op_case.units);
   const exec::ExecPlan plan = exec::lower(units, sequential_schedule(units));
   const HostMap outputs = backend(units, plan, op_case.inputs);
   REQUIRE(outputs.size() == op_case.expected.size());

@@ -31,6 +31,7 @@ struct OpCase {
   HostMap inputs;
   std::map<std::string, std::vector<double>> expected;  // by output name
   double tolerance = 1e-5;                              // |y - e| <= tol * (1 + |e|)
+  int units = 0;  // when > 0, the schedule units the graph must form (1: the fused variants)
 };
 
 // Every case of the suite (fused variants included), in OpKind order.
