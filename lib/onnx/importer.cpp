@@ -24,6 +24,7 @@
 #include "onnx/constant_folding.h"
 #include "onnx/external_data.h"
 #include "onnx/graph_builder.h"
+#include "onnx/opset_adapter.h"
 
 namespace ios::onnx {
 namespace {
@@ -477,6 +478,11 @@ ImportedModel import_model_from_bytes(const std::string& bytes, const std::strin
   check_operators(model, path);
   check_tensors(model, path);
   sort_nodes(*model.mutable_graph(), path);
+  const AdaptedVersions versions = adapt_to_checker_versions(model, path);
+  if (versions.nodes_rewritten > 0) {
+    log->debug("{}: IR version {}, opset {}: {} nodes rewritten to their opset-{} form", path,
+               versions.ir_version, versions.opset, versions.nodes_rewritten, kCheckerMaxOpset);
+  }
   onnx_call(path, "the ONNX checker rejected the model", [&] { ::onnx::checker::check_model(model); });
 
   ImportedModel result;
