@@ -28,15 +28,6 @@ OpLowering into(void (Lowerer::*fn)(Launch&, ir::NodeId, int)) {
 const std::map<OpKind, OpLowering>& table() {
   static const std::map<OpKind, OpLowering> kTable{
       {OpKind::kConv, whole(&Lowerer::lower_conv)},
-      // Element-wise operators that no other node's epilogue took.
-      {OpKind::kRelu, whole(&Lowerer::lower_elementwise)},
-      {OpKind::kClip, whole(&Lowerer::lower_elementwise)},
-      {OpKind::kSigmoid, whole(&Lowerer::lower_elementwise)},
-      {OpKind::kHardSigmoid, whole(&Lowerer::lower_elementwise)},
-      {OpKind::kHardSwish, whole(&Lowerer::lower_elementwise)},
-      {OpKind::kAdd, whole(&Lowerer::lower_elementwise)},
-      {OpKind::kMul, whole(&Lowerer::lower_elementwise)},
-      {OpKind::kBatchNorm, whole(&Lowerer::lower_elementwise)},
       {OpKind::kConcat, whole(&Lowerer::lower_concat)},
       {OpKind::kSplit, whole(&Lowerer::lower_split)},
       {OpKind::kSlice, into(&Lowerer::lower_slice)},
@@ -59,6 +50,11 @@ const std::map<OpKind, OpLowering>& table() {
 
 const OpLowering& lowering_for(ir::OpKind op) {
   static const OpLowering kMissing{};
+  // Every element-wise operator (the ones epilogues fuse) is a step of the
+  // element-wise chain kernel; lower_elementwise() lowers one that no other
+  // node's epilogue took, with its own chain after it.
+  static const OpLowering kElementwise = whole(&Lowerer::lower_elementwise);
+  if (exec::is_in_place_elementwise(op)) return kElementwise;
   const auto it = table().find(op);
   return it == table().end() ? kMissing : it->second;
 }

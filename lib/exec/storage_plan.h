@@ -40,9 +40,10 @@
 
 namespace ios::exec {
 
-// Operators whose output may take the storage of their chained input: they
-// read each element before writing it. The element-wise operators that
-// fuse into a unit's epilogue.
+// The element-wise operators: they fuse into a unit's epilogue, read each
+// element before writing it (so their output may take their chained
+// input's storage), and the CUDA backend lowers each as a step of its
+// element-wise chain kernel.
 bool is_in_place_elementwise(ir::OpKind op);
 
 struct StoragePlanOptions {
