@@ -5,44 +5,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <limits>
+#include <set>
 #include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "cpu/kernels.h"
 #include "cpu/reference.h"
-#include "ir/op_info.h"
+#include "exec/memory_layout.h"
 
 namespace ios::cpu {
-namespace {
-
-int64_t dense_item_size(const ir::Shape& shape) { return ConstView(nullptr, shape).item_size(); }
-
-// Whether `node` may write its output over activation input `x`: an
-// element-wise kernel that reads each element before writing it, with x of
-// the output's shape (a constant operand may broadcast).
-bool in_place_on(const ir::Graph& graph, const ir::Node& node, ir::TensorId x) {
-  if (node.outputs.size() != 1 || graph.tensor(x).shape != graph.tensor(node.outputs[0]).shape) return false;
-  if (can_run_in_place(node)) return node.inputs.at(0) == x;  // unary, BatchNorm: the activation is input 0
-  if (ir::op_info(node.op).traits.elementwise == ir::Elementwise::kBinary) {
-    // x and a constant (which may broadcast); never two activations.
-    int activations = 0;
-    for (ir::TensorId t : node.inputs) activations += graph.tensor(t).is_constant() ? 0 : 1;
-    return activations == 1 && std::count(node.inputs.begin(), node.inputs.end(), x) == 1;
-  }
-  return false;
-}
-
-}  // namespace
 
 CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan, ExecutorOptions options)
-    : graph_(graph), ir_(*graph.ir()) {
-  IOS_ASSERT(graph.ir() != nullptr, "the CPU executor needs a unit graph formed from an IR graph");
+    : graph_(graph), ir_(*graph.ir()), storage_(graph, plan) {
   threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   build_program(plan);
-  assign_locations();
-  plan_buffers();
+  place_storages(plan);
   logger("cpu")->debug(
       "memory plan: {} storages in {} buffers, {:.1f} MiB (unshared {:.1f} MiB); {} zero-copy concat inputs, {} "
       "in-place nodes, {} merged kernels",
@@ -76,21 +54,15 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
       }
       continue;
     }
-    const sched::MergeCheck check = sched::check_merge(graph_, kernel.units);
-    if (!check.spec) {
-      std::string ids;
-      for (sched::UnitId u : kernel.units) ids += fmt::format("{}'{}'", ids.empty() ? "" : ", ", graph_.unit(u).id);
-      user_error("the plan merges units {} but they cannot merge: {}", ids, check.reason);
-    }
+    // The storage plan checked the merge; it also owns the spec.
     Merged merged;
-    merged.spec = *check.spec;
-    merged.weights = sched::assemble_merged_weights(graph_, merged.spec);
-    const ir::Tensor& first_out = ir_.tensor(ir_.node(graph_.unit(merged.spec.members.at(0).unit).anchor).outputs.at(0));
-    merged.shape = {first_out.shape.at(0), merged.spec.out_channels, first_out.shape.at(2), first_out.shape.at(3)};
+    merged.spec = &storage_.merge_spec(step.kernel);
+    merged.weights = sched::assemble_merged_weights(graph_, *merged.spec);
+    merged.region = storage_.merged_region(step.kernel);
     const int index = static_cast<int>(merged_.size());
     merged_.push_back(std::move(merged));
     program_.push_back(Instr{ir::kNone, index});
-    for (const sched::MergeMember& member : merged_.back().spec.members) {
+    for (const sched::MergeMember& member : merged_.back().spec->members) {
       const sched::Unit& unit = graph_.unit(member.unit);
       IOS_ASSERT(!unit.nodes.empty() && unit.nodes.front() == unit.anchor, "merged unit '{}' has a prologue", unit.id);
       ++node_runs[static_cast<size_t>(unit.anchor)];
@@ -111,147 +83,39 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
   stats_.merged_kernels = static_cast<int>(merged_.size());
 }
 
-void CpuExecutor::assign_locations() {
-  locations_.assign(ir_.num_tensors(), Location{});
-  auto new_storage = [&](int64_t size) {
-    storages_.push_back(Storage{size, -1});
-    return static_cast<int>(storages_.size() - 1);
-  };
-  // Merged convolutions: each member's convolution output is its slice of
-  // the merged temporary.
-  for (Merged& m : merged_) {
-    m.storage = new_storage(ir::num_elements(m.shape));
-    const int64_t plane = m.shape[2] * m.shape[3];
-    for (const sched::MergeMember& member : m.spec.members) {
-      const ir::TensorId out = ir_.node(graph_.unit(member.unit).anchor).outputs.at(0);
-      locations_[static_cast<size_t>(out)] = Location{m.storage, member.channel_offset * plane, m.shape[1] * plane};
-    }
+// The storage plan's storages placed in one arena: two share memory only
+// when the plan orders every use of one before every use of the other, which
+// the issue order (a valid sequential execution) respects.
+void CpuExecutor::place_storages(const exec::ExecPlan& plan) {
+  const std::vector<exec::MemoryRequest> requests = storage_.memory_requests();
+  const exec::HappensBefore order(static_cast<int>(plan.kernels.size()), std::max(plan.num_streams, 1),
+                                  plan.num_events, plan.steps);
+  constexpr int64_t kAlignment = 64;  // bytes: a cache line
+  const exec::MemoryLayout layout = exec::plan_memory(requests, order, kAlignment);
+  storage_offsets_.resize(requests.size());
+  std::set<int64_t> places;
+  for (size_t s = 0; s < requests.size(); ++s) {
+    IOS_ASSERT(layout.offsets[s] % static_cast<int64_t>(sizeof(float)) == 0, "storage {} misaligned", s);
+    storage_offsets_[s] = layout.offsets[s] / static_cast<int64_t>(sizeof(float));
+    places.insert(layout.offsets[s]);
   }
-  for (ir::TensorId in : ir_.inputs()) {
-    const auto& shape = ir_.tensor(in).shape;
-    locations_[static_cast<size_t>(in)] = Location{new_storage(ir::num_elements(shape)), 0, dense_item_size(shape)};
-  }
-  // Consumers before producers, so a producer can take a view of where its
-  // consumer writes.
-  for (auto it = program_.rbegin(); it != program_.rend(); ++it) {
-    if (it->node == ir::kNone) continue;
-    for (ir::TensorId t : ir_.node(it->node).outputs) {
-      Location& loc = locations_[static_cast<size_t>(t)];
-      if (loc.storage >= 0) continue;
-      const ir::Tensor& tensor = ir_.tensor(t);
-      if (!ir_.is_graph_output(t) && tensor.consumers.size() == 1) {
-        const ir::Node& user = ir_.node(tensor.consumers[0]);
-        const ir::Tensor& user_out = ir_.tensor(user.outputs.at(0));
-        // Zero-copy concat: write straight into the channel slice.
-        if (user.op == ir::OpKind::kConcat && user.attr<ir::AxisAttrs>().axis == 1 && tensor.shape.size() == 4 &&
-            user_out.shape.size() == 4) {
-          const Location& whole = locations_[static_cast<size_t>(user.outputs[0])];
-          IOS_ASSERT(whole.storage >= 0, "concat output '{}' placed after its input", user_out.name);
-          int64_t channel = 0;
-          for (ir::TensorId in : user.inputs) {
-            if (in == t) break;
-            channel += ir_.tensor(in).shape.at(1);
-          }
-          loc = Location{whole.storage, whole.offset + channel * tensor.shape[2] * tensor.shape[3], whole.batch_stride};
-          ++stats_.zero_copy_concat_inputs;
-          continue;
-        }
-        // In-place element-wise epilogue.
-        if (in_place_on(ir_, user, t)) {
-          const Location& target = locations_[static_cast<size_t>(user.outputs[0])];
-          IOS_ASSERT(target.storage >= 0, "output '{}' placed after its input", user_out.name);
-          loc = target;
-          ++stats_.in_place_nodes;
-          continue;
-        }
-      }
-      loc = Location{new_storage(ir::num_elements(tensor.shape)), 0, dense_item_size(tensor.shape)};
-    }
-  }
-  stats_.storages = static_cast<int>(storages_.size());
+  arena_elements_ = layout.total_bytes / static_cast<int64_t>(sizeof(float));
+  stats_.storages = static_cast<int>(requests.size());
+  stats_.buffers = static_cast<int>(places.size());
+  stats_.buffer_bytes = layout.total_bytes;
+  stats_.unshared_bytes = layout.unshared_bytes;
+  stats_.zero_copy_concat_inputs = storage_.zero_copy_concat_inputs();
+  stats_.in_place_nodes = storage_.in_place_nodes();
 }
 
-// Liveness over the program, then a best-fit packing of storages into
-// buffers: a buffer is reused once every tensor in its storage is dead.
-void CpuExecutor::plan_buffers() {
-  constexpr int kNever = std::numeric_limits<int>::max();
-  const int end = static_cast<int>(program_.size());
-  std::vector<int> first_write(storages_.size(), kNever), last_read(storages_.size(), -1);
-  for (ir::TensorId in : ir_.inputs()) first_write[static_cast<size_t>(locations_[static_cast<size_t>(in)].storage)] = -1;
-  auto read = [&](ir::TensorId t, int i) {
-    if (ir_.tensor(t).is_constant()) return;
-    const int s = locations_[static_cast<size_t>(t)].storage;
-    IOS_ASSERT(s >= 0, "tensor '{}' has no location", ir_.tensor(t).name);
-    IOS_ASSERT(first_write[static_cast<size_t>(s)] < i, "tensor '{}' read before it is written", ir_.tensor(t).name);
-    last_read[static_cast<size_t>(s)] = std::max(last_read[static_cast<size_t>(s)], i);
-  };
-  auto write = [&](int s, int i) {
-    first_write[static_cast<size_t>(s)] = std::min(first_write[static_cast<size_t>(s)], i);
-    last_read[static_cast<size_t>(s)] = std::max(last_read[static_cast<size_t>(s)], i);
-  };
-  for (int i = 0; i < end; ++i) {
-    const Instr& instr = program_[static_cast<size_t>(i)];
-    if (instr.merged >= 0) {
-      const Merged& m = merged_[static_cast<size_t>(instr.merged)];
-      read(m.spec.input, i);
-      write(m.storage, i);
-      continue;
-    }
-    const ir::Node& node = ir_.node(instr.node);
-    for (ir::TensorId t : node.inputs) read(t, i);
-    for (ir::TensorId t : node.outputs) write(locations_[static_cast<size_t>(t)].storage, i);
-  }
-  for (ir::TensorId out : ir_.outputs()) {
-    if (!ir_.tensor(out).is_constant()) last_read[static_cast<size_t>(locations_[static_cast<size_t>(out)].storage)] = end;
-  }
-  // Events per program index (shifted by one for the inputs at -1).
-  std::vector<std::vector<int>> allocate_at(static_cast<size_t>(end + 2)), release_at(static_cast<size_t>(end + 2));
-  for (size_t s = 0; s < storages_.size(); ++s) {
-    IOS_ASSERT(first_write[s] != kNever, "storage {} is never written", s);
-    allocate_at[static_cast<size_t>(first_write[s] + 1)].push_back(static_cast<int>(s));
-    release_at[static_cast<size_t>(last_read[s] + 1)].push_back(static_cast<int>(s));
-  }
-  std::vector<int> free_buffers;
-  for (int i = -1; i <= end; ++i) {
-    for (int s : allocate_at[static_cast<size_t>(i + 1)]) {
-      const int64_t size = storages_[static_cast<size_t>(s)].size;
-      stats_.unshared_bytes += size * static_cast<int64_t>(sizeof(float));
-      // Best fit: the smallest free buffer that holds it, else grow the largest.
-      auto best = free_buffers.end();
-      for (auto b = free_buffers.begin(); b != free_buffers.end(); ++b) {
-        const int64_t cap = buffer_sizes_[static_cast<size_t>(*b)];
-        if (best == free_buffers.end()) {
-          best = b;
-          continue;
-        }
-        const int64_t best_cap = buffer_sizes_[static_cast<size_t>(*best)];
-        const bool fits = cap >= size, best_fits = best_cap >= size;
-        if ((fits && (!best_fits || cap < best_cap)) || (!fits && !best_fits && cap > best_cap)) best = b;
-      }
-      int buffer;
-      if (best != free_buffers.end()) {
-        buffer = *best;
-        free_buffers.erase(best);
-        buffer_sizes_[static_cast<size_t>(buffer)] = std::max(buffer_sizes_[static_cast<size_t>(buffer)], size);
-      } else {
-        buffer = static_cast<int>(buffer_sizes_.size());
-        buffer_sizes_.push_back(size);
-      }
-      storages_[static_cast<size_t>(s)].buffer = buffer;
-    }
-    for (int s : release_at[static_cast<size_t>(i + 1)]) {
-      if (i < end) free_buffers.push_back(storages_[static_cast<size_t>(s)].buffer);
-    }
-  }
-  stats_.buffers = static_cast<int>(buffer_sizes_.size());
-  for (int64_t size : buffer_sizes_) stats_.buffer_bytes += size * static_cast<int64_t>(sizeof(float));
+float* CpuExecutor::data_of(const exec::Region& region) {
+  IOS_ASSERT(region.placed(), "a region without storage");
+  return arena_.data() + storage_offsets_.at(static_cast<size_t>(region.storage)) + region.offset;
 }
 
 View CpuExecutor::view_of(ir::TensorId tensor) {
-  const Location& loc = locations_.at(static_cast<size_t>(tensor));
-  IOS_ASSERT(loc.storage >= 0, "tensor '{}' has no location", ir_.tensor(tensor).name);
-  float* base = buffers_[static_cast<size_t>(storages_[static_cast<size_t>(loc.storage)].buffer)].data();
-  return View(base + loc.offset, ir_.tensor(tensor).shape, loc.batch_stride);
+  const exec::Region& region = storage_.region(tensor);
+  return View(data_of(region), region.shape, region.batch_stride);
 }
 
 ConstView CpuExecutor::const_view_of(ir::TensorId tensor) {
@@ -264,9 +128,8 @@ void CpuExecutor::execute(const Instr& instr) {
   const KernelContext ctx{threads_};
   if (instr.merged >= 0) {
     const Merged& m = merged_[static_cast<size_t>(instr.merged)];
-    float* out = buffers_[static_cast<size_t>(storages_[static_cast<size_t>(m.storage)].buffer)].data();
-    conv2d(ctx, const_view_of(m.spec.input), m.weights.weight.data(), m.weights.bias.data(), m.spec.conv,
-           View(out, m.shape));
+    conv2d(ctx, const_view_of(m.spec->input), m.weights.weight.data(), m.weights.bias.data(), m.spec->conv,
+           View(data_of(m.region), m.region.shape, m.region.batch_stride));
     return;
   }
   const ir::Node& node = ir_.node(instr.node);
@@ -281,10 +144,7 @@ void CpuExecutor::execute(const Instr& instr) {
 
 std::map<std::string, exec::HostTensor> CpuExecutor::run(const std::map<std::string, exec::HostTensor>& inputs) {
   check_inputs(ir_, inputs);
-  if (buffers_.empty()) {
-    buffers_.resize(buffer_sizes_.size());
-    for (size_t b = 0; b < buffer_sizes_.size(); ++b) buffers_[b].assign(static_cast<size_t>(buffer_sizes_[b]), 0.0f);
-  }
+  if (arena_.empty()) arena_.assign(static_cast<size_t>(arena_elements_), 0.0f);
   for (ir::TensorId id : ir_.inputs()) {
     const exec::HostTensor& given = inputs.at(ir_.tensor(id).name);
     const View dst = view_of(id);

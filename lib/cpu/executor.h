@@ -6,21 +6,11 @@
 // waits are no-ops, since the global order is already a valid sequential
 // execution. Kernels parallelize internally (KernelContext::threads).
 //
-// Memory plan, made once at construction:
-//  - every activation tensor gets a location: a storage plus a channel
-//    offset and a batch stride (a view, cpu/view.h);
-//  - zero-copy concat: a 4-D tensor whose only use is a channel Concat is a
-//    view into its slice of the Concat's output, so its producer writes there
-//    and the Concat copies nothing for it;
-//  - in-place epilogues: the input of an element-wise operator (Relu, Clip,
-//    BatchNorm, Add of a constant...) that nothing else reads shares the
-//    operator's output location;
-//  - merged convolutions (IOS operator merge) write one temporary buffer of
-//    all members' channels; each member's convolution output is the view of
-//    its channel slice in it, read in place by the member's epilogue and
-//    consumers;
-//  - storages are packed into reusable buffers by liveness (first write to
-//    last read in issue order); buffers persist across run() calls.
+// Memory: the storage plan (exec/storage_plan.h), shared with the CUDA
+// backend, decides where every activation lives (zero-copy concat slices,
+// merged convolutions' slices, in-place epilogues) and places the storages
+// in one arena by the plan's happens-before order; the arena persists
+// across run() calls.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +22,7 @@
 #include "cpu/view.h"
 #include "exec/npy.h"
 #include "exec/plan.h"
+#include "exec/storage_plan.h"
 #include "sched/merge.h"
 #include "sched/unit_graph.h"
 
@@ -44,9 +35,9 @@ struct ExecutorOptions {
 // What the memory plan decided (for reports and tests).
 struct MemoryPlanStats {
   int storages = 0;               // logical buffers (after aliasing)
-  int buffers = 0;                // physical buffers after liveness reuse
-  int64_t buffer_bytes = 0;       // sum of the physical buffers: the activation footprint
-  int64_t unshared_bytes = 0;     // what one buffer per storage would take
+  int buffers = 0;                // distinct arena offsets they occupy after liveness reuse
+  int64_t buffer_bytes = 0;       // the arena: the activation footprint
+  int64_t unshared_bytes = 0;     // what one buffer per storage would take (aligned)
   int zero_copy_concat_inputs = 0;
   int in_place_nodes = 0;
   int merged_kernels = 0;
@@ -73,20 +64,10 @@ class CpuExecutor {
   int threads() const { return threads_; }
 
  private:
-  struct Location {
-    int storage = -1;
-    int64_t offset = 0;        // elements from the storage's start
-    int64_t batch_stride = 0;  // elements between items of dim 0
-  };
-  struct Storage {
-    int64_t size = 0;  // elements
-    int buffer = -1;   // physical buffer
-  };
   struct Merged {
-    sched::MergeSpec spec;
+    const sched::MergeSpec* spec = nullptr;  // owned by storage_
     sched::MergedWeights weights;
-    int storage = -1;  // the temporary [N, sum of member channels, H, W]
-    ir::Shape shape;
+    exec::Region region;  // the temporary [N, sum of member channels, H, W]
   };
   // One step of the program: an IR node, or a merged convolution.
   struct Instr {
@@ -95,8 +76,8 @@ class CpuExecutor {
   };
 
   void build_program(const exec::ExecPlan& plan);
-  void assign_locations();
-  void plan_buffers();
+  void place_storages(const exec::ExecPlan& plan);
+  float* data_of(const exec::Region& region);
   View view_of(ir::TensorId tensor);
   ConstView const_view_of(ir::TensorId tensor);
   void execute(const Instr& instr);
@@ -106,10 +87,10 @@ class CpuExecutor {
   int threads_ = 1;
   std::vector<Instr> program_;
   std::vector<Merged> merged_;
-  std::vector<Location> locations_;  // per TensorId (activations only)
-  std::vector<Storage> storages_;
-  std::vector<int64_t> buffer_sizes_;
-  std::vector<std::vector<float>> buffers_;  // allocated on first run
+  exec::StoragePlan storage_;
+  std::vector<int64_t> storage_offsets_;  // elements into arena_, per storage
+  int64_t arena_elements_ = 0;
+  std::vector<float> arena_;  // allocated on first run
   MemoryPlanStats stats_;
 };
 

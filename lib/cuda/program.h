@@ -2,19 +2,17 @@
 // backend-neutral terms (no CUDA types, so the lowering and the memory plan
 // are tested on machines without a GPU).
 //
-// Storage model (the same as cpu/view.h): a value is float32, dense inside
-// each item of its first dimension, with its own stride between items. A
-// value lives in a buffer at an element offset; several values may share a
-// buffer:
-//  - zero-copy concat: a Concat on axis 1 owns one buffer; an input that only
-//    the Concat reads is produced straight into its channel slice (offset
-//    c0 * inner, batch stride C_total * inner), at any batch size;
-//  - operator merge: the merged convolution writes one buffer; each member's
-//    output is the channel slice of that buffer;
-//  - epilogues: a node's output that only its element-wise successor in the
-//    same unit reads is written where that successor's output goes, and the
-//    element-wise work runs in place.
-// Buffers are then placed in one arena by liveness (memory_plan.h).
+// Storage comes from the storage plan (exec/storage_plan.h), the same one
+// the CPU executor uses: each of its storages is a Buffer here (same index),
+// each activation a Value at its Region (zero-copy concat slices, merged
+// convolutions' slices, in-place epilogues). The lowering adds scratch
+// buffers of its own (explicit pads, dense copies) after them. Buffers are
+// then placed in one arena by liveness (exec/memory_layout.h).
+//
+// The lowering itself is split by concept: lowering.h (the Lowerer: values,
+// constants, element-wise chains), lower_conv.cpp, lower_compute.cpp and
+// lower_data.cpp (per-operator lowerings), lowering_table.cpp (which
+// function lowers which ir::OpKind: the backend's kernel table).
 #pragma once
 
 #include <array>
@@ -25,14 +23,15 @@
 #include <variant>
 #include <vector>
 
-#include "cuda/memory_plan.h"
+#include "exec/memory_layout.h"
 #include "exec/plan.h"
+#include "exec/region.h"
 #include "ir/graph.h"
 #include "sched/unit_graph.h"
 
 namespace ios::cuda {
 
-// Buffers start at multiples of this many bytes (memory_plan.h places them so).
+// Buffers start at multiples of this many bytes (exec/memory_layout.h places them so).
 constexpr int64_t kBufferAlignment = 256;
 
 // Byte alignment of a float at `element_offset` in a buffer: the largest
@@ -43,21 +42,12 @@ constexpr int64_t pointer_alignment(int64_t element_offset) {
   return bytes & -bytes;
 }
 
-struct Value {
+// An activation (or a scratch tensor of the lowering): its strided layout
+// (exec/region.h) at `offset` elements into buffer `buffer`.
+struct Value : exec::StridedShape {
   std::string name;
-  ir::Shape shape;
   int buffer = -1;
-  int64_t offset = 0;        // elements from the buffer's start
-  int64_t batch_stride = 0;  // elements between items of dim 0
-
-  int64_t batch() const { return shape.empty() ? 1 : shape[0]; }
-  int64_t item_size() const;
-  int64_t size() const { return ir::num_elements(shape); }
-  bool dense() const { return batch() <= 1 || batch_stride == item_size(); }
-  // Element strides of every dimension (dense inside an item).
-  std::vector<int64_t> strides() const;
-  // Elements from the first to one past the last element.
-  int64_t extent() const { return size() == 0 ? 0 : (batch() - 1) * batch_stride + item_size(); }
+  int64_t offset = 0;  // elements from the buffer's start
 };
 
 struct Buffer {
@@ -205,7 +195,7 @@ struct Program {
   // Buffer index -> launches that read or write any value in it.
   std::vector<std::vector<int>> buffer_users() const;
   // What the memory plan places: one request per buffer (bytes, persistence, users).
-  std::vector<MemoryRequest> memory_requests() const;
+  std::vector<exec::MemoryRequest> memory_requests() const;
   int num_ops() const;
 };
 
@@ -231,6 +221,10 @@ struct LowerOptions {
 // the CUDA backend does not run, naming the node.
 Program lower_program(const sched::UnitGraph& graph, const exec::ExecPlan& plan,
                       const LowerOptions& options = {});
+
+// Whether the CUDA backend lowers operator `op` (its kernel table,
+// lowering_table.cpp); a graph holding another operator is refused by name.
+bool has_lowering(ir::OpKind op);
 
 // Operand names for messages and describe().
 std::string describe_program(const Program& program);

@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "cuda/check.h"
 #include "cuda/kernels.h"
-#include "cuda/memory_plan.h"
+#include "exec/memory_layout.h"
 
 namespace ios::cuda {
 namespace {
@@ -430,8 +430,8 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* poo
   stats_.workspace_bytes = ctx_.total_workspace_bytes();
 
   // 2. Memory: buffers placed in one arena by liveness.
-  const HappensBefore order(static_cast<int>(p.launches.size()), std::max(p.num_streams, 1), p.num_events, p.steps);
-  const MemoryLayout layout = plan_memory(p.memory_requests(), order, kAlignment);
+  const exec::HappensBefore order(static_cast<int>(p.launches.size()), std::max(p.num_streams, 1), p.num_events, p.steps);
+  const exec::MemoryLayout layout = exec::plan_memory(p.memory_requests(), order, kAlignment);
   char* arena = nullptr;
   if (pool != nullptr) {
     arena = pool->arena(layout.total_bytes);

@@ -18,7 +18,7 @@
 
 #ifdef IOS_HAVE_CUDA
 #include "cuda/conv.h"
-#include "cuda/memory_plan.h"
+#include "exec/memory_layout.h"
 #include "cuda/program.h"
 #include "cuda/residency.h"
 #endif
@@ -217,9 +217,9 @@ TEST_CASE("the memory plan reuses buffers across streams only where events order
   const sched::UnitGraph units = sched::UnitGraph::form(graph);
   const cuda::Program p = cuda::lower_program(units, exec::lower(units, four_chain_schedule(units)));
   CHECK(p.num_streams == 2);
-  const cuda::HappensBefore order(static_cast<int>(p.launches.size()), p.num_streams, p.num_events, p.steps);
-  const std::vector<cuda::MemoryRequest> requests = p.memory_requests();
-  const cuda::MemoryLayout layout = cuda::plan_memory(requests, order);
+  const exec::HappensBefore order(static_cast<int>(p.launches.size()), p.num_streams, p.num_events, p.steps);
+  const std::vector<exec::MemoryRequest> requests = p.memory_requests();
+  const exec::MemoryLayout layout = exec::plan_memory(requests, order);
   CHECK(layout.total_bytes < layout.unshared_bytes);
   auto streams_of = [&](size_t buffer) {
     std::set<int> s;
@@ -233,7 +233,7 @@ TEST_CASE("the memory plan reuses buffers across streams only where events order
       const bool overlap = layout.offsets[a] < eb && layout.offsets[b] < ea;
       if (!overlap) continue;
       INFO("buffers " << p.buffers[a].name << " and " << p.buffers[b].name);
-      CHECK(cuda::may_share(requests[a], requests[b], order));
+      CHECK(exec::may_share(requests[a], requests[b], order));
       if (streams_of(a) != streams_of(b)) ++shared_across_streams;
     }
   }

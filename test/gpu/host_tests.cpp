@@ -17,7 +17,7 @@
 #include "gpu_util.h"
 
 #ifdef IOS_HAVE_CUDA
-#include "cuda/memory_plan.h"
+#include "exec/memory_layout.h"
 #include "cuda/program.h"
 #endif
 
@@ -66,58 +66,16 @@ TEST_CASE("precision names parse both ways", "[host]") {
 #ifdef IOS_HAVE_CUDA
 
 exec::Step launch(int stream, int kernel) { return {exec::Step::Kind::kLaunch, stream, kernel, -1}; }
-exec::Step record(int stream, int event) { return {exec::Step::Kind::kRecord, stream, -1, event}; }
-exec::Step wait(int stream, int event) { return {exec::Step::Kind::kWait, stream, -1, event}; }
 
-TEST_CASE("happens-before follows stream order and event waits", "[host]") {
-  // stream 0: L0 record(e0) L2 ; stream 1: L1 wait(e0) L3 record(e1); stream 0: wait(e1) L4
-  const std::vector<exec::Step> steps{launch(0, 0), record(0, 0), launch(1, 1), wait(1, 0),
-                                      launch(1, 3), launch(0, 2), record(1, 1), wait(0, 1), launch(0, 4)};
-  const cuda::HappensBefore order(5, 2, 2, steps);
-  CHECK(order.before(0, 2));
-  CHECK(order.before(0, 3));   // through e0
-  CHECK_FALSE(order.before(0, 1));  // L1 was issued before the wait
-  CHECK(order.before(1, 3));
-  CHECK_FALSE(order.before(2, 3));
-  CHECK_FALSE(order.before(3, 2));
-  CHECK(order.before(3, 4));   // through e1
-  CHECK(order.before(1, 4));
-  CHECK(order.before(2, 4));
-  CHECK_FALSE(order.before(4, 4));
-}
+// The memory placement itself (happens-before, plan_memory) is tested in
+// test/exec/storage_plan_test.cpp: it is backend-independent.
 
-TEST_CASE("memory planning shares only buffers that are never live together", "[host]") {
-  // Two streams, no events: launches on different streams are unordered.
-  const std::vector<exec::Step> steps{launch(0, 0), launch(0, 1), launch(1, 2), launch(0, 3)};
-  const cuda::HappensBefore order(4, 2, 0, steps);
-  std::vector<cuda::MemoryRequest> r(5);
-  r[0] = {1000, false, {0, 1}};  // dies at L1
-  r[1] = {1000, false, {3}};     // born at L3: may reuse r[0]
-  r[2] = {1000, false, {2}};     // on stream 1: unordered with everything on stream 0
-  r[3] = {500, true, {3}};       // persistent: never shared
-  r[4] = {100, false, {1}};      // used by L1 together with r[0]
-  CHECK(cuda::may_share(r[0], r[1], order));
-  CHECK_FALSE(cuda::may_share(r[0], r[2], order));
-  CHECK_FALSE(cuda::may_share(r[1], r[2], order));
-  CHECK_FALSE(cuda::may_share(r[0], r[4], order));
-  CHECK_FALSE(cuda::may_share(r[3], r[1], order));
-  const cuda::MemoryLayout layout = cuda::plan_memory(r, order, 256);
-  auto overlap = [&](size_t a, size_t b) {
-    const int64_t ea = layout.offsets[a] + r[a].bytes, eb = layout.offsets[b] + r[b].bytes;
-    return layout.offsets[a] < eb && layout.offsets[b] < ea;
-  };
-  for (size_t a = 0; a < r.size(); ++a) {
-    CHECK(layout.offsets[a] % 256 == 0);
-    for (size_t b = a + 1; b < r.size(); ++b) {
-      if (!cuda::may_share(r[a], r[b], order)) {
-        INFO("requests " << a << " and " << b);
-        CHECK_FALSE(overlap(a, b));
-      }
-    }
+TEST_CASE("every operator of the IR has a CUDA lowering (the kernel table is complete)", "[host]") {
+  for (int i = 0; i < ir::kNumOpKinds; ++i) {
+    const auto op = static_cast<OpKind>(i);
+    INFO(ir::op_name(op));
+    CHECK(cuda::has_lowering(op));
   }
-  CHECK(layout.offsets[0] == layout.offsets[1]);  // reuse happened
-  CHECK(layout.total_bytes < layout.unshared_bytes);
-  CHECK(layout.unshared_bytes == 1024 + 1024 + 1024 + 512 + 256);
 }
 
 // x -> conv a, conv b, maxpool -> concat (axis 1) -> relu
@@ -261,9 +219,9 @@ TEST_CASE("activation memory is reused along a chain", "[host]") {
   b.output(t);
   const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
   const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
-  const cuda::HappensBefore order(static_cast<int>(p.launches.size()), p.num_streams, p.num_events, p.steps);
-  const std::vector<cuda::MemoryRequest> requests = p.memory_requests();
-  const cuda::MemoryLayout layout = cuda::plan_memory(requests, order);
+  const exec::HappensBefore order(static_cast<int>(p.launches.size()), p.num_streams, p.num_events, p.steps);
+  const std::vector<exec::MemoryRequest> requests = p.memory_requests();
+  const exec::MemoryLayout layout = exec::plan_memory(requests, order);
   // 7 tensors of 64 KiB (input, 5 intermediates, output): two intermediates
   // alive at a time plus the two persistent ones.
   CHECK(layout.unshared_bytes == 7 * 65536);

@@ -1,4 +1,5 @@
-// Memory planning by liveness over a multi-stream plan.
+// Memory placement by liveness over a multi-stream plan: the last step of
+// the storage plan (storage_plan.h), shared by both backends.
 //
 // With several streams, "live at the same time" is not an interval of one
 // sequence: two buffers may share memory only when every launch that uses one
@@ -16,7 +17,7 @@
 #include "core/bitset.h"
 #include "exec/plan.h"
 
-namespace ios::cuda {
+namespace ios::exec {
 
 class HappensBefore {
  public:
@@ -51,4 +52,4 @@ MemoryLayout plan_memory(const std::vector<MemoryRequest>& requests, const Happe
 // Whether two requests may share memory under `order` (exposed for tests).
 bool may_share(const MemoryRequest& a, const MemoryRequest& b, const HappensBefore& order);
 
-}  // namespace ios::cuda
+}  // namespace ios::exec

@@ -1,11 +1,11 @@
-#include "cuda/memory_plan.h"
+#include "exec/memory_layout.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "core/error.h"
 
-namespace ios::cuda {
+namespace ios::exec {
 
 HappensBefore::HappensBefore(int num_launches, int num_streams, int num_events,
                              const std::vector<exec::Step>& steps) {
@@ -119,4 +119,4 @@ MemoryLayout plan_memory(const std::vector<MemoryRequest>& requests, const Happe
   return layout;
 }
 
-}  // namespace ios::cuda
+}  // namespace ios::exec

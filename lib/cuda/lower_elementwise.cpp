@@ -1,0 +1,144 @@
+// Element-wise chains (lowering.h): the nodes of a unit's epilogue become
+// steps of one element-wise operation that runs in place on the value the
+// chain's first node writes (at most kMaxEwStepsPerOp steps per operation).
+#include <cmath>
+
+#include "core/error.h"
+#include "cuda/lowering.h"
+#include "ir/op_info.h"
+
+namespace ios::cuda {
+
+using ir::NodeId;
+using ir::OpKind;
+using ir::TensorId;
+
+// The steps of element-wise node `m` applied to the chain value `cur`.
+void Lowerer::append_steps(NodeId m, TensorId cur, std::vector<EwStep>& steps) {
+  const ir::Node& node = g_.node(m);
+  EwStep step;
+  switch (node.op) {
+    case OpKind::kAdd:
+    case OpKind::kMul: {
+      step.kind = node.op;
+      const TensorId other = node.inputs[0] == cur ? node.inputs[1] : node.inputs[0];
+      step.operand = ref_for(other);
+      break;
+    }
+    case OpKind::kBatchNorm: {
+      // y = x * s + (bias - mean * s), s = scale / sqrt(var + eps), per channel.
+      IOS_ASSERT(node.inputs.size() == 5, "BatchNormalization '{}' needs 5 inputs", node.name);
+      for (size_t i = 1; i < 5; ++i) {
+        if (!g_.tensor(node.inputs[i]).is_constant()) {
+          user_error(
+              "BatchNormalization '{}': input {} ('{}') must be a constant for the CUDA backend",
+              node.name, i, g_.tensor(node.inputs[i]).name);
+        }
+      }
+      const auto& scale = *g_.tensor(node.inputs[1]).data;
+      const auto& bias = *g_.tensor(node.inputs[2]).data;
+      const auto& mean = *g_.tensor(node.inputs[3]).data;
+      const auto& var = *g_.tensor(node.inputs[4]).data;
+      const float eps = node.attr<ir::BatchNormAttrs>().epsilon;
+      std::vector<float> s(scale.size()), b(scale.size());
+      for (size_t c = 0; c < scale.size(); ++c) {
+        s[c] = scale[c] / std::sqrt(var[c] + eps);
+        b[c] = bias[c] - mean[c] * s[c];
+      }
+      const ir::Shape shape =
+          channel_shape(static_cast<int64_t>(s.size()), g_.tensor(cur).shape.size());
+      const std::string name = g_.tensor(node.outputs[0]).name;
+      steps.push_back(
+          {OpKind::kMul, 0, 0, Ref::constant(new_constant(name + ":bn_scale", shape, s))});
+      steps.push_back(
+          {OpKind::kAdd, 0, 0, Ref::constant(new_constant(name + ":bn_shift", shape, b))});
+      return;
+    }
+    default: {
+      // A unary operator with math in ir/elementwise.h, its scalar
+      // attributes as the step's parameters.
+      IOS_ASSERT(ir::ew::has_unary(node.op), "node '{}' ({}) is not element-wise", node.name,
+                 ir::op_name(node.op));
+      const ir::ew::Params params = ir::elementwise_params(node);
+      step.kind = node.op;
+      step.p0 = params.p0;
+      step.p1 = params.p1;
+      break;
+    }
+  }
+  steps.push_back(step);
+}
+
+// Appends y = steps(x) as element-wise ops of at most kMaxEwStepsPerOp steps
+// each: the first reads x, the rest continue in place on y. Every EwOp the
+// lowering makes goes through here (BatchNorm adds two steps, a convolution's
+// bias one, so node counts do not bound step counts).
+void Lowerer::push_elementwise(Launch& launch, Ref x, int y, std::vector<EwStep> steps) {
+  const auto limit = static_cast<size_t>(kMaxEwStepsPerOp);
+  if (steps.size() <= limit) {
+    emit(launch, EwOp{x, y, std::move(steps)});
+    return;
+  }
+  for (size_t from = 0; from < steps.size(); from += limit) {
+    const size_t to = std::min(steps.size(), from + limit);
+    emit(launch, EwOp{from == 0 ? x : Ref::value(y), y,
+                      std::vector<EwStep>(steps.begin() + static_cast<std::ptrdiff_t>(from),
+                                          steps.begin() + static_cast<std::ptrdiff_t>(to))});
+  }
+}
+
+// The chain value entering chain[i]: the output of the node before it.
+TensorId Lowerer::chain_input(NodeId anchor, const std::vector<NodeId>& chain, size_t i) const {
+  return i == 0 ? g_.node(anchor).outputs[0] : g_.node(chain[i - 1]).outputs[0];
+}
+
+// The value of the chain's last output, which the storage plan made the
+// anchor's output and the chain's intermediates too: the anchor writes
+// there, the chain runs in place.
+int Lowerer::chain_target(NodeId anchor, const std::vector<NodeId>& chain) {
+  const TensorId last =
+      chain.empty() ? g_.node(anchor).outputs[0] : g_.node(chain.back()).outputs[0];
+  const int y = value_for(last);
+  if (!chain.empty()) {
+    value_of_[static_cast<size_t>(g_.node(anchor).outputs[0])] = y;
+    for (size_t i = 0; i + 1 < chain.size(); ++i)
+      value_of_[static_cast<size_t>(g_.node(chain[i]).outputs[0])] = y;
+  }
+  return y;
+}
+
+void Lowerer::in_place_steps(Launch& launch, int y, NodeId anchor, const std::vector<NodeId>& chain,
+                             size_t from, std::vector<EwStep> steps) {
+  for (size_t i = from; i < chain.size(); ++i)
+    append_steps(chain[i], chain_input(anchor, chain, i), steps);
+  if (!steps.empty()) push_elementwise(launch, Ref::value(y), y, std::move(steps));
+}
+
+// An element-wise node that no other node's chain took: y = steps(x) with
+// its own chain after it.
+void Lowerer::lower_elementwise(Launch& launch, NodeId n, const std::vector<NodeId>& chain) {
+  const ir::Node& node = g_.node(n);
+  const ir::Shape& out_shape = g_.tensor(node.outputs[0]).shape;
+  std::vector<EwStep> steps;
+  Ref x;
+  if (node.op == OpKind::kAdd || node.op == OpKind::kMul) {
+    // x: an activation operand of the output's shape when there is one.
+    TensorId first = node.inputs[0], second = node.inputs[1];
+    auto full = [&](TensorId t) {
+      return !g_.tensor(t).is_constant() && g_.tensor(t).shape == out_shape;
+    };
+    if (!full(first) && full(second)) std::swap(first, second);
+    if (g_.tensor(first).is_constant() && !g_.tensor(second).is_constant())
+      std::swap(first, second);
+    x = ref_for(first);
+    steps.push_back({node.op, 0, 0, ref_for(second)});
+  } else {
+    x = ref_for(node.inputs[0]);
+    append_steps(n, node.inputs[0], steps);
+  }
+  const int y = chain_target(n, chain);
+  for (size_t i = 0; i < chain.size(); ++i) append_steps(chain[i], chain_input(n, chain, i), steps);
+  push_elementwise(launch, x, y, std::move(steps));
+}
+
+}  // namespace ios::cuda
