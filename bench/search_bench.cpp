@@ -30,7 +30,7 @@ using namespace ios;
 using Clock = std::chrono::steady_clock;
 
 // Longest group (sum of its units' weights) plus a per-stage overhead.
-class LongestGroupCost : public cost::CostModel {
+class LongestGroupCost : public sched::CostModel {
  public:
   explicit LongestGroupCost(int n) {
     for (int i = 0; i < n; ++i) weight_.push_back(1.0 + (i * 7919 % 13) / 13.0);

@@ -14,7 +14,7 @@ namespace ios::cost {
 namespace {
 
 // Answers like the simulated model and remembers every distinct stage asked.
-class RecordingCost : public CostModel {
+class RecordingCost : public sched::CostModel {
  public:
   RecordingCost(const sched::UnitGraph& graph, SimulatedCostModel& model)
       : graph_(graph), model_(model) {}

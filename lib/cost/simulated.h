@@ -10,10 +10,10 @@
 #include <string_view>
 #include <vector>
 
-#include "cost/cost_model.h"
 #include "cost/device_profile.h"
 #include "cost/unit_work.h"
 #include "exec/plan.h"
+#include "sched/cost_model.h"
 #include "sim/simulator.h"
 
 namespace ios::cost {
@@ -26,7 +26,7 @@ struct SimulatedOptions {
   Precision precision = Precision::kFp32;
 };
 
-class SimulatedCostModel : public CostModel {
+class SimulatedCostModel : public sched::CostModel {
  public:
   // Shapes (batch included) come from the IR behind `graph`, which must
   // outlive the model.

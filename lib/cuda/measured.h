@@ -21,8 +21,8 @@
 #include <memory>
 #include <string>
 
-#include "cost/cost_model.h"
 #include "cuda/engine.h"
+#include "sched/cost_model.h"
 #include "sched/unit_graph.h"
 
 namespace ios::cuda {
@@ -51,7 +51,7 @@ struct MeasuredOptions {
   std::function<void(const MeasureProgress&)> progress;
 };
 
-class MeasuredCostModel : public cost::CostModel {
+class MeasuredCostModel : public sched::CostModel {
  public:
   std::string name() const override { return "measured"; }
   // Announces how many stage_latency() calls the caller expects (for the

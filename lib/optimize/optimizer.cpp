@@ -30,28 +30,6 @@
 namespace ios::optimize {
 namespace {
 
-ir::Shape parse_dims(const std::string& text, const std::string& option) {
-  ir::Shape shape;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    const size_t x = text.find('x', pos);
-    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(part, &used);
-      // Dimensions beyond 2^31 cannot be real and would overflow element counts.
-      if (used != part.size() || v <= 0 || v > (1LL << 31)) throw std::invalid_argument(part);
-      shape.push_back(v);
-    } catch (const std::exception&) {
-      user_error("--input-shape '{}': '{}' is not a dimension from 1 to 2^31; write NAME:1x3x224x224",
-                 option, part);
-    }
-    if (x == std::string::npos) break;
-    pos = x + 1;
-  }
-  return shape;
-}
-
 std::string default_output(const std::string& model, const std::string& scheduler) {
   std::filesystem::path p(model);
   p.replace_extension();
@@ -128,35 +106,6 @@ std::string block_kinds(const sched::UnitGraph& units, const sched::Block& block
 
 }  // namespace
 
-sched::ModelInfo PreparedModel::info() const {
-  return {model.path, model.sha256, model.batch, model.inputs};
-}
-
-onnx::ImportOptions shape_options(int64_t batch, bool rewrite_batch,
-                                  const std::vector<std::string>& input_shapes) {
-  onnx::ImportOptions import_options;
-  if (batch > 0) import_options.batch = batch;
-  import_options.rewrite_batch = rewrite_batch;
-  for (const std::string& spec : input_shapes) {
-    const size_t colon = spec.rfind(':');
-    if (colon == std::string::npos || colon == 0) {
-      user_error("--input-shape '{}': expected NAME:1x3x224x224", spec);
-    }
-    import_options.input_shapes[spec.substr(0, colon)] = parse_dims(spec.substr(colon + 1), spec);
-  }
-  return import_options;
-}
-
-std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
-                                             const onnx::ImportOptions& import_options,
-                                             const sched::FormationOptions& formation) {
-  auto prepared = std::make_unique<PreparedModel>();
-  prepared->model = onnx::import_model(path, import_options);
-  prepared->units = std::make_unique<sched::UnitGraph>(
-      sched::UnitGraph::form(prepared->model.graph, formation));
-  return prepared;
-}
-
 CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
                            ProgressLine* progress) {
   CostChoice choice;
@@ -200,7 +149,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
   return choice;
 }
 
-sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
+sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats, sched::BlockProgress progress) {
   const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
@@ -287,7 +236,7 @@ std::string describe_schedulers() {
 namespace {
 
 void write_report_json(const std::string& path, const OptimizeOptions& options,
-                       const PreparedModel& prepared, const sched::Schedule& schedule,
+                       const model::PreparedModel& prepared, const sched::Schedule& schedule,
                        const sched::SearchStats& stats, const CostChoice& cost,
                        double sequential_ms, double import_ms, const std::string& output) {
   const sched::UnitGraph& units = *prepared.units;
@@ -369,7 +318,7 @@ sched::BlockProgress search_progress(ProgressLine& line, const sched::UnitGraph&
 }
 
 // -v: the values in effect once the model is imported and defaults applied.
-void log_effective_options(const OptimizeOptions& options, const PreparedModel& prepared,
+void log_effective_options(const OptimizeOptions& options, const model::PreparedModel& prepared,
                            const CostChoice& cost, const std::string& output) {
   logger("cli")->debug(
       "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
@@ -408,8 +357,8 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   sched::FormationOptions formation;
   formation.max_block_units = options.max_block_units;
   formation.max_block_log10_bound = options.max_block_log10_bound;
-  auto prepared = prepare_model(
-      options.model_path, shape_options(options.batch, options.rewrite_batch, options.input_shapes),
+  auto prepared = model::prepare_model(
+      options.model_path, model::shape_options(options.batch, options.rewrite_batch, options.input_shapes),
       formation);
   const sched::UnitGraph& units = *prepared->units;
   const cost::DeviceProfile start = cost::load_device_profile(options.device_profile);
@@ -477,8 +426,8 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   formation.max_block_log10_bound = options.max_block_log10_bound;
   ProgressLine progress(progress_wanted(options.quiet));
   progress.update(fmt::format("[import] {}", options.model_path), true);
-  auto prepared = prepare_model(
-      options.model_path, shape_options(options.batch, options.rewrite_batch, options.input_shapes),
+  auto prepared = model::prepare_model(
+      options.model_path, model::shape_options(options.batch, options.rewrite_batch, options.input_shapes),
       formation);
   const sched::UnitGraph& units = *prepared->units;
   const double import_ms = ms_since(start);

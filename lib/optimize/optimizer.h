@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/progress.h"
-#include "cost/cost_model.h"
 #include "cost/simulated.h"
-#include "onnx/importer.h"
+#include "model/prepared_model.h"
+#include "sched/cost_model.h"
 #include "sched/schedule.h"
 #include "sched/scheduler.h"
 #include "sched/unit_graph.h"
@@ -47,29 +47,9 @@ struct OptimizeOptions {
   bool quiet = false;
 };
 
-// A model ready to schedule: the imported IR and its unit graph. The unit
-// graph points into `model.graph`, so this is neither copied nor moved.
-struct PreparedModel {
-  PreparedModel() = default;
-  PreparedModel(PreparedModel&&) = delete;  // `units` points into `model.graph`
-  onnx::ImportedModel model;
-  std::unique_ptr<sched::UnitGraph> units;
-  sched::ModelInfo info() const;
-};
-
-// The import options of --batch (0: none), --rewrite-batch and
-// --input-shape (entries NAME:DxDxD).
-onnx::ImportOptions shape_options(int64_t batch, bool rewrite_batch,
-                                  const std::vector<std::string>& input_shapes);
-
-// Imports and forms units.
-std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
-                                             const onnx::ImportOptions& import_options,
-                                             const sched::FormationOptions& formation = {});
-
 // The cost model the options ask for, and the device it stands for.
 struct CostChoice {
-  std::unique_ptr<cost::CostModel> model;
+  std::unique_ptr<sched::CostModel> model;
   sched::DeviceInfo device;
   std::string note;  // e.g. "predicted (no GPU)": printed in the summary
 };
@@ -83,7 +63,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 // predicted latency is then that of its whole lowered plan on the simulator
 // (predict_by_simulation), whatever the scheduler estimated.
 // `progress`, when set, is told after each block of a searching scheduler.
-sched::Schedule schedule_model(const PreparedModel& prepared, const std::string& scheduler,
+sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats, sched::BlockProgress progress = {});
 

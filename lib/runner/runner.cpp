@@ -24,7 +24,7 @@
 #include "exec/report.h"
 #include "exec/stats.h"
 #include "exec/trace.h"
-#include "optimize/optimizer.h"
+#include "model/prepared_model.h"
 #include "runner/schedule_labels.h"
 #include "sched/schedule_dot.h"
 #include "sched/schedule_io.h"
@@ -315,7 +315,7 @@ int run(const RunOptions& options, std::ostream& out) {
   std::vector<nlohmann::json> documents;
   for (const LabeledPath& file : schedule_files) documents.push_back(sched::read_schedule_document(file.path));
   onnx::ImportOptions import_options =
-      optimize::shape_options(options.batch, options.rewrite_batch, options.input_shapes);
+      model::shape_options(options.batch, options.rewrite_batch, options.input_shapes);
   if (options.batch == 0 && options.input_shapes.empty() && !documents.empty()) {
     // Reproduce the input shapes the first schedule was made for; the
     // importer refuses them where the model's static dimensions disagree.
@@ -330,7 +330,7 @@ int run(const RunOptions& options, std::ostream& out) {
       import_options.recorded_source = schedule_files[0].path;
     }
   }
-  auto prepared = optimize::prepare_model(options.model_path, import_options);
+  auto prepared = model::prepare_model(options.model_path, import_options);
   const sched::UnitGraph& units = *prepared->units;
   const sched::ModelInfo model = prepared->info();
 
@@ -353,7 +353,7 @@ int run(const RunOptions& options, std::ostream& out) {
     LoadedSchedule seq;
     seq.name = "sequential (built-in)";
     const auto& entry = sched::find_scheduler("sequential");
-    struct ZeroCost : cost::CostModel {  // sequential needs no latencies
+    struct ZeroCost : sched::CostModel {  // sequential needs no latencies
       std::string name() const override { return "none"; }
       double stage_latency(const sched::Stage&) override { return 0.0; }
     } zero;

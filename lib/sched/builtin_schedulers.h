@@ -24,7 +24,7 @@ std::unique_ptr<Scheduler> make_lios_scheduler(const Params& params);
 std::unique_ptr<Scheduler> make_nimble_scheduler(const Params& params);
 
 // A schedule with the scheduler's name, parameters and cost-model name set.
-Schedule new_schedule(const std::string& name, const Params& params, const cost::CostModel& cost);
+Schedule new_schedule(const std::string& name, const Params& params, const sched::CostModel& cost);
 
 // Statistics of block `index` with units, width and the block's latency;
 // search counters left at zero (for the schedulers that do not search).

@@ -11,7 +11,7 @@ class GreedyScheduler : public Scheduler {
  public:
   explicit GreedyScheduler(Params params) : params_(std::move(params)) {}
 
-  Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
+  Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) override {
     Schedule schedule = new_schedule("greedy", params_, cost);
     StagedSchedule staged;
     schedule_blocks(graph, stats, [&](int b) {

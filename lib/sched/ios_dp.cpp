@@ -26,7 +26,7 @@ struct StageEntry {
 
 class Solver {
  public:
-  Solver(const BlockDag& dag, const IosOptions& options, cost::CostModel& cost,
+  Solver(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
          const MergePredicate& can_merge)
       : dag_(dag),
         options_(options),
@@ -283,7 +283,7 @@ class Solver {
 
   const BlockDag& dag_;
   const IosOptions& options_;
-  cost::CostModel& cost_;
+  sched::CostModel& cost_;
   const MergePredicate& can_merge_;
   const int r_;
   const int s_;
@@ -301,7 +301,7 @@ class Solver {
 
 }  // namespace
 
-BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, cost::CostModel& cost,
+BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
                           const MergePredicate& can_merge) {
   IOS_ASSERT(dag.n > 0 && dag.n <= kMaxBlockUnits, "block of {} units", dag.n);
   IOS_ASSERT(options.max_group_units >= 0 && options.max_groups >= 0, "negative pruning r={} s={}",

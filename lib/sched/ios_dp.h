@@ -58,8 +58,8 @@
 #include <string>
 #include <vector>
 
-#include "cost/cost_model.h"
 #include "sched/block_dag.h"
+#include "sched/cost_model.h"
 #include "sched/schedule.h"
 #include "sched/scheduler.h"
 
@@ -92,7 +92,7 @@ struct BlockSolution {
 
 // Runs the DP over one block. Stage latencies come from `cost`, asked once
 // per distinct (ending, strategy).
-BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, cost::CostModel& cost,
+BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
                           const MergePredicate& can_merge = {});
 
 // The groups of an ending `mask` of `dag` (its weakly connected components,

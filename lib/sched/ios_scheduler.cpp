@@ -13,7 +13,7 @@ class DpScheduler : public Scheduler {
   DpScheduler(std::string name, Params params, IosOptions options)
       : name_(std::move(name)), params_(std::move(params)), options_(options) {}
 
-  Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
+  Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) override {
     Schedule schedule = new_schedule(name_, params_, cost);
     StagedSchedule staged;
     MergePredicate can_merge;

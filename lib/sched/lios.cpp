@@ -79,7 +79,7 @@ class LiosScheduler : public Scheduler {
     }
   }
 
-  Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
+  Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) override {
     Schedule schedule = new_schedule("lios", params_, cost);
     StreamedSchedule streamed;
     streamed.num_streams = 1;

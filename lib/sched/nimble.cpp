@@ -73,7 +73,7 @@ class NimbleScheduler : public Scheduler {
  public:
   explicit NimbleScheduler(Params params) : params_(std::move(params)) {}
 
-  Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
+  Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) override {
     Schedule schedule = new_schedule("nimble", params_, cost);
     StreamedSchedule streamed;
     streamed.num_streams = 1;

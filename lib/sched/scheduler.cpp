@@ -166,7 +166,7 @@ std::vector<std::pair<std::string, std::string>> Params::to_strings() const {
 
 // --- shared helpers ----------------------------------------------------------
 
-Schedule new_schedule(const std::string& name, const Params& params, const cost::CostModel& cost) {
+Schedule new_schedule(const std::string& name, const Params& params, const sched::CostModel& cost) {
   Schedule schedule;
   schedule.scheduler.name = name;
   schedule.scheduler.params = params.to_strings();

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "cost/cost_model.h"
+#include "sched/cost_model.h"
 #include "sched/schedule.h"
 #include "sched/unit_graph.h"
 
@@ -68,7 +68,7 @@ class Scheduler {
   virtual ~Scheduler() = default;
   // Fills the schedule body, its predicted latency and the search statistics.
   // The caller fills model/device metadata.
-  virtual Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) = 0;
+  virtual Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) = 0;
   void set_block_progress(BlockProgress progress) { block_progress_ = std::move(progress); }
 
  protected:

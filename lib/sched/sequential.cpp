@@ -9,7 +9,7 @@ class SequentialScheduler : public Scheduler {
  public:
   explicit SequentialScheduler(Params params) : params_(std::move(params)) {}
 
-  Schedule run(const UnitGraph& graph, cost::CostModel& cost, SearchStats& stats) override {
+  Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) override {
     Schedule schedule = new_schedule("sequential", params_, cost);
     StagedSchedule staged;
     schedule_blocks(graph, stats, [&](int b) {

@@ -1,5 +1,8 @@
 # Installing to a prefix: programs, man pages generated from --help, bash
-# completion; and --version.
+# completion; and --version. The library as a CMake package: a project of its
+# own (test/install/consumer) finds it with find_package(ios), links
+# ios::sched, and its program schedules a small graph with the installed
+# schedulers.
 source "$(dirname "$0")/common.bash"
 build_dir="$IOS_BIN/.."
 
@@ -53,5 +56,35 @@ if [ -f /usr/share/bash-completion/bash_completion ]; then
   [ "$(echo $out)" = "cuda cpu" ] && ok || fail "ios-run --backend c<TAB> offers '$out'"
 else
   fail "bash-completion is not installed (scripts/setup.sh installs it)"
+fi
+
+# The library, its headers and the CMake package.
+for f in lib/libios_sched.a lib/libios_core.a include/ios/sched/scheduler.h include/ios/core/error.h \
+         lib/cmake/ios/iosConfig.cmake lib/cmake/ios/iosConfigVersion.cmake lib/cmake/ios/iosTargets.cmake; do
+  [ -f "$prefix/$f" ] && ok || fail "$prefix/$f not installed"
+done
+# The consumer is built with the compiler this build used (the libraries' ABI).
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+consumer="$WORK/consumer"
+if expect_ok "configure the consumer project against $prefix" -- \
+     cmake -S "$IOS_SOURCE_DIR/test/install/consumer" -B "$consumer" -G Ninja \
+           -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" &&
+   expect_ok "build the consumer project" -- cmake --build "$consumer"; then
+  # Its headers came from the prefix, not from this checkout.
+  grep -q -- "-isystem $prefix/include/ios\|-I$prefix/include/ios" "$consumer/build.ninja" ||
+    fail "the consumer is not compiled against $prefix/include/ios"
+  ! grep -q -- "$IOS_SOURCE_DIR/lib" "$consumer/build.ninja" ||
+    fail "the consumer's build refers to this checkout's lib/"
+  # A diamond 0 -> {1, 2, 3} -> 4 with weights 1 2 3 2 1, a stage taking its
+  # longest group: sequential adds all up, IOS runs the three in parallel.
+  if expect_ok "consumer: sequential" -- "$consumer/schedule_diamond" sequential; then
+    grep -qx "sequential: 5 stages, predicted 9.0 ms" "$WORK/stdout" && ok ||
+      fail "consumer sequential: $(cat "$WORK/stdout")"
+  fi
+  if expect_ok "consumer: ios" -- "$consumer/schedule_diamond" ios; then
+    grep -qx "ios: 3 stages, predicted 5.0 ms" "$WORK/stdout" && grep -qx "stage: \[1\] \[2\] \[3\]" "$WORK/stdout" &&
+      ok || fail "consumer ios: $(cat "$WORK/stdout")"
+  fi
+  expect_error "consumer: unknown scheduler" 2 "schedule_diamond: .*no-such" -- "$consumer/schedule_diamond" no-such
 fi
 finish

@@ -16,13 +16,13 @@
 #include <string>
 #include <unistd.h>
 
-#include "cost/cost_model.h"
 #include "cost/device_profile.h"
 #include "cost/simulated.h"
 #include "cpu/executor.h"
 #include "exec/npy.h"
 #include "exec/plan.h"
 #include "onnx/importer.h"
+#include "sched/cost_model.h"
 #include "sched/scheduler.h"
 #include "sched/unit_graph.h"
 #include "sched/validate.h"
@@ -101,7 +101,7 @@ inline exec::HostTensor run_onnx_runtime(const std::filesystem::path& model, con
 
 // A schedule from a registered scheduler, validated against the graph.
 inline sched::Schedule make_schedule(const std::string& scheduler, const std::string& params,
-                                     const sched::UnitGraph& graph, cost::CostModel& cost) {
+                                     const sched::UnitGraph& graph, sched::CostModel& cost) {
   const auto& entry = sched::find_scheduler(scheduler);
   auto instance = entry.make(sched::Params::parse(scheduler, entry.params, params));
   sched::SearchStats stats;

@@ -18,7 +18,7 @@ const exec::Tolerance kTolerance{1e-5, 1e-4};
 // A merge stage costs next to nothing; any other stage costs one per unit,
 // so concurrency gains nothing and the DP covers as many units with merges as
 // legality allows.
-class ForceMergeCost : public cost::CostModel {
+class ForceMergeCost : public sched::CostModel {
  public:
   std::string name() const override { return "force-merge"; }
   double stage_latency(const sched::Stage& stage) override {

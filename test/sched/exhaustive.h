@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "cost/cost_model.h"
+#include "sched/cost_model.h"
 #include "sched/ios_dp.h"
 
 namespace ios::sched::test {
@@ -20,7 +20,7 @@ namespace ios::sched::test {
 class Exhaustive {
  public:
   Exhaustive(int n, std::vector<std::pair<int, int>> edges, IosOptions options,
-             cost::CostModel& cost, MergePredicate can_merge = {})
+             sched::CostModel& cost, MergePredicate can_merge = {})
       : n_(n), edges_(std::move(edges)), options_(options), cost_(cost), can_merge_(std::move(can_merge)) {
     reach_.assign(static_cast<size_t>(n * n), false);
     for (auto [u, v] : edges_) reach_[static_cast<size_t>(u * n + v)] = true;
@@ -188,7 +188,7 @@ class Exhaustive {
   int n_;
   std::vector<std::pair<int, int>> edges_;
   IosOptions options_;
-  cost::CostModel& cost_;
+  sched::CostModel& cost_;
   MergePredicate can_merge_;
   std::vector<bool> reach_;
   std::map<uint32_t, double> memo_;

@@ -19,7 +19,7 @@ using ios::sched::test::check_schedule;
 namespace {
 
 Schedule run_scheduler(const std::string& name, const std::string& params, const UnitGraph& graph,
-                       ios::cost::CostModel& cost, SearchStats* stats_out = nullptr) {
+                       ios::sched::CostModel& cost, SearchStats* stats_out = nullptr) {
   const SchedulerEntry& entry = find_scheduler(name);
   SearchStats stats;
   Schedule s = entry.make(Params::parse(name, entry.params, params))->run(graph, cost, stats);

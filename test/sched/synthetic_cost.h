@@ -8,14 +8,14 @@
 #include <utility>
 #include <vector>
 
-#include "cost/cost_model.h"
+#include "sched/cost_model.h"
 
 namespace ios::sched::test {
 
 // Additive cost with a concurrency benefit: a concurrent stage takes the
 // longest group (sum of its units' weights) plus a per-stage overhead; a
 // merged stage takes merge_factor * (sum of weights) plus the overhead.
-class AdditiveCost : public cost::CostModel {
+class AdditiveCost : public sched::CostModel {
  public:
   explicit AdditiveCost(std::vector<double> weight, double stage_overhead = 0.0,
                         double merge_factor = 0.7)
@@ -52,7 +52,7 @@ class AdditiveCost : public cost::CostModel {
 // A random latency per distinct stage (strategy + set of units), drawn on
 // first use and remembered, so any search sees one consistent cost function
 // with no structure a search could exploit by accident.
-class RandomStageCost : public cost::CostModel {
+class RandomStageCost : public sched::CostModel {
  public:
   explicit RandomStageCost(uint64_t seed) : rng_(seed) {}
 

@@ -19,7 +19,7 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
           "[sim][calibration]") {
   const auto path = test::model("squeezenet1_1-bdyn.onnx");
   REQUIRE(std::filesystem::exists(path));
-  const auto prepared = optimize::prepare_model(path.string(), optimize::shape_options(1, false, {}));
+  const auto prepared = model::prepare_model(path.string(), model::shape_options(1, false, {}));
   const sched::UnitGraph& units = *prepared->units;
   cost::SimulatedOptions options;
   options.precision = cost::Precision::kFp32;

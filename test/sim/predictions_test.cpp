@@ -24,7 +24,7 @@ using namespace ios;
 namespace {
 
 struct Case {
-  std::unique_ptr<optimize::PreparedModel> model;
+  std::unique_ptr<ios::model::PreparedModel> model;
   optimize::CostChoice cost;
   const cost::SimulatedCostModel& simulated() const {
     return dynamic_cast<const cost::SimulatedCostModel&>(*cost.model);
@@ -42,7 +42,7 @@ const Case& prepare(const std::string& name, int64_t batch, const std::string& p
     INFO("model " << path.string() << " (made by onnx_models/export_models.py)");
     REQUIRE(std::filesystem::exists(path));
     slot = std::make_unique<Case>();
-    slot->model = optimize::prepare_model(path.string(), optimize::shape_options(batch, false, {}));
+    slot->model = model::prepare_model(path.string(), model::shape_options(batch, false, {}));
     optimize::OptimizeOptions options;
     options.cost = "simulated";
     options.device_profile = profile;

@@ -8,7 +8,7 @@
 #include "sched/schedule.h"
 #include "sched/unit_graph.h"
 
-namespace ios::cost {
+namespace ios::sched {
 
 class CostModel {
  public:
@@ -20,14 +20,14 @@ class CostModel {
   // stage ends when the last group ends. For Strategy::kMerge the single
   // group's convolutions run as one merged convolution; callers check
   // legality first (sched/merge.h).
-  virtual double stage_latency(const sched::Stage& stage) = 0;
+  virtual double stage_latency(const Stage& stage) = 0;
 
   // Latency of one unit alone (a one-unit stage). LIOS uses it as priority.
-  double unit_latency(sched::UnitId unit) {
-    sched::Stage stage;
+  double unit_latency(UnitId unit) {
+    Stage stage;
     stage.groups = {{unit}};
     return stage_latency(stage);
   }
 };
 
-}  // namespace ios::cost
+}  // namespace ios::sched
