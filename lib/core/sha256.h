@@ -14,4 +14,11 @@ std::string sha256_hex(std::string_view bytes);
 // file when it cannot be read.
 std::string sha256_file(const std::string& path);
 
+// Both use the CPU's SHA extensions where it has them (x86 SHA-NI). For the
+// tests, which compare the two implementations:
+namespace detail {
+bool sha256_uses_cpu_extensions();
+std::string sha256_hex_portable(std::string_view bytes);
+}  // namespace detail
+
 }  // namespace ios
