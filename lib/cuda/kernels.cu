@@ -18,11 +18,13 @@ int blocks_for(int64_t total) {
 }
 
 // One step of an element-wise chain: the operator's functor from
-// ir/elementwise.h (binary ones take the step's operand as b).
-__device__ __forceinline__ float apply_step(ir::OpKind kind, float v, float p0, float p1, float operand) {
+// ir/elementwise.h (binary ones take the step's operand as b, or as a when
+// the step says the operand comes first).
+__device__ __forceinline__ float apply_step(const EwStepParams& st, float v, float operand) {
   float out = v;
-  if (ir::ew::visit_binary(kind, [&](auto f) { out = f(v, operand); })) return out;
-  ir::ew::visit_unary(kind, [&](auto f) { out = f(v, ir::ew::Params{p0, p1}); });
+  if (ir::ew::visit_binary(st.kind, [&](auto f) { out = st.operand_first ? f(operand, v) : f(v, operand); }))
+    return out;
+  ir::ew::visit_unary(st.kind, [&](auto f) { out = f(v, ir::ew::Params{st.p0, st.p1}); });
   return out;
 }
 
@@ -54,7 +56,7 @@ __global__ void elementwise_kernel(const EwParams p) {
       for (int s = 0; s < p.num_steps; ++s) {
         const EwStepParams& st = p.steps[s];
         const float o = st.operand >= 0 ? p.operands[st.operand].ptr[simple_offset(p.operands[st.operand], n, r, p.hw)] : 0.0f;
-        v = apply_step(st.kind, v, st.p0, st.p1, o);
+        v = apply_step(st, v, o);
       }
     } else {
       int64_t coords[kMaxDims];
@@ -69,7 +71,7 @@ __global__ void elementwise_kernel(const EwParams p) {
         const float o = st.operand >= 0
                             ? p.operands[st.operand].ptr[generic_offset(p.operands[st.operand], coords, p.rank, n, r, p.hw)]
                             : 0.0f;
-        v = apply_step(st.kind, v, st.p0, st.p1, o);
+        v = apply_step(st, v, o);
       }
     }
     p.y[n * p.y_batch_stride + r] = v;

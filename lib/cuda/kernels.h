@@ -41,7 +41,8 @@ struct EwOperand {
 struct EwStepParams {
   ir::OpKind kind = ir::OpKind::kRelu;
   float p0 = 0.0f, p1 = 0.0f;  // ir::ew::Params: Clip's min, max; HardSigmoid's alpha, beta
-  int operand = -1;            // index into EwParams::operands for a binary operator (Add, Mul)
+  int operand = -1;            // index into EwParams::operands for a binary operator (Add, Sub, ...)
+  bool operand_first = false;  // y = f(operand, v) rather than f(v, operand) (c - x, c / x)
 };
 
 struct EwParams {

@@ -17,14 +17,17 @@ using ir::TensorId;
 void Lowerer::append_steps(NodeId m, TensorId cur, std::vector<EwStep>& steps) {
   const ir::Node& node = g_.node(m);
   EwStep step;
+  if (ir::op_info(node.op).traits.elementwise == ir::Elementwise::kBinary) {
+    // The chain value is one operand, the step's operand the other; for
+    // Sub, Div and Pow the order is the node's (x - c vs c - x).
+    step.kind = node.op;
+    const bool chain_first = node.inputs[0] == cur;
+    step.operand = ref_for(chain_first ? node.inputs[1] : node.inputs[0]);
+    step.operand_first = !chain_first;
+    steps.push_back(step);
+    return;
+  }
   switch (node.op) {
-    case OpKind::kAdd:
-    case OpKind::kMul: {
-      step.kind = node.op;
-      const TensorId other = node.inputs[0] == cur ? node.inputs[1] : node.inputs[0];
-      step.operand = ref_for(other);
-      break;
-    }
     case OpKind::kBatchNorm: {
       // y = x * s + (bias - mean * s), s = scale / sqrt(var + eps), per channel.
       IOS_ASSERT(node.inputs.size() == 5, "BatchNormalization '{}' needs 5 inputs", node.name);
@@ -121,8 +124,9 @@ void Lowerer::lower_elementwise(Launch& launch, NodeId n, const std::vector<Node
   const ir::Shape& out_shape = g_.tensor(node.outputs[0]).shape;
   std::vector<EwStep> steps;
   Ref x;
-  if (node.op == OpKind::kAdd || node.op == OpKind::kMul) {
-    // x: an activation operand of the output's shape when there is one.
+  if (ir::op_info(node.op).traits.elementwise == ir::Elementwise::kBinary) {
+    // x: an activation operand of the output's shape when there is one; the
+    // other is the step's operand, first when it is the node's input 0.
     TensorId first = node.inputs[0], second = node.inputs[1];
     auto full = [&](TensorId t) {
       return !g_.tensor(t).is_constant() && g_.tensor(t).shape == out_shape;
@@ -131,7 +135,9 @@ void Lowerer::lower_elementwise(Launch& launch, NodeId n, const std::vector<Node
     if (g_.tensor(first).is_constant() && !g_.tensor(second).is_constant())
       std::swap(first, second);
     x = ref_for(first);
-    steps.push_back({node.op, 0, 0, ref_for(second)});
+    EwStep step{node.op, 0, 0, ref_for(second)};
+    step.operand_first = first != node.inputs[0];
+    steps.push_back(step);
   } else {
     x = ref_for(node.inputs[0]);
     append_steps(n, node.inputs[0], steps);

@@ -104,7 +104,10 @@ constexpr int kMaxEwStepsPerOp = 8;
 struct EwStep {
   ir::OpKind kind = ir::OpKind::kRelu;  // an element-wise operator of ir/elementwise.h
   float p0 = 0.0f, p1 = 0.0f;           // Clip: min, max; HardSigmoid: alpha, beta
-  Ref operand;                 // kAdd / kMul: broadcast to y's shape (ONNX rules)
+  Ref operand;                 // binary operators: broadcast to y's shape (ONNX rules)
+  // The operand is the left one: y = f(operand, v), as in c - x or c / x
+  // (the chain value v is the node's input 1).
+  bool operand_first = false;
 };
 // y = steps(x), element-wise; x broadcast to y's shape. y may be x (in place).
 // At most kMaxEwStepsPerOp steps.

@@ -96,12 +96,14 @@ kernels::EwParams ew_frame(const ir::Shape& out, float* y, int64_t y_batch_strid
   return p;
 }
 
-void add_step(kernels::EwParams& p, ir::OpKind kind, float p0, float p1, const kernels::EwOperand* operand) {
+void add_step(kernels::EwParams& p, ir::OpKind kind, float p0, float p1, const kernels::EwOperand* operand,
+              bool operand_first = false) {
   IOS_ASSERT(p.num_steps < kernels::kMaxEwSteps, "element-wise chain longer than {}", kernels::kMaxEwSteps);
   kernels::EwStepParams& s = p.steps[p.num_steps++];
   s.kind = kind;
   s.p0 = p0;
   s.p1 = p1;
+  s.operand_first = operand_first;
   if (operand != nullptr) {
     s.operand = p.num_operands;
     p.operands[p.num_operands++] = *operand;
@@ -548,7 +550,7 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
             if (s.operand) {
               const auto [os, ob] = ref_layout(s.operand);
               const kernels::EwOperand o = make_operand(ref_ptr(s.operand), os, ob, y.shape.empty() ? ir::Shape{1} : y.shape);
-              add_step(params, s.kind, s.p0, s.p1, &o);
+              add_step(params, s.kind, s.p0, s.p1, &o, s.operand_first);
             } else {
               add_step(params, s.kind, s.p0, s.p1, nullptr);
             }

@@ -60,6 +60,18 @@ struct HardSwish {
 struct Tanh {
   IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::tanhf(x); }
 };
+struct Sqrt {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::sqrtf(x); }
+};
+struct Reciprocal {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return 1.0f / x; }
+};
+struct Erf {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::erff(x); }
+};
+struct Exp {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::expf(x); }
+};
 
 // --- Binary: y = f(a, b), operands broadcast by the kernel. ------------------
 
@@ -68,6 +80,17 @@ struct Add {
 };
 struct Mul {
   IOS_HOST_DEVICE float operator()(float a, float b) const { return a * b; }
+};
+// Sub, Div and Pow are not commutative: a is the node's input 0, b its input 1
+// (a fused step whose chain value is input 1 says so, cuda::EwStep).
+struct Sub {
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return a - b; }
+};
+struct Div {
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return a / b; }
+};
+struct Pow {  // b: the constant exponent; a square (LayerNorm's variance) is a * a on every backend
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return b == 2.0f ? a * a : ::powf(a, b); }
 };
 
 // Calls visit(F{}) with the functor of unary operator `op`; returns false
@@ -82,6 +105,10 @@ IOS_HOST_DEVICE bool visit_unary(OpKind op, Visitor&& visit) {
     case OpKind::kHardSigmoid: visit(HardSigmoid{}); return true;
     case OpKind::kHardSwish: visit(HardSwish{}); return true;
     case OpKind::kTanh: visit(Tanh{}); return true;
+    case OpKind::kSqrt: visit(Sqrt{}); return true;
+    case OpKind::kReciprocal: visit(Reciprocal{}); return true;
+    case OpKind::kErf: visit(Erf{}); return true;
+    case OpKind::kExp: visit(Exp{}); return true;
     default: return false;
   }
 }
@@ -91,6 +118,9 @@ IOS_HOST_DEVICE bool visit_binary(OpKind op, Visitor&& visit) {
   switch (op) {
     case OpKind::kAdd: visit(Add{}); return true;
     case OpKind::kMul: visit(Mul{}); return true;
+    case OpKind::kSub: visit(Sub{}); return true;
+    case OpKind::kDiv: visit(Div{}); return true;
+    case OpKind::kPow: visit(Pow{}); return true;
     default: return false;
   }
 }

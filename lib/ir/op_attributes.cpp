@@ -318,4 +318,13 @@ Attrs batch_norm(const AttributeReader& r, const Shapes&) {
   return BatchNormAttrs{r.get_float("epsilon", 1e-5f)};
 }
 
+Attrs pow_exponent(const AttributeReader& r, const Shapes&) {
+  // The backends fuse Pow as a step with a constant operand (x^c); a run-time
+  // exponent would be a second activation the kernels do not raise to.
+  if (!r.input_is_constant(1)) {
+    r.fail("the exponent (input 1) is computed at run time; ios supports Pow with a constant exponent only");
+  }
+  return std::monostate{};
+}
+
 }  // namespace ios::ir::attrs

@@ -29,6 +29,8 @@ Attrs transpose(const AttributeReader& r, const Shapes& in);
 Attrs gemm(const AttributeReader& r, const Shapes& in);
 Attrs pad(const AttributeReader& r, const Shapes& in);
 Attrs batch_norm(const AttributeReader& r, const Shapes& in);
+// Pow has no attributes; this refuses an exponent computed at run time.
+Attrs pow_exponent(const AttributeReader& r, const Shapes& in);
 
 // Fails when an output other than the first is used: ios computes only the
 // first output of `r`'s operator.

@@ -178,6 +178,13 @@ std::vector<OpInfo> make_table() {
       op(K::kPad, "Pad", 2, A::pad, S::pad, anchor(OpClass::kLayout)),
       work(inputs(op(K::kBatchNorm, "BatchNormalization", 7, A::batch_norm, S::batch_norm, unary()), five, 5), 2),
       work(op(K::kTanh, "Tanh", 6, nullptr, S::same_as_input, unary()), 5),  // like Sigmoid, plus a scale
+      work(inputs(op(K::kSub, "Sub", 7, nullptr, S::broadcast, binary()), two), 1),
+      work(inputs(op(K::kDiv, "Div", 7, nullptr, S::broadcast, binary()), two), 1),
+      work(inputs(op(K::kPow, "Pow", 7, A::pow_exponent, S::broadcast, binary()), two), 3),  // log, multiply, exp
+      work(op(K::kSqrt, "Sqrt", 6, nullptr, S::same_as_input, unary()), 1),
+      work(op(K::kReciprocal, "Reciprocal", 6, nullptr, S::same_as_input, unary()), 1),
+      work(op(K::kErf, "Erf", 9, nullptr, S::same_as_input, unary()), 5),  // a polynomial, like Tanh
+      work(op(K::kExp, "Exp", 6, nullptr, S::same_as_input, unary()), 1),
   };
   return t;
 }

@@ -59,6 +59,9 @@ class AttributeReader {
   // when it is computed at run time.
   virtual std::optional<std::vector<int64_t>> constant_ints(int index, const char* what) const = 0;
   virtual std::optional<std::vector<double>> constant_values(int index, const char* what) const = 0;
+  // Whether input `index` is present and a constant (an initializer, or a
+  // Constant folded into one), not computed at run time.
+  virtual bool input_is_constant(int index) const = 0;
 
   // "<file>: node <label>", the start of every message about this node.
   virtual std::string where() const = 0;
@@ -74,7 +77,7 @@ class AttributeReader {
 enum class Elementwise {
   kNone,    // not element-wise
   kUnary,   // one activation (plus per-channel or scalar constants: BatchNorm)
-  kBinary,  // two operands broadcast to each other (Add, Mul); an epilogue
+  kBinary,  // two operands broadcast to each other (Add, Sub, Mul, Div, Pow); an epilogue
             // only when one of them is a constant
 };
 

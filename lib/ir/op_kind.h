@@ -34,6 +34,14 @@ enum class OpKind : int {
   kPad,
   kBatchNorm,  // only where no convolution precedes it (otherwise folded)
   kTanh,
+  // Element-wise arithmetic of normalisation layers and GELU (ConvNeXt, ViT).
+  kSub,
+  kDiv,
+  kPow,  // the exponent must be a constant
+  kSqrt,
+  kReciprocal,
+  kErf,
+  kExp,
   kCount,      // not an operator: the number of operators, for tables indexed by OpKind
 };
 

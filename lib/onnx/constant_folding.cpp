@@ -34,7 +34,10 @@ const std::unordered_set<std::string>& foldable_ops() {
       "Cast",     "Reshape",  "Flatten", "Transpose", "Slice",       "Expand",  "ConstantOfShape",
       "Range",    "Identity", "Dropout", "Add",    "Sub",            "Mul",     "Div",
       "Neg",      "Abs",      "Floor",  "Ceil",   "Sqrt",            "Min",     "Max",
-      "Equal",    "Less",     "Greater", "Not",   "Where"};
+      "Equal",    "Less",     "Greater", "Not",   "Where",
+      // Element-wise arithmetic that also runs on activations, folded when
+      // every input is constant (a ViT's 1 / sqrt(head dim), say).
+      "Pow",      "Reciprocal", "Erf",  "Exp"};
   return ops;
 }
 
@@ -130,7 +133,7 @@ ir::Shape broadcast(const Context& ctx, const ir::Shape& a, const ir::Shape& b) 
   return *out;
 }
 
-enum class Binary { kAdd, kSub, kMul, kDiv, kMin, kMax, kEqual, kLess, kGreater };
+enum class Binary { kAdd, kSub, kMul, kDiv, kPow, kMin, kMax, kEqual, kLess, kGreater };
 
 ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const ConstTensor& b) {
   const ir::Shape dims = broadcast(ctx, a.dims, b.dims);
@@ -142,6 +145,12 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
   out.dtype = compare ? TensorProto::BOOL : a.dtype;
   for (size_t k = 0; k < n; ++k) {
     const size_t ia = broadcast_index(k, dims, a.dims), ib = broadcast_index(k, dims, b.dims);
+    if (op == Binary::kPow) {  // the base's element type (ONNX Pow's T), an exponent of any type
+      const double r = std::pow(a.as_double(ia), b.as_double(ib));
+      if (a.is_float()) out.f.push_back(r);
+      else out.i.push_back(checked_int(ctx, r, ctx.node.op_type()));
+      continue;
+    }
     if (floating) {
       const double x = a.as_double(ia), y = b.as_double(ib);
       double r = 0;
@@ -150,6 +159,7 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
         case Binary::kSub: r = x - y; break;
         case Binary::kMul: r = x * y; break;
         case Binary::kDiv: r = x / y; break;
+        case Binary::kPow: break;  // above
         case Binary::kMin: r = std::min(x, y); break;
         case Binary::kMax: r = std::max(x, y); break;
         case Binary::kEqual: r = x == y; break;
@@ -176,6 +186,7 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
           if (y == -1 && x == std::numeric_limits<int64_t>::min()) ctx.fail("integer overflow in {} / -1", x);
           r = x / y;
           break;
+        case Binary::kPow: break;  // above
         case Binary::kMin: r = std::min(x, y); break;
         case Binary::kMax: r = std::max(x, y); break;
         case Binary::kEqual: r = x == y; break;
@@ -572,11 +583,14 @@ std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Value
   if (op == "Floor") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::floor(v); }));
   if (op == "Ceil") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::ceil(v); }));
   if (op == "Sqrt") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::sqrt(v); }));
+  if (op == "Reciprocal") return one(unary(ctx, need(ctx, in, 0), [](double v) { return 1.0 / v; }));
+  if (op == "Erf") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::erf(v); }));
+  if (op == "Exp") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::exp(v); }));
   if (op == "Not") return one(unary(ctx, need(ctx, in, 0), [](double v) { return v == 0.0 ? 1.0 : 0.0; }));
 
   static const std::vector<std::pair<std::string, Binary>> binaries = {
       {"Add", Binary::kAdd}, {"Sub", Binary::kSub}, {"Mul", Binary::kMul},
-      {"Div", Binary::kDiv}, {"Min", Binary::kMin}, {"Max", Binary::kMax},
+      {"Div", Binary::kDiv}, {"Pow", Binary::kPow}, {"Min", Binary::kMin}, {"Max", Binary::kMax},
       {"Equal", Binary::kEqual}, {"Less", Binary::kLess}, {"Greater", Binary::kGreater}};
   for (const auto& [name, kind] : binaries) {
     if (op != name) continue;

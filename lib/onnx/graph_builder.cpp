@@ -85,6 +85,10 @@ class Builder {
       for (size_t k = 0; k < out.size(); ++k) out[k] = v->as_double(k);
       return out;
     }
+    bool input_is_constant(int index) const override {
+      const std::string raw = input_or_empty(node_, index);
+      return !raw.empty() && builder_.initializers_.count(builder_.resolve(raw)) > 0;
+    }
     std::string where() const override { return fmt::format("{}: node {}", builder_.file_, node_label(node_)); }
 
    private:
@@ -119,7 +123,11 @@ class Builder {
     if (auto it = ids_.find(name); it != ids_.end()) return it->second;
     auto init = initializers_.find(name);
     if (init == initializers_.end()) fail(node, "reads '{}', which nothing defines", name);
-    if (init->second->data_type() != TensorProto::FLOAT) {
+    // ONNX Pow takes an exponent of any numeric type (int64, double...); it
+    // raises the float32 base as its float32 value does.
+    const bool other_type_exponent = node.op_type() == "Pow" && node.input_size() > 1 &&
+                                  resolve(node.input(1)) == name && init->second->data_type() != TensorProto::FLOAT;
+    if (init->second->data_type() != TensorProto::FLOAT && !other_type_exponent) {
       fail(node, "reads weight '{}' of type {}; ios runs float32 models only (integer tensors are "
                  "allowed only in shape arithmetic), re-export the model in float32",
            name, type_name(init->second->data_type()));
@@ -127,7 +135,14 @@ class Builder {
     ir::Tensor t;
     t.name = name;
     t.shape.assign(init->second->dims().begin(), init->second->dims().end());
-    t.data = std::make_shared<const std::vector<float>>(decode_float_weights(*init->second, file_));
+    if (other_type_exponent) {
+      const ConstTensor exponent = decode_tensor(*init->second, file_);
+      std::vector<float> values(exponent.size());
+      for (size_t k = 0; k < values.size(); ++k) values[k] = static_cast<float>(exponent.as_double(k));
+      t.data = std::make_shared<const std::vector<float>>(std::move(values));
+    } else {
+      t.data = std::make_shared<const std::vector<float>>(decode_float_weights(*init->second, file_));
+    }
     const ir::TensorId id = graph_.add_tensor(std::move(t));
     ids_[name] = id;
     return id;

@@ -7,8 +7,9 @@
 //  2. Separable convolution. A pointwise 1x1 Conv (group 1) whose input is the
 //     only use of a depthwise Conv's output joins the depthwise conv's unit
 //     (kind kSepConv): IOS's "SepConv".
-//  3. Epilogues. A unary element-wise node (Relu, Clip, Sigmoid, HardSigmoid,
-//     HardSwish, standalone BatchNorm, Add/Mul by a constant) joins the unit
+//  3. Epilogues. A unary element-wise node (Relu, Clip, Sigmoid, Tanh, Erf, ...,
+//     standalone BatchNorm, Add/Sub/Mul/Div/Pow by a constant on either side:
+//     ir::is_epilogue_candidate) joins the unit
 //     of its input's producer when that input has no other use, is not a graph
 //     output, and the producer is a Conv/SepConv/Pool/MatMul unit.
 //  4. Prologues. A Relu not taken by rule 3 whose output's only use is a Conv

@@ -103,6 +103,7 @@ bool is_attribute_input(const std::string& op, int index) {
   if (op == "Reshape" || op == "Split") return index == 1;
   if (op == "Slice") return index >= 1;
   if (op == "Pad" || op == "Clip") return index == 1 || index == 2;
+  if (op == "Pow") return index == 1;  // not an attribute in ONNX, but ios needs the exponent constant
   return false;
 }
 
@@ -510,7 +511,8 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
       << totals[Outcome::kCrash] << " crash.\n\n"
       << "Node tests of supported operators that pass an attribute (a Reshape target, Slice "
          "bounds,\n"
-      << "Split sizes, Pad amounts, Clip bounds) as a graph input are refused: ios needs those\n"
+      << "Split sizes, Pad amounts, Clip bounds, a Pow exponent) as a graph input are refused: ios\n"
+      << "needs those "
       << "constant. The runner also runs each of them with those inputs made constant (the test's\n"
       << "values as initializers), marked *(constant inputs)* below: of " << num_variants << ", "
       << variant_totals[Outcome::kPass] << " pass, " << variant_totals[Outcome::kRefused]

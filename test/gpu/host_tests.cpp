@@ -180,6 +180,48 @@ TEST_CASE("element-wise chains after a convolution run in place in one operation
   CHECK(ew->steps[2].kind == ir::OpKind::kHardSwish);
 }
 
+TEST_CASE("a fused Sub or Div keeps the node's operand order", "[host]") {
+  // conv -> c - y -> y / c: the first step's constant operand is the left
+  // one (operand_first), the second's the right one.
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 5, 5});
+  const auto c = b.conv("c", x, 8, 1);
+  const auto shift = b.weight("shift", {8, 1, 1});
+  const auto scale = b.weight("scale", {1});
+  const auto minus = b.node(OpKind::kSub, "minus", {shift, c});
+  b.output(b.node(OpKind::kDiv, "y", {minus, scale}));
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  REQUIRE(units.size() == 1);
+  const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+  REQUIRE(p.launches.size() == 1);
+  const cuda::EwOp* ew = nullptr;
+  for (const cuda::Op& op : p.launches[0].ops) {
+    if (const auto* e = std::get_if<cuda::EwOp>(&op)) ew = e;
+  }
+  REQUIRE(ew != nullptr);
+  REQUIRE(ew->steps.size() == 3);  // bias, c - y, y / c
+  CHECK(ew->steps[0].kind == ir::OpKind::kAdd);
+  CHECK_FALSE(ew->steps[0].operand_first);
+  CHECK(ew->steps[1].kind == ir::OpKind::kSub);
+  CHECK(ew->steps[1].operand_first);
+  CHECK(ew->steps[2].kind == ir::OpKind::kDiv);
+  CHECK_FALSE(ew->steps[2].operand_first);
+
+  // Alone (no convolution before it), c - x runs on x with c first.
+  GraphBuilder alone;
+  const auto ax = alone.input("x", {1, 4, 5, 5});
+  alone.output(alone.node(OpKind::kSub, "y", {alone.weight("shift", {4, 1, 1}), ax}));
+  const sched::UnitGraph alone_units = sched::UnitGraph::form(alone.graph());
+  const cuda::Program q = cuda::lower_program(alone_units, exec::lower(alone_units, sequential_schedule(alone_units)));
+  REQUIRE(q.launches.size() == 1);
+  const auto* sub = std::get_if<cuda::EwOp>(&q.launches[0].ops.at(0));
+  REQUIRE(sub != nullptr);
+  REQUIRE(sub->steps.size() == 1);
+  CHECK(sub->x.is_value());
+  CHECK(sub->steps[0].operand.is_constant());
+  CHECK(sub->steps[0].operand_first);
+}
+
 TEST_CASE("a merged convolution writes one buffer whose slices are the members' outputs", "[host]") {
   GraphBuilder b;
   const auto x = b.input("x", {2, 8, 6, 6});

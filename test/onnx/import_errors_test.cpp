@@ -209,6 +209,26 @@ TEST_CASE("a run-time Reshape target is rejected with the node name", "[onnx][er
   CHECK(named);
 }
 
+TEST_CASE("a Pow whose exponent is computed at run time is rejected with the node name", "[onnx][errors]") {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.input("exponent", {1, 4});
+  b.node("Pow", {"x", "exponent"}, {"y"}, "runtime_pow");
+  b.output("y", 2);
+  const std::string message = import_error(b.save("runtime_pow.onnx"));
+  CHECK(message.find("runtime_pow") != std::string::npos);
+  CHECK(message.find("exponent") != std::string::npos);
+  CHECK(message.find("constant exponent only") != std::string::npos);
+
+  // The same node with a constant exponent imports.
+  ModelBuilder ok;
+  ok.input("x", {1, 4});
+  ok.ramp_weight("exponent", {1, 4});
+  ok.node("Pow", {"x", "exponent"}, {"y"}, "constant_pow");
+  ok.output("y", 2);
+  CHECK(ios::onnx::import_model(ok.save("constant_pow.onnx")).graph.num_nodes() == 1);
+}
+
 TEST_CASE("an operator older than the opset range ios follows names the node and the opset", "[onnx][errors]") {
   // Add before opset 7 had a `broadcast` attribute ios does not implement.
   ModelBuilder b(6);

@@ -405,3 +405,25 @@ TEST_CASE("nodes listed out of order are sorted before the checker sees them", "
   CHECK(model.graph.node(0).name == "first");
   CHECK(model.graph.node(1).name == "second");
 }
+
+TEST_CASE("Pow Reciprocal Exp and Erf of constants fold, an integer exponent included", "[onnx][fold]") {
+  ModelBuilder b;
+  b.input("x", {1, 4});
+  b.weight("c", {4}, {2.0f, 4.0f, 8.0f, -1.0f});
+  b.int_constant("two", {}, {2});
+  b.node("Pow", {"c", "two"}, {"squared"});        // 4 16 64 1
+  b.node("Reciprocal", {"squared"}, {"inverse"});  // 0.25 0.0625 0.015625 1
+  b.node("Exp", {"inverse"}, {"grown"});
+  b.node("Erf", {"grown"}, {"scale"});
+  b.node("Mul", {"x", "scale"}, {"y"}, "scale_x");
+  b.output("y", 2);
+  const auto model = import(b, "fold_elementwise.onnx");
+  const auto& mul = only(model.graph, OpKind::kMul);
+  REQUIRE(model.graph.num_nodes() == 1);
+  const auto& scale = model.graph.tensor(mul.inputs.at(1));
+  REQUIRE(scale.is_constant());
+  const std::vector<double> c{2.0, 4.0, 8.0, -1.0};
+  for (size_t k = 0; k < c.size(); ++k) {
+    CHECK((*scale.data)[k] == Approx(std::erf(std::exp(1.0 / (c[k] * c[k])))).epsilon(1e-6));
+  }
+}

@@ -111,6 +111,56 @@ void unary_case(std::vector<OpCase>& cases, const std::string& name, OpKind op, 
   cases.push_back(b.take());
 }
 
+// The weights of a 1x1 convolution that copies its `channels` channels.
+std::vector<float> identity_1x1(int channels) {
+  std::vector<float> w(static_cast<size_t>(channels * channels), 0.0f);
+  for (int c = 0; c < channels; ++c) w[static_cast<size_t>(c * channels + c)] = 1.0f;
+  return w;
+}
+
+// A binary element-wise operator whose operands do not commute (Sub, Div):
+// every order of activation, broadcast activation and constant, since the
+// backends apply a fused constant or a broadcast operand as a step on the
+// other operand and must keep the node's order. a is x [2, 3, 2, 2] (a ramp
+// without zero), b per channel.
+void binary_cases(std::vector<OpCase>& cases, const std::string& name, OpKind op,
+                  const std::function<double(double, double)>& truth) {
+  const ir::Shape shape{2, 3, 2, 2};
+  const int64_t count = ir::num_elements(shape);
+  const std::vector<float> x = ramp(count, -3.0f, 2.5f), c{0.5f, -1.25f, 2.0f};
+  Values x_then_c, c_then_x;
+  for (int64_t i = 0; i < count; ++i) {
+    const double xv = x[static_cast<size_t>(i)], cv = c[static_cast<size_t>((i / 4) % 3)];
+    x_then_c.push_back(truth(xv, cv));
+    c_then_x.push_back(truth(cv, xv));
+  }
+  for (bool x_first : {true, false}) {
+    const Values& e = x_first ? x_then_c : c_then_x;
+    const std::string order = x_first ? "" : " on the left";
+    {
+      CaseBuilder b(name + " of two activations, the broadcast one" + (x_first ? " on the right" : order), op);
+      const auto xi = b.input("x", shape, x), ci = b.input("c", {3, 1, 1}, c);
+      b.output(b.node(op, x_first ? std::vector{xi, ci} : std::vector{ci, xi}).at(0), e);
+      cases.push_back(b.take());
+    }
+    {
+      CaseBuilder b(name + " with a constant" + (x_first ? " on the right" : order), op);
+      const auto xi = b.input("x", shape, x), ci = b.constant("c", {1, 3, 1, 1}, c);
+      b.output(b.node(op, x_first ? std::vector{xi, ci} : std::vector{ci, xi}).at(0), e);
+      cases.push_back(b.take());
+    }
+    {
+      CaseBuilder b(name + " with a constant" + (x_first ? " on the right" : order) + " fused after a convolution", op);
+      const auto conv = b.node(OpKind::kConv, {b.input("x", shape, x), b.constant("w", {3, 3, 1, 1}, identity_1x1(3))},
+                               ir::ConvAttrs{}, 1, "conv");
+      const auto ci = b.constant("c", {3, 1, 1}, c);
+      b.output(b.node(op, x_first ? std::vector{conv.at(0), ci} : std::vector{ci, conv.at(0)}).at(0), e);
+      b.expect_units(1);  // the operator is the convolution's epilogue
+      cases.push_back(b.take());
+    }
+  }
+}
+
 ir::ClipAttrs clip_attrs(float lo, float hi) {
   ir::ClipAttrs a;
   a.min = lo;
@@ -207,6 +257,10 @@ std::vector<OpCase> make_cases() {
   unary_case(cases, "HardSwish", OpKind::kHardSwish, {},
              [](double v) { return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5)); }, -5.0f, 5.0f);
   unary_case(cases, "Tanh", OpKind::kTanh, {}, [](double v) { return std::tanh(v); });
+  unary_case(cases, "Sqrt", OpKind::kSqrt, {}, [](double v) { return std::sqrt(v); }, 0.0f, 4.0f);
+  unary_case(cases, "Reciprocal", OpKind::kReciprocal, {}, [](double v) { return 1.0 / v; });  // no zero on the ramp
+  unary_case(cases, "Erf", OpKind::kErf, {}, [](double v) { return std::erf(v); });
+  unary_case(cases, "Exp", OpKind::kExp, {}, [](double v) { return std::exp(v); });
 
   // Add of two activations, one broadcast [3, 1, 1]; Mul by a constant [1, 3, 1, 1].
   {
@@ -223,6 +277,30 @@ std::vector<OpCase> make_cases() {
     Values e;
     for (int64_t i = 0; i < n4; ++i) e.push_back(double(x4[static_cast<size_t>(i)]) * c[static_cast<size_t>((i / 4) % 3)]);
     b.output(b.node(OpKind::kMul, {b.input("a", s4, x4), b.constant("s", {1, 3, 1, 1}, c)}).at(0), e);
+    cases.push_back(b.take());
+  }
+
+  binary_cases(cases, "Sub", OpKind::kSub, [](double a, double b) { return a - b; });
+  binary_cases(cases, "Div", OpKind::kDiv, [](double a, double b) { return a / b; });
+  // Pow: a scalar exponent 2 (LayerNorm's variance), also fused; exponents
+  // broadcast per channel on a positive base.
+  {
+    CaseBuilder b("Pow", OpKind::kPow);
+    Values e;
+    for (float v : x4) e.push_back(double(v) * double(v));
+    b.output(b.node(OpKind::kPow, {b.input("x", s4, x4), b.constant("e", {}, {2.0f})}).at(0), e);
+    cases.push_back(b.take());
+  }
+  {
+    CaseBuilder b("Pow by a broadcast exponent fused after a convolution", OpKind::kPow);
+    const std::vector<float> base = ramp(n4, 0.25f, 3.0f), ex{0.5f, -1.5f, 3.0f};
+    Values e;
+    for (int64_t i = 0; i < n4; ++i)
+      e.push_back(std::pow(double(base[static_cast<size_t>(i)]), double(ex[static_cast<size_t>((i / 4) % 3)])));
+    const auto c = b.node(OpKind::kConv, {b.input("x", s4, base), b.constant("w", {3, 3, 1, 1}, identity_1x1(3))},
+                          ir::ConvAttrs{}, 1, "c");
+    b.output(b.node(OpKind::kPow, {c.at(0), b.constant("e", {3, 1, 1}, ex)}).at(0), e);
+    b.expect_units(1);
     cases.push_back(b.take());
   }
 
