@@ -11,6 +11,7 @@
 #include "core/error.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -120,8 +121,14 @@ __attribute__((target("sha,sse4.1"))) void compress_sha_ni(State& state, const u
   _mm_storeu_si128(reinterpret_cast<__m128i*>(&state[4]), state1);
 }
 
+// CPUID directly: clang 14's __builtin_cpu_supports does not know "sha".
 bool cpu_has_sha_ni() {
-  static const bool has = __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3)) return false;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    return (b & bit_SHA) != 0;
+  }();
   return has;
 }
 #else
