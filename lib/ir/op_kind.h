@@ -34,6 +34,7 @@ enum class OpKind : int {
   kPad,
   kBatchNorm,  // only where no convolution precedes it (otherwise folded)
   kTanh,
+  kResize,     // ONNX Resize, and Upsample of opsets 7-9
   kCount,      // not an operator: the number of operators, for tables indexed by OpKind
 };
 

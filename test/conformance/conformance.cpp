@@ -88,7 +88,8 @@ struct Case {
   std::vector<std::string> inputs, outputs;  // graph inputs (not initializers) and outputs
   bool all_supported = false;                // every node's operator is one ios lists as supported
   // Graph inputs read only as attribute inputs (a Reshape target, Slice
-  // bounds, Split sizes, Pad amounts, Clip bounds), which ios needs constant.
+  // bounds, Split sizes, Pad amounts, Clip bounds, Resize scales and sizes),
+  // which ios needs constant.
   std::set<std::string> attribute_inputs;
   // The variant that makes `attribute_inputs` initializers holding the
   // test's values: the operator's form is tested although ios refuses the
@@ -103,6 +104,7 @@ bool is_attribute_input(const std::string& op, int index) {
   if (op == "Reshape" || op == "Split") return index == 1;
   if (op == "Slice") return index >= 1;
   if (op == "Pad" || op == "Clip") return index == 1 || index == 2;
+  if (op == "Resize" || op == "Upsample") return index >= 1;  // roi, scales, sizes
   return false;
 }
 
