@@ -416,6 +416,14 @@ Attrs resize(const AttributeReader& r, const Shapes& in) {
         r.fail("scale {} gives {} rows or columns from {}", s, out, x[2 + d]);
       }
       a.size[d] = static_cast<int64_t>(out);
+      // align_corners divides by the output length less one: ONNX's reference
+      // takes input * scale unfloored, ONNX Runtime and PyTorch the output
+      // length. Refuse the case where they differ.
+      if (a.coordinates == resize::Coordinates::kAlignCorners && static_cast<float>(x[2 + d]) * s != out) {
+        r.fail("align_corners with scale {} on length {} gives the non-integer length {} (ONNX's reference "
+               "and ONNX Runtime interpolate it differently); give sizes instead of scales",
+               s, x[2 + d], static_cast<float>(x[2 + d]) * s);
+      }
     }
   } else {
     if (sizes->size() != 4) r.fail("has {} sizes for a 4-D input", sizes->size());

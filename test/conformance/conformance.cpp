@@ -512,9 +512,9 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
       << totals[Outcome::kCrash] << " crash.\n\n"
       << "Node tests of supported operators that pass an attribute (a Reshape target, Slice "
          "bounds,\n"
-      << "Split sizes, Pad amounts, Clip bounds) as a graph input are refused: ios needs those\n"
-      << "constant. The runner also runs each of them with those inputs made constant (the test's\n"
-      << "values as initializers), marked *(constant inputs)* below: of " << num_variants << ", "
+      << "Split sizes, Pad amounts, Clip bounds, Resize scales and sizes) as a graph input are\n"
+      << "refused: ios needs those constant. The runner also runs each of them with those inputs\n"
+      << "made constant (the test's values as initializers), marked *(constant inputs)* below: of " << num_variants << ", "
       << variant_totals[Outcome::kPass] << " pass, " << variant_totals[Outcome::kRefused]
       << " are refused, " << variant_totals[Outcome::kWrong] << " wrong, "
       << variant_totals[Outcome::kCrash] << " crash.\n\n"

@@ -105,6 +105,9 @@ TEST_CASE("unsupported Resize forms are named errors", "[onnx][resize][errors]")
        "coordinate_transformation_mode 'tf_half_pixel_for_nn'"},
       {"resize_channels.onnx", scales_model(13, 2, 2), "resizes the batch or channel axis"},
       {"resize_channel_sizes.onnx", sizes_model(13, 4, 4, 3), "resizes the batch or channel axis"},
+      // 5 * 1.5 = 7.5 rows: ONNX's reference and ONNX Runtime place align_corners samples differently.
+      {"resize_align_fraction.onnx", with(scales_model(13, 1.5f, 2), "coordinate_transformation_mode", "align_corners"),
+       "align_corners with scale 1.5 on length 5 gives the non-integer length 7.5"},
   };
   // Scales on the channel axis.
   bad[3].model.model.mutable_graph()->mutable_initializer(0)->set_raw_data(
