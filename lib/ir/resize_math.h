@@ -26,8 +26,8 @@ enum class Nearest : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, k
 
 // x_original of output index `x` on one axis; `scale` is output / input as
 // the node gives it (the scales input, or sizes / input when sizes are given).
-IOS_HOST_DEVICE inline float source_coordinate(Coordinates c, int64_t x, float scale, int64_t in_len,
-                                               int64_t out_len) {
+IOS_HOST_DEVICE inline float source_coordinate(Coordinates c, int64_t x, float scale,
+                                               int64_t in_len, int64_t out_len) {
   const auto xf = static_cast<float>(x);
   switch (c) {
     case Coordinates::kHalfPixel:
@@ -35,7 +35,8 @@ IOS_HOST_DEVICE inline float source_coordinate(Coordinates c, int64_t x, float s
     case Coordinates::kPytorchHalfPixel:
       return out_len > 1 ? (xf + 0.5f) / scale - 0.5f : 0.0f;
     case Coordinates::kAlignCorners:
-      return out_len == 1 ? 0.0f : xf * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
+      return out_len == 1 ? 0.0f
+                          : xf * static_cast<float>(in_len - 1) / static_cast<float>(out_len - 1);
     case Coordinates::kAsymmetric:
       return xf / scale;
   }
@@ -43,8 +44,8 @@ IOS_HOST_DEVICE inline float source_coordinate(Coordinates c, int64_t x, float s
 }
 
 // The input index nearest mode reads for output index `x`.
-IOS_HOST_DEVICE inline int64_t nearest_index(Coordinates c, Nearest rounding, int64_t x, float scale, int64_t in_len,
-                                             int64_t out_len) {
+IOS_HOST_DEVICE inline int64_t nearest_index(Coordinates c, Nearest rounding, int64_t x,
+                                             float scale, int64_t in_len, int64_t out_len) {
   const float s = source_coordinate(c, x, scale, in_len, out_len);
   float r = 0.0f;
   switch (rounding) {
@@ -96,8 +97,8 @@ IOS_HOST_DEVICE inline LinearTaps linear_taps(Coordinates c, int64_t x, float sc
 
 // One bilinear output from its four inputs, in ONNX Runtime's order:
 // wx0*wy0*a00 + wx1*wy0*a01 + wx0*wy1*a10 + wx1*wy1*a11.
-IOS_HOST_DEVICE inline float bilinear(const LinearTaps& ty, const LinearTaps& tx, float a00, float a01, float a10,
-                                      float a11) {
+IOS_HOST_DEVICE inline float bilinear(const LinearTaps& ty, const LinearTaps& tx, float a00,
+                                      float a01, float a10, float a11) {
   return tx.w0 * ty.w0 * a00 + tx.w1 * ty.w0 * a01 + tx.w0 * ty.w1 * a10 + tx.w1 * ty.w1 * a11;
 }
 

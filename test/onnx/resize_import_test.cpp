@@ -10,9 +10,9 @@
 
 namespace {
 
+using ios::ir::ResizeAttrs;
 using ios::test::import_error;
 using ios::test::ModelBuilder;
-using ios::ir::ResizeAttrs;
 namespace resize = ios::ir::resize;
 
 const ios::ir::Node& resize_node(const ios::ir::Graph& g) {
@@ -48,7 +48,8 @@ ModelBuilder sizes_model(int64_t opset, int64_t h, int64_t w, int64_t channels =
 TEST_CASE("Resize scales give floor(input * scale) rows and columns", "[onnx][resize]") {
   ModelBuilder b = scales_model(13, 2.0f, 1.5f);
   ModelBuilder::text(*b.model.mutable_graph()->mutable_node(0), "mode", "linear");
-  ModelBuilder::text(*b.model.mutable_graph()->mutable_node(0), "coordinate_transformation_mode", "pytorch_half_pixel");
+  ModelBuilder::text(*b.model.mutable_graph()->mutable_node(0), "coordinate_transformation_mode",
+                     "pytorch_half_pixel");
   const auto model = ios::onnx::import_model(b.save("resize_scales.onnx"));
   const auto& n = resize_node(model.graph);
   const auto& a = n.attr<ResizeAttrs>();
@@ -98,15 +99,20 @@ TEST_CASE("unsupported Resize forms are named errors", "[onnx][resize][errors]")
     const char* says;
   };
   std::vector<Bad> bad = {
-      {"resize_cubic.onnx", with(scales_model(13, 2, 2), "mode", "cubic"), "mode 'cubic' is not supported"},
-      {"resize_crop.onnx", with(scales_model(13, 2, 2), "coordinate_transformation_mode", "tf_crop_and_resize"),
+      {"resize_cubic.onnx", with(scales_model(13, 2, 2), "mode", "cubic"),
+       "mode 'cubic' is not supported"},
+      {"resize_crop.onnx",
+       with(scales_model(13, 2, 2), "coordinate_transformation_mode", "tf_crop_and_resize"),
        "coordinate_transformation_mode 'tf_crop_and_resize' is not supported"},
-      {"resize_tf_nn.onnx", with(scales_model(13, 2, 2), "coordinate_transformation_mode", "tf_half_pixel_for_nn"),
+      {"resize_tf_nn.onnx",
+       with(scales_model(13, 2, 2), "coordinate_transformation_mode", "tf_half_pixel_for_nn"),
        "coordinate_transformation_mode 'tf_half_pixel_for_nn'"},
       {"resize_channels.onnx", scales_model(13, 2, 2), "resizes the batch or channel axis"},
       {"resize_channel_sizes.onnx", sizes_model(13, 4, 4, 3), "resizes the batch or channel axis"},
-      // 5 * 1.5 = 7.5 rows: ONNX's reference and ONNX Runtime place align_corners samples differently.
-      {"resize_align_fraction.onnx", with(scales_model(13, 1.5f, 2), "coordinate_transformation_mode", "align_corners"),
+      // 5 * 1.5 = 7.5 rows: ONNX's reference and ONNX Runtime place align_corners samples
+      // differently.
+      {"resize_align_fraction.onnx",
+       with(scales_model(13, 1.5f, 2), "coordinate_transformation_mode", "align_corners"),
        "align_corners with scale 1.5 on length 5 gives the non-integer length 7.5"},
   };
   // Scales on the channel axis.
