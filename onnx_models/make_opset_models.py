@@ -14,13 +14,14 @@ produces the same IR and the same outputs bit for bit.  The forms exercised:
   Pad         pads for every axis (13)       -> pads for the axes of an axes input (18)
   Shape       whole shape + Gather (13)      -> start/end attributes (15)
   Reshape     no allowzero (13)              -> allowzero = 0 (14)
+  Resize      no antialias / policy (13)     -> antialias = 0, keep_aspect_ratio_policy = stretch (18)
 The other operators ios reads keep their opset-13 form in 18 and 21.
 
 Cases (graph input "input", output "output"):
   cnn      input 1x3x16x16: Conv 3x3 -> BatchNormalization -> Relu -> grouped
            dilated Conv -> Clip(0, 6) -> Split in two -> {Sigmoid, HardSigmoid}
            -> Concat -> Add (residual) -> Pad -> MaxPool 3x3/2 -> AveragePool 3x3
-           pad 1 -> x * Sigmoid(x) -> GlobalAveragePool -> Flatten -> Gemm -> Softmax
+           pad 1 -> Resize bilinear x2 -> x * Sigmoid(x) -> GlobalAveragePool -> Flatten -> Gemm -> Softmax
   reduce   input 1x4x8x8: ReduceMean over H, W (keepdims) -> Mul with the input ->
            Reshape to [batch, -1] (batch from Shape) -> Slice -> MatMul -> Transpose
 
@@ -87,6 +88,13 @@ class Builder:
         pads = [0, 0, begin, begin, 0, 0, end, end]
         return self.op("Pad", [x, self.weight("pads", pads, np.int64), value], mode="constant")
 
+    def resize_x2(self, x):
+        scales = self.weight("scales", np.array([1, 1, 2, 2], np.float32))
+        attrs = dict(mode="linear", coordinate_transformation_mode="half_pixel")
+        if self.opset >= 18:
+            attrs.update(antialias=0, keep_aspect_ratio_policy="stretch")
+        return self.op("Resize", [x, "", scales], **attrs)
+
     def batch_dim(self, x):
         """A 1-element int64 tensor holding dimension 0 of x."""
         if self.opset >= 18:
@@ -129,6 +137,7 @@ def cnn(opset):
     x = b.pad_hw(x, 1, 2)  # 16x16 -> 19x19
     x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2])  # 9x9
     x = b.op("AveragePool", [x], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=0)
+    x = b.resize_x2(x)  # 18x18
     x = b.op("Mul", [x, b.op("Sigmoid", [x])])
     x = b.op("Flatten", [b.op("GlobalAveragePool", [x])], axis=1)
     x = b.op("Gemm", [x, b.weight("fc_w", b.rng.randn(5, 8) / 3), b.weight("fc_b", 0.1 * b.rng.randn(5))],

@@ -311,6 +311,11 @@ std::string attrs_text(const ir::Attrs& attrs) {
                                fmt::join(a.pads, ","), a.value);
           },
           [](const ir::BatchNormAttrs& a) { return fmt::format("eps={}", a.epsilon); },
+          [](const ir::ResizeAttrs& a) {
+            return fmt::format("mode={},coord={},nearest={},scale={},size={}", static_cast<int>(a.mode),
+                               static_cast<int>(a.coordinates), static_cast<int>(a.nearest),
+                               fmt::join(a.scale, "x"), fmt::join(a.size, "x"));
+          },
       },
       attrs);
 }

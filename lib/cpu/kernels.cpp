@@ -719,6 +719,50 @@ void pad(const ir::PadAttrs& attrs, const ConstView& x_view, const View& y_view)
   out.finish();
 }
 
+void resize(const ir::ResizeAttrs& attrs, const ConstView& x, const View& y) {
+  IOS_ASSERT(x.rank() == 4 && y.rank() == 4 && y.dim(0) == x.dim(0) && y.dim(1) == x.dim(1) &&
+                 y.dim(2) == attrs.size[0] && y.dim(3) == attrs.size[1],
+             "Resize: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
+  const int64_t channels = x.dim(1), ih = x.dim(2), iw = x.dim(3), oh = y.dim(2), ow = y.dim(3);
+  // Per output row and column: the input indices and weights (the same for
+  // every channel).
+  std::vector<ir::resize::LinearTaps> ty(static_cast<size_t>(oh)), tx(static_cast<size_t>(ow));
+  for (int64_t i = 0; i < oh; ++i) {
+    auto& t = ty[static_cast<size_t>(i)];
+    if (attrs.mode == ir::resize::Mode::kLinear) {
+      t = ir::resize::linear_taps(attrs.coordinates, i, attrs.scale[0], ih, oh);
+    } else {
+      t.i0 = ir::resize::nearest_index(attrs.coordinates, attrs.nearest, i, attrs.scale[0], ih, oh);
+    }
+  }
+  for (int64_t j = 0; j < ow; ++j) {
+    auto& t = tx[static_cast<size_t>(j)];
+    if (attrs.mode == ir::resize::Mode::kLinear) {
+      t = ir::resize::linear_taps(attrs.coordinates, j, attrs.scale[1], iw, ow);
+    } else {
+      t.i0 = ir::resize::nearest_index(attrs.coordinates, attrs.nearest, j, attrs.scale[1], iw, ow);
+    }
+  }
+  for (int64_t n = 0; n < x.batch(); ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* in = x.item(n) + c * ih * iw;
+      float* out = y.item(n) + c * oh * ow;
+      for (int64_t i = 0; i < oh; ++i) {
+        const auto& r = ty[static_cast<size_t>(i)];
+        for (int64_t j = 0; j < ow; ++j) {
+          const auto& col = tx[static_cast<size_t>(j)];
+          if (attrs.mode == ir::resize::Mode::kLinear) {
+            out[i * ow + j] = ir::resize::bilinear(r, col, in[r.i0 * iw + col.i0], in[r.i0 * iw + col.i1],
+                                                   in[r.i1 * iw + col.i0], in[r.i1 * iw + col.i1]);
+          } else {
+            out[i * ow + j] = in[r.i0 * iw + col.i0];
+          }
+        }
+      }
+    }
+  }
+}
+
 // --- Dispatch -----------------------------------------------------------------
 
 bool can_run_in_place(const ir::Node& node) { return ir::op_info(node.op).traits.in_place; }
@@ -834,6 +878,12 @@ void run_batch_norm(const KernelContext&, const ir::Node& node, std::span<const 
   batch_norm(in[0], in[1].data, in[2].data, in[3].data, in[4].data, node.attr<ir::BatchNormAttrs>().epsilon, out[0]);
 }
 
+void run_resize(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  resize(node.attr<ir::ResizeAttrs>(), in[0], out[0]);
+}
+
 using KernelTable = std::array<Kernel, static_cast<size_t>(ir::kNumOpKinds)>;
 
 KernelTable make_kernel_table() {
@@ -861,6 +911,7 @@ KernelTable make_kernel_table() {
   set(K::kSoftmax, run_softmax);
   set(K::kPad, run_pad);
   set(K::kBatchNorm, run_batch_norm);
+  set(K::kResize, run_resize);
   return t;
 }
 

@@ -54,6 +54,8 @@ void reduce_mean(const ir::ReduceAttrs& attrs, const ConstView& x, const View& y
 // Flatten and Reshape: the same elements in the same order.
 void copy(const ConstView& x, const View& y);
 void transpose(const std::vector<int64_t>& perm, const ConstView& x, const View& y);
+// Resize of H and W (nearest or bilinear), the math of ir/resize_math.h.
+void resize(const ir::ResizeAttrs& attrs, const ConstView& x, const View& y);
 // Y = alpha * A' * B' + beta * C, with C (optional) broadcast to Y.
 void gemm(const KernelContext& ctx, const ir::GemmAttrs& attrs, const ConstView& a, const ConstView& b,
           const ConstView* c, const View& y);

@@ -121,6 +121,29 @@ __global__ void pad_kernel(const PadParams p) {
   }
 }
 
+__global__ void resize_kernel(const ResizeParams p) {
+  const int64_t total = p.n * p.c * p.oh * p.ow;
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t ox = i % p.ow;
+    const int64_t oy = (i / p.ow) % p.oh;
+    const int64_t ch = (i / (p.ow * p.oh)) % p.c;
+    const int64_t b = i / (p.ow * p.oh * p.c);
+    const float* x = p.x + b * p.x_batch_stride + ch * p.h * p.w;
+    float* y = p.y + b * p.y_batch_stride + ch * p.oh * p.ow + oy * p.ow + ox;
+    if (p.mode == ir::resize::Mode::kLinear) {
+      const auto ty = ir::resize::linear_taps(p.coordinates, oy, p.scale_h, p.h, p.oh);
+      const auto tx = ir::resize::linear_taps(p.coordinates, ox, p.scale_w, p.w, p.ow);
+      *y = ir::resize::bilinear(ty, tx, x[ty.i0 * p.w + tx.i0], x[ty.i0 * p.w + tx.i1], x[ty.i1 * p.w + tx.i0],
+                                x[ty.i1 * p.w + tx.i1]);
+    } else {
+      const int64_t iy = ir::resize::nearest_index(p.coordinates, p.nearest, oy, p.scale_h, p.h, p.oh);
+      const int64_t ix = ir::resize::nearest_index(p.coordinates, p.nearest, ox, p.scale_w, p.w, p.ow);
+      *y = x[iy * p.w + ix];
+    }
+  }
+}
+
 __global__ void pool2d_kernel(const PoolParams p) {
   const int64_t total = p.n * p.c * p.oh * p.ow;
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
@@ -257,6 +280,13 @@ cudaError_t pool2d(const PoolParams& params, cudaStream_t stream) {
   const int64_t total = params.n * params.c * params.oh * params.ow;
   if (total == 0) return cudaSuccess;
   pool2d_kernel<<<blocks_for(total), kThreads, 0, stream>>>(params);
+  return cudaGetLastError();
+}
+
+cudaError_t resize(const ResizeParams& params, cudaStream_t stream) {
+  const int64_t total = params.n * params.c * params.oh * params.ow;
+  if (total == 0) return cudaSuccess;
+  resize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(params);
   return cudaGetLastError();
 }
 

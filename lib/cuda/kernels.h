@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "ir/op_kind.h"
+#include "ir/resize_math.h"
 
 namespace ios::cuda::kernels {
 
@@ -103,6 +104,20 @@ struct PoolParams {
   int64_t y_batch_stride = 0;
 };
 cudaError_t pool2d(const PoolParams& params, cudaStream_t stream);
+
+// Resize of H and W, nearest or bilinear (the math of ir/resize_math.h).
+struct ResizeParams {
+  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  ir::resize::Mode mode = ir::resize::Mode::kNearest;
+  ir::resize::Coordinates coordinates = ir::resize::Coordinates::kHalfPixel;
+  ir::resize::Nearest nearest = ir::resize::Nearest::kRoundPreferFloor;
+  float scale_h = 1.0f, scale_w = 1.0f;
+  const float* x = nullptr;
+  int64_t x_batch_stride = 0;
+  float* y = nullptr;
+  int64_t y_batch_stride = 0;
+};
+cudaError_t resize(const ResizeParams& params, cudaStream_t stream);
 
 // Mean over the dimensions flagged in `reduced`; y indexed by out_strides
 // over the input's dimensions (0 for reduced ones).

@@ -1,6 +1,7 @@
 // Data movement (lowering.h): Transpose, Slice, Split, Concat (the inputs the
 // storage plan did not place in their slices), Pad, Reshape and Flatten, and
-// dense copies of strided values, all as strided copies or pads.
+// dense copies of strided values, all as strided copies or pads; Resize, by
+// its own kernel.
 #include "core/error.h"
 #include "cuda/lowering.h"
 
@@ -119,6 +120,11 @@ void Lowerer::lower_pad(Launch& launch, NodeId n, int y) {
                                                      : PadOp::Mode::kEdge;
   op.value = a.value;
   emit(launch, std::move(op));
+}
+
+void Lowerer::lower_resize(Launch& launch, NodeId n, int y) {
+  const ir::Node& node = g_.node(n);
+  emit(launch, ResizeOp{value_for(node.inputs[0]), y, node.attr<ir::ResizeAttrs>()});
 }
 
 // A dense copy of value `v` (when it is a strided slice) for operations that need one.

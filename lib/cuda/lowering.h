@@ -90,6 +90,7 @@ class Lowerer {
   void lower_split(Launch& launch, NodeId n, const std::vector<NodeId>& chain);
   void lower_concat(Launch& launch, NodeId n, const std::vector<NodeId>& chain);
   void lower_pad(Launch& launch, NodeId n, int y);
+  void lower_resize(Launch& launch, NodeId n, int y);
   int dense(Launch& launch, int v);
   void lower_reshape_node(Launch& launch, NodeId n, int y);
   void lower_reshape(Launch& launch, int x, int y);

@@ -42,6 +42,7 @@ const std::map<OpKind, OpLowering>& table() {
       {OpKind::kMatMul, into(&Lowerer::lower_gemm)},
       {OpKind::kSoftmax, into(&Lowerer::lower_softmax)},
       {OpKind::kPad, into(&Lowerer::lower_pad)},
+      {OpKind::kResize, into(&Lowerer::lower_resize)},
   };
   return kTable;
 }

@@ -124,6 +124,9 @@ std::string describe_program(const Program& p) {
               out << "copy " << vname(o.src) << " -> " << vname(o.dst);
             } else if constexpr (std::is_same_v<T, PadOp>) {
               out << "pad " << vname(o.x) << " -> " << vname(o.y);
+            } else if constexpr (std::is_same_v<T, ResizeOp>) {
+              out << (o.attrs.mode == ir::resize::Mode::kLinear ? "resize linear " : "resize nearest ")
+                  << vname(o.x) << " -> " << vname(o.y);
             } else {
               out << "reduce-mean " << vname(o.x) << " -> " << vname(o.y);
             }

@@ -169,7 +169,13 @@ struct ReduceOp {
   std::vector<int64_t> axes;
 };
 
-using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp>;
+// Resize of H and W of a 4-D x into y (own kernel).
+struct ResizeOp {
+  int x = -1, y = -1;
+  ir::ResizeAttrs attrs;
+};
+
+using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp, ResizeOp>;
 
 struct Launch {
   std::string name;  // unit id(s)

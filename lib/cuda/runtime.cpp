@@ -394,6 +394,16 @@ class ReduceGpuOp final : public GpuOp {
   kernels::ReduceParams p_;
 };
 
+class ResizeGpuOp final : public GpuOp {
+ public:
+  explicit ResizeGpuOp(const kernels::ResizeParams& p) : p_(p) {}
+  void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::resize(p_, c.stream)); }
+  std::string describe() const override { return "own resize"; }
+
+ private:
+  kernels::ResizeParams p_;
+};
+
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
@@ -636,6 +646,24 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
                                                        : kernels::kPadEdge;
           pp.value = op.value;
           return std::make_unique<PadGpuOp>(pp);
+        } else if constexpr (std::is_same_v<T, ResizeOp>) {
+          const Value& x = value(op.x);
+          const Value& y = value(op.y);
+          IOS_ASSERT(x.shape.size() == 4 && y.shape.size() == 4, "resize of {} into {}", ir::to_string(x.shape),
+                     ir::to_string(y.shape));
+          kernels::ResizeParams rp;
+          rp.n = x.shape[0], rp.c = x.shape[1], rp.h = x.shape[2], rp.w = x.shape[3];
+          rp.oh = y.shape[2], rp.ow = y.shape[3];
+          rp.mode = op.attrs.mode;
+          rp.coordinates = op.attrs.coordinates;
+          rp.nearest = op.attrs.nearest;
+          rp.scale_h = op.attrs.scale[0];
+          rp.scale_w = op.attrs.scale[1];
+          rp.x = value_ptr(op.x);
+          rp.x_batch_stride = x.batch_stride;
+          rp.y = value_ptr(op.y);
+          rp.y_batch_stride = y.batch_stride;
+          return std::make_unique<ResizeGpuOp>(rp);
         } else {
           static_assert(std::is_same_v<T, ReduceOp>);
           const Value& x = value(op.x);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/op_kind.h"
+#include "ir/resize_math.h"
 
 namespace ios::ir {
 
@@ -100,9 +101,17 @@ struct BatchNormAttrs {
   float epsilon = 1e-5f;
 };
 
+struct ResizeAttrs {  // Resize and Upsample of a 4-D NCHW tensor on H and W
+  resize::Mode mode = resize::Mode::kNearest;
+  resize::Coordinates coordinates = resize::Coordinates::kHalfPixel;
+  resize::Nearest nearest = resize::Nearest::kRoundPreferFloor;
+  std::array<float, 2> scale{1.0f, 1.0f};  // output / input of H and W, as the coordinate transform uses it
+  std::array<int64_t, 2> size{1, 1};       // output H and W
+};
+
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
-                           TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs>;
+                           TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs>;
 
 // A tensor: a graph input, a weight (data set), or a node output.
 struct Tensor {

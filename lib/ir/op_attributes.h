@@ -31,6 +31,7 @@ Attrs pad(const AttributeReader& r, const Shapes& in);
 Attrs batch_norm(const AttributeReader& r, const Shapes& in);
 // Pow has no attributes; this refuses an exponent computed at run time.
 Attrs pow_exponent(const AttributeReader& r, const Shapes& in);
+Attrs resize(const AttributeReader& r, const Shapes& in);  // Resize 10+, Upsample 7-9
 
 // Fails when an output other than the first is used: ios computes only the
 // first output of `r`'s operator.

@@ -74,6 +74,15 @@ double mean_flops(const Graph& g, const Node& n) {
   return static_cast<double>(num_elements(input_shape(g, n, 0)));
 }
 
+// Bilinear: four weight products, four multiplies and three adds per output
+// (ir/resize_math.h); nearest only copies.
+double resize_flops(const Graph& g, const Node& n) {
+  return n.attr<ResizeAttrs>().mode == resize::Mode::kLinear ? 11.0 * output_elements(g, n) : 0.0;
+}
+double resize_reduction(const Graph&, const Node& n) {
+  return n.attr<ResizeAttrs>().mode == resize::Mode::kLinear ? 4.0 : 1.0;
+}
+
 // --- Traits. ---------------------------------------------------------------
 
 OpTraits unary(bool in_place = true) {
@@ -135,6 +144,13 @@ OpInfo every_output(OpInfo info) {
   return info;
 }
 
+OpInfo legacy(OpInfo info, std::string_view name, int since_opset, int until_opset) {
+  info.legacy_name = name;
+  info.legacy_since_opset = since_opset;
+  info.legacy_until_opset = until_opset;
+  return info;
+}
+
 OpInfo work(OpInfo info, double flops_per_output, WorkFn flops = nullptr, WorkFn reduction = nullptr) {
   info.flops_per_output = flops_per_output;
   info.flops = flops;
@@ -185,6 +201,9 @@ std::vector<OpInfo> make_table() {
       work(op(K::kReciprocal, "Reciprocal", 6, nullptr, S::same_as_input, unary()), 1),
       work(op(K::kErf, "Erf", 9, nullptr, S::same_as_input, unary()), 5),  // a polynomial, like Tanh
       work(op(K::kExp, "Exp", 6, nullptr, S::same_as_input, unary()), 1),
+      // Resampling on H and W, a window operator like a pool (it takes epilogues).
+      work(legacy(op(K::kResize, "Resize", 10, A::resize, S::resize, anchor(OpClass::kPool)), "Upsample", 7, 9), 0,
+           resize_flops, resize_reduction),
   };
   return t;
 }
@@ -215,7 +234,7 @@ const std::vector<OpInfo>& all_ops() { return table(); }
 
 const OpInfo* find_onnx_op(std::string_view onnx_name) {
   for (const OpInfo& info : table()) {
-    if (info.onnx_name == onnx_name) return &info;
+    if (info.onnx_name == onnx_name || (!info.legacy_name.empty() && info.legacy_name == onnx_name)) return &info;
   }
   return nullptr;
 }

@@ -49,6 +49,7 @@ class AttributeReader {
   virtual float get_float(std::string_view name, float fallback) const = 0;
   virtual std::string get_string(std::string_view name, std::string_view fallback) const = 0;
   virtual std::optional<std::vector<int64_t>> get_ints(std::string_view name) const = 0;
+  virtual std::optional<std::vector<float>> get_floats(std::string_view name) const = 0;
 
   virtual int num_outputs() const = 0;
   virtual bool has_input(int index) const = 0;         // present and not the empty name
@@ -117,6 +118,11 @@ struct OpInfo {
   std::string_view onnx_name;  // the ONNX op type in the default domain
   int since_opset = 1;         // the first opset whose semantics ios implements
   int until_opset = 0;         // the last one (0: every later opset so far)
+  // An older ONNX op type imported as this operator (Upsample for Resize),
+  // with its own opset range; empty when there is none.
+  std::string_view legacy_name;
+  int legacy_since_opset = 1;
+  int legacy_until_opset = 0;
   ParseAttrsFn parse_attrs = nullptr;  // null: no attributes (std::monostate)
   DataInputsFn data_inputs = nullptr;  // null: one data input
   int required_inputs = 2;             // leading data inputs that must be present
@@ -135,7 +141,7 @@ struct OpInfo {
 const OpInfo& op_info(OpKind op);
 // Every entry, in OpKind order.
 const std::vector<OpInfo>& all_ops();
-// The entry whose ONNX name is `onnx_name`, or null.
+// The entry whose ONNX name (or legacy name) is `onnx_name`, or null.
 const OpInfo* find_onnx_op(std::string_view onnx_name);
 
 // Traits in one word each, for the passes that ask.

@@ -42,6 +42,7 @@ enum class OpKind : int {
   kReciprocal,
   kErf,
   kExp,
+  kResize,     // ONNX Resize, and Upsample of opsets 7-9
   kCount,      // not an operator: the number of operators, for tables indexed by OpKind
 };
 

@@ -305,4 +305,12 @@ Shapes batch_norm(const Node& node, const Shapes& in) {
   return {in[0]};
 }
 
+Shapes resize(const Node& node, const Shapes& in) {
+  need_inputs(node, in, 1, 1);
+  need_rank(node, in, 0, 4);
+  const auto& a = node.attr<ResizeAttrs>();
+  if (a.size[0] < 1 || a.size[1] < 1) fail(node, in, "output size {}x{} is empty", a.size[0], a.size[1]);
+  return {{in[0][0], in[0][1], a.size[0], a.size[1]}};
+}
+
 }  // namespace ios::ir::shapes

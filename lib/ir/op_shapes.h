@@ -31,5 +31,6 @@ Shapes matmul(const Node& node, const Shapes& in);
 Shapes softmax(const Node& node, const Shapes& in);
 Shapes pad(const Node& node, const Shapes& in);
 Shapes batch_norm(const Node& node, const Shapes& in);
+Shapes resize(const Node& node, const Shapes& in);
 
 }  // namespace ios::ir::shapes

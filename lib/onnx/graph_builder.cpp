@@ -67,6 +67,9 @@ class Builder {
     std::optional<std::vector<int64_t>> get_ints(std::string_view name) const override {
       return attr_ints(node_, std::string(name));
     }
+    std::optional<std::vector<float>> get_floats(std::string_view name) const override {
+      return attr_floats(node_, std::string(name));
+    }
     int num_outputs() const override { return node_.output_size(); }
     bool has_input(int index) const override { return !input_or_empty(node_, index).empty(); }
     std::string output_name(int index) const override { return node_.output(index); }
@@ -193,11 +196,12 @@ class Builder {
     }
     const ir::OpInfo* info = ir::find_onnx_op(op_type);
     if (!info) fail(node, "operator {} is not supported; supported operators: {}", op_type, supported_ops_list());
-    if (opset_ < info->since_opset || (info->until_opset != 0 && opset_ > info->until_opset)) {
+    const bool legacy = op_type != info->onnx_name;  // Upsample, imported as Resize
+    const int since = legacy ? info->legacy_since_opset : info->since_opset;
+    const int until = legacy ? info->legacy_until_opset : info->until_opset;
+    if (opset_ < since || (until != 0 && opset_ > until)) {
       fail(node, "ios supports {} from opset {}{}; this model imports opset {} (re-export it with opset {} or later)",
-           op_type, info->since_opset,
-           info->until_opset != 0 ? fmt::format(" to {}", info->until_opset) : std::string(), opset_,
-           info->since_opset);
+           op_type, since, until != 0 ? fmt::format(" to {}", until) : std::string(), opset_, since);
     }
 
     ir::Node n;
@@ -255,6 +259,10 @@ std::string supported_ops_list() {
   for (const ir::OpInfo& info : ir::all_ops()) {
     out += info.onnx_name;
     out += ", ";
+    if (!info.legacy_name.empty()) {
+      out += info.legacy_name;
+      out += ", ";
+    }
   }
   out += "Identity, Dropout (and shape arithmetic on constants: Constant, Shape, Gather, Unsqueeze, "
          "Squeeze, Concat, Cast, Reshape, Slice, ... which are folded at import)";

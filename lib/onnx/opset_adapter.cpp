@@ -86,6 +86,8 @@ class Adapter {
         if (!input_or_empty(node, 3).empty()) need_shapes.push_back(k);
       } else if (op == "Split") {
         if (find_attribute(node, "num_outputs")) need_shapes.push_back(k);
+      } else if (op == "Resize") {
+        rewritten += resize_attributes(node);
       }
     }
     if (!need_shapes.empty()) {
@@ -163,6 +165,33 @@ class Adapter {
     }
     remove_attribute(node, "dilations");
     return 1;
+  }
+
+  // Resize-18/19 attributes: their default values are the opset-17 behaviour
+  // and are dropped; anything else is refused.
+  int resize_attributes(NodeProto& node) {
+    int changed = 0;
+    if (find_attribute(node, "antialias")) {
+      if (attr_int(node, "antialias", 0) != 0) fail(node, "Resize antialias = 1 (opset 18) is not supported; only 0");
+      remove_attribute(node, "antialias");
+      changed = 1;
+    }
+    if (find_attribute(node, "keep_aspect_ratio_policy")) {
+      const std::string policy = attr_string(node, "keep_aspect_ratio_policy", "stretch");
+      if (policy != "stretch") {
+        fail(node, "Resize keep_aspect_ratio_policy '{}' (opset 18) is not supported; only stretch", policy);
+      }
+      remove_attribute(node, "keep_aspect_ratio_policy");
+      changed = 1;
+    }
+    if (find_attribute(node, "axes")) {
+      fail(node, "Resize with the axes attribute (opset 18) is not supported; give scales or sizes for every axis");
+    }
+    if (attr_string(node, "coordinate_transformation_mode", "half_pixel") == "half_pixel_symmetric") {
+      fail(node, "Resize coordinate_transformation_mode 'half_pixel_symmetric' (opset 19) is not supported; use "
+                 "half_pixel, pytorch_half_pixel, align_corners or asymmetric");
+    }
+    return changed;
   }
 
   // Ranks and dimensions come from a lenient run of ONNX's inference: the

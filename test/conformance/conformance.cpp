@@ -88,7 +88,8 @@ struct Case {
   std::vector<std::string> inputs, outputs;  // graph inputs (not initializers) and outputs
   bool all_supported = false;                // every node's operator is one ios lists as supported
   // Graph inputs read only as attribute inputs (a Reshape target, Slice
-  // bounds, Split sizes, Pad amounts, Clip bounds), which ios needs constant.
+  // bounds, Split sizes, Pad amounts, Clip bounds, Resize scales and sizes),
+  // which ios needs constant.
   std::set<std::string> attribute_inputs;
   // The variant that makes `attribute_inputs` initializers holding the
   // test's values: the operator's form is tested although ios refuses the
@@ -104,6 +105,7 @@ bool is_attribute_input(const std::string& op, int index) {
   if (op == "Slice") return index >= 1;
   if (op == "Pad" || op == "Clip") return index == 1 || index == 2;
   if (op == "Pow") return index == 1;  // not an attribute in ONNX, but ios needs the exponent constant
+  if (op == "Resize" || op == "Upsample") return index >= 1;  // roi, scales, sizes
   return false;
 }
 
@@ -511,10 +513,9 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
       << totals[Outcome::kCrash] << " crash.\n\n"
       << "Node tests of supported operators that pass an attribute (a Reshape target, Slice "
          "bounds,\n"
-      << "Split sizes, Pad amounts, Clip bounds, a Pow exponent) as a graph input are refused: ios\n"
-      << "needs those "
-      << "constant. The runner also runs each of them with those inputs made constant (the test's\n"
-      << "values as initializers), marked *(constant inputs)* below: of " << num_variants << ", "
+      << "Split sizes, Pad amounts, Clip bounds, a Pow exponent, Resize scales and sizes) as a graph\n"
+      << "input are refused: ios needs those constant. The runner also runs each of them with those\n"
+      << "inputs made constant (the test's values as initializers), marked *(constant inputs)* below: of " << num_variants << ", "
       << variant_totals[Outcome::kPass] << " pass, " << variant_totals[Outcome::kRefused]
       << " are refused, " << variant_totals[Outcome::kWrong] << " wrong, "
       << variant_totals[Outcome::kCrash] << " crash.\n\n"

@@ -142,3 +142,27 @@ TEST_CASE("unit_work needs an IR behind the unit graph", "[cost][work]") {
   const UnitGraph g = UnitGraph::from_edges(2, {{0, 1}});
   CHECK_THROWS_AS(unit_work(g, 0), ios::InternalError);
 }
+
+TEST_CASE("resize unit: bilinear 11 FLOPs per output, nearest none; input read once", "[cost][work]") {
+  for (const auto mode : {ios::ir::resize::Mode::kLinear, ios::ir::resize::Mode::kNearest}) {
+    IrBuilder b;
+    const auto x = b.input("x", {1, 8, 10, 12});
+    const auto y = b.activation("y", {1, 8, 20, 24});
+    ios::ir::ResizeAttrs a;
+    a.mode = mode;
+    a.scale = {2.0f, 2.0f};
+    a.size = {20, 24};
+    b.graph.add_node({"up", ios::ir::OpKind::kResize, {x}, {y}, a});
+    b.output(y);
+    const UnitGraph g = UnitGraph::form(b.graph);
+    REQUIRE(g.size() == 1);
+    const auto w = unit_work(g, unit(g, "y"));
+    REQUIRE(w.kernels.size() == 1);
+    const double out = 8.0 * 20 * 24;
+    const bool linear = mode == ios::ir::resize::Mode::kLinear;
+    CHECK(w.flops() == Approx(linear ? 11.0 * out : 0.0));
+    CHECK(w.kernels[0].reduction == (linear ? 4.0 : 1.0));
+    CHECK(w.kernels[0].bytes_read == Approx(4.0 * 8 * 10 * 12));
+    CHECK(w.kernels[0].bytes_written == Approx(4.0 * out));
+  }
+}

@@ -24,7 +24,13 @@ TEST_CASE("the operator table has one entry per operator, found by its ONNX name
     CHECK(info.shape != nullptr);
     CHECK(info.since_opset >= 1);
     CHECK((info.until_opset == 0 || info.until_opset >= info.since_opset));
+    if (!info.legacy_name.empty()) {  // an older name, with its own range, found too and unique
+      CHECK(names.insert(info.legacy_name).second);
+      CHECK(find_onnx_op(info.legacy_name) == &info);
+      CHECK((info.legacy_until_opset == 0 || info.legacy_until_opset >= info.legacy_since_opset));
+    }
   }
+  CHECK(find_onnx_op("Upsample") == &op_info(OpKind::kResize));
   CHECK(find_onnx_op("Identity") == nullptr);  // removed at import, not an IR operator
   CHECK(find_onnx_op("relu") == nullptr);       // names are case-sensitive, as in ONNX
 }

@@ -155,6 +155,36 @@ TEST_CASE("opset 19 AveragePool dilations: 1 is read, others are refused", "[onn
   }
 }
 
+TEST_CASE("opset 18 Resize antialias 0 and stretch are read, other values refused", "[onnx][opset]") {
+  auto resize18 = [](int64_t opset, int64_t antialias, const std::string& policy, const std::string& coordinates) {
+    ModelBuilder b = newer(opset);
+    b.input("x", {1, 2, 4, 4});
+    b.weight("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+    auto& node = b.node("Resize", {"x", "", "scales"}, {"y"}, "up");
+    ModelBuilder::text(node, "mode", "linear");
+    ModelBuilder::text(node, "coordinate_transformation_mode", coordinates);
+    ModelBuilder::integer(node, "antialias", antialias);
+    ModelBuilder::text(node, "keep_aspect_ratio_policy", policy);
+    b.output("y", 4);
+    return b;
+  };
+  const auto model = ios::onnx::import_model(resize18(18, 0, "stretch", "half_pixel").save("resize18.onnx"));
+  const auto& resize = only_node(model.graph, ios::ir::OpKind::kResize);
+  CHECK(resize.attr<ios::ir::ResizeAttrs>().mode == ios::ir::resize::Mode::kLinear);
+  CHECK(model.graph.tensor(resize.outputs[0]).shape == ios::ir::Shape{1, 2, 8, 8});
+
+  const std::string antialias = import_error(resize18(18, 1, "stretch", "half_pixel").save("resize18_aa.onnx"));
+  CHECK(antialias.find("'up' (Resize)") != std::string::npos);
+  CHECK(antialias.find("antialias = 1") != std::string::npos);
+  const std::string policy = import_error(resize18(18, 0, "not_larger", "half_pixel").save("resize18_policy.onnx"));
+  CHECK(policy.find("'up' (Resize)") != std::string::npos);
+  CHECK(policy.find("keep_aspect_ratio_policy 'not_larger'") != std::string::npos);
+  const std::string symmetric =
+      import_error(resize18(19, 0, "stretch", "half_pixel_symmetric").save("resize19_symmetric.onnx"));
+  CHECK(symmetric.find("'up' (Resize)") != std::string::npos);
+  CHECK(symmetric.find("half_pixel_symmetric") != std::string::npos);
+}
+
 TEST_CASE("IR 9-10 element types (float8, int4) are refused by name", "[onnx][opset][errors]") {
   ModelBuilder b = newer(19);
   b.input("x", {1, 2, 4, 4});

@@ -161,6 +161,114 @@ void binary_cases(std::vector<OpCase>& cases, const std::string& name, OpKind op
   }
 }
 
+// --- Resize: the ONNX definition evaluated in float64. ----------------------
+
+// x_original of output index x on one axis (ONNX Resize, coordinate_transformation_mode).
+double resize_source(ir::resize::Coordinates c, int64_t x, double scale, int64_t in, int64_t out) {
+  using C = ir::resize::Coordinates;
+  const auto xd = static_cast<double>(x);
+  switch (c) {
+    case C::kHalfPixel: return (xd + 0.5) / scale - 0.5;
+    case C::kPytorchHalfPixel: return out > 1 ? (xd + 0.5) / scale - 0.5 : 0.0;
+    case C::kAlignCorners: return out == 1 ? 0.0 : xd * double(in - 1) / double(out - 1);
+    case C::kAsymmetric: return xd / scale;
+  }
+  return 0.0;
+}
+
+int64_t resize_nearest_truth(const ir::ResizeAttrs& a, int64_t x, double scale, int64_t in, int64_t out) {
+  using N = ir::resize::Nearest;
+  const double s = resize_source(a.coordinates, x, scale, in, out);
+  double r = 0.0;
+  switch (a.nearest) {
+    case N::kRoundPreferFloor: r = s - std::floor(s) == 0.5 ? std::floor(s) : std::round(s); break;
+    case N::kRoundPreferCeil: r = s - std::floor(s) == 0.5 ? std::ceil(s) : std::round(s); break;
+    case N::kFloor: r = std::floor(s); break;
+    case N::kCeil: r = std::ceil(s); break;
+    case N::kSimple: r = scale < 1.0 ? std::ceil(s) : std::floor(s); break;
+  }
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
+// Linear interpolation of one axis: the input position clamped to the
+// edges, then the two neighbours weighted by distance.
+struct Taps {
+  int64_t i0, i1;
+  double r;  // weight of i1
+};
+Taps resize_linear_truth(const ir::ResizeAttrs& a, int64_t x, double scale, int64_t in, int64_t out) {
+  const double s = std::clamp(resize_source(a.coordinates, x, scale, in, out), 0.0, double(in - 1));
+  const auto i0 = static_cast<int64_t>(std::floor(s));
+  return {i0, std::min(i0 + 1, in - 1), s - double(i0)};
+}
+
+// A Resize case on x [1, 2, h, w] with `attrs` (mode, coordinates, rounding,
+// output size); `scale` is the H/W scale ONNX defines (given, or out / in).
+void resize_case(std::vector<OpCase>& cases, const std::string& name, ir::ResizeAttrs a, int64_t h, int64_t w,
+                 std::array<double, 2> scale) {
+  a.scale = {static_cast<float>(scale[0]), static_cast<float>(scale[1])};
+  const ir::Shape shape{1, 2, h, w};
+  const std::vector<float> x = ramp(ir::num_elements(shape), -3.0f, 5.0f);
+  const int64_t oh = a.size[0], ow = a.size[1];
+  Values e;
+  for (int64_t c = 0; c < 2; ++c) {
+    const float* xc = x.data() + c * h * w;
+    for (int64_t i = 0; i < oh; ++i) {
+      for (int64_t j = 0; j < ow; ++j) {
+        if (a.mode == ir::resize::Mode::kNearest) {
+          e.push_back(xc[resize_nearest_truth(a, i, scale[0], h, oh) * w + resize_nearest_truth(a, j, scale[1], w, ow)]);
+          continue;
+        }
+        const Taps ty = resize_linear_truth(a, i, scale[0], h, oh), tx = resize_linear_truth(a, j, scale[1], w, ow);
+        auto row = [&](int64_t r) { return (1.0 - tx.r) * xc[r * w + tx.i0] + tx.r * xc[r * w + tx.i1]; };
+        e.push_back((1.0 - ty.r) * row(ty.i0) + ty.r * row(ty.i1));
+      }
+    }
+  }
+  CaseBuilder b(name, OpKind::kResize);
+  b.output(b.node(OpKind::kResize, {b.input("x", shape, x)}, a).at(0), e);
+  cases.push_back(b.take());
+}
+
+ir::ResizeAttrs resize_attrs(ir::resize::Mode mode, ir::resize::Coordinates c, ir::resize::Nearest n, int64_t oh,
+                             int64_t ow) {
+  ir::ResizeAttrs a;
+  a.mode = mode;
+  a.coordinates = c;
+  a.nearest = n;
+  a.size = {oh, ow};
+  return a;
+}
+
+void resize_cases(std::vector<OpCase>& cases) {
+  using M = ir::resize::Mode;
+  using C = ir::resize::Coordinates;
+  using N = ir::resize::Nearest;
+  // Bilinear x2 as torchvision's segmentation heads upsample (half_pixel and pytorch_half_pixel).
+  resize_case(cases, "Resize linear half_pixel x2", resize_attrs(M::kLinear, C::kHalfPixel, N::kFloor, 6, 8), 3, 4,
+              {2.0, 2.0});
+  resize_case(cases, "Resize linear pytorch_half_pixel 4x6 -> 3x1",
+              resize_attrs(M::kLinear, C::kPytorchHalfPixel, N::kFloor, 3, 1), 4, 6, {0.75, 1.0 / 6.0});
+  resize_case(cases, "Resize linear align_corners 3x4 -> 5x7",
+              resize_attrs(M::kLinear, C::kAlignCorners, N::kFloor, 5, 7), 3, 4, {5.0 / 3.0, 7.0 / 4.0});
+  resize_case(cases, "Resize linear asymmetric x1.5", resize_attrs(M::kLinear, C::kAsymmetric, N::kFloor, 4, 6), 3, 4,
+              {1.5, 1.5});
+  // Nearest: every rounding rule, on scales whose coordinates are exact in
+  // float32 (ties at .5 included), so the rounding is decided alike.
+  resize_case(cases, "Resize nearest asymmetric floor x2",
+              resize_attrs(M::kNearest, C::kAsymmetric, N::kFloor, 6, 8), 3, 4, {2.0, 2.0});
+  resize_case(cases, "Resize nearest asymmetric round_prefer_floor x2",
+              resize_attrs(M::kNearest, C::kAsymmetric, N::kRoundPreferFloor, 6, 8), 3, 4, {2.0, 2.0});
+  resize_case(cases, "Resize nearest asymmetric round_prefer_ceil x2",
+              resize_attrs(M::kNearest, C::kAsymmetric, N::kRoundPreferCeil, 6, 8), 3, 4, {2.0, 2.0});
+  resize_case(cases, "Resize nearest half_pixel ceil 4x8 -> 2x2",
+              resize_attrs(M::kNearest, C::kHalfPixel, N::kCeil, 2, 2), 4, 8, {0.5, 0.25});
+  resize_case(cases, "Resize nearest align_corners round_prefer_floor 3x4 -> 5x7",
+              resize_attrs(M::kNearest, C::kAlignCorners, N::kRoundPreferFloor, 5, 7), 3, 4, {5.0 / 3.0, 1.75});
+  resize_case(cases, "Resize nearest simple (Upsample) x2 and x0.5",
+              resize_attrs(M::kNearest, C::kAsymmetric, N::kSimple, 6, 2), 3, 4, {2.0, 0.5});
+}
+
 ir::ClipAttrs clip_attrs(float lo, float hi) {
   ir::ClipAttrs a;
   a.min = lo;
@@ -479,6 +587,8 @@ std::vector<OpCase> make_cases() {
                                          b.constant("mean", {3}, mean), b.constant("var", {3}, var)}, a).at(0), e);
     cases.push_back(b.take());
   }
+
+  resize_cases(cases);
 
   std::stable_sort(cases.begin(), cases.end(), [](const OpCase& a, const OpCase& b) { return a.op < b.op; });
   return cases;
