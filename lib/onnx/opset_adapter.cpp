@@ -1,6 +1,7 @@
 // Rewriting IR 9-10 / opset 18-21 models into the forms libonnx 1.12 checks.
 #include "onnx/opset_adapter.h"
 
+#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -91,7 +92,7 @@ class Adapter {
       }
     }
     if (!need_shapes.empty()) {
-      infer_ranks();
+      infer_ranks(need_shapes);
       for (int k : need_shapes) {
         NodeProto& node = *graph_.mutable_node(k);
         rewritten += node.op_type() == "Pad" ? pad_axes(node) : split_num_outputs(node);
@@ -127,6 +128,7 @@ class Adapter {
 
   std::vector<int64_t> constant_ints(const NodeProto& node, int index, const char* what) const {
     const std::string name = input_or_empty(node, index);
+    if (name.empty()) fail(node, "has no {} input (input {})", what, index);
     std::optional<ConstTensor> value = constant(name);
     if (!value) {
       fail(node, "its {} input '{}' is computed at run time; ios needs it constant to read the opset-{} "
@@ -194,12 +196,32 @@ class Adapter {
     return changed;
   }
 
-  // Ranks and dimensions come from a lenient run of ONNX's inference: the
-  // forms not yet rewritten make it give up on their outputs only.
-  void infer_ranks() {
+  // Ranks and dimensions come from a lenient run of ONNX's inference on a
+  // copy in which the forms still pending are cut back to what opset 17
+  // accepts (Pad without axes, Split without num_outputs): the copy passes
+  // ONNX's checker first, as every model does before inference (inference
+  // trusts the structure the checker verifies: a Split without outputs
+  // divides by zero). Wrong pads lengths only make it give up on those
+  // nodes' outputs.
+  void infer_ranks(const std::vector<int>& pending) {
     ModelProto copy = model_;
+    copy.set_ir_version(std::min<int64_t>(copy.ir_version(), kCheckerMaxIrVersion));
     for (auto& imp : *copy.mutable_opset_import()) {
       if (default_domain(imp.domain())) imp.set_version(std::min<int64_t>(imp.version(), kCheckerMaxOpset));
+    }
+    for (int k : pending) {
+      NodeProto& node = *copy.mutable_graph()->mutable_node(k);
+      if (node.op_type() == "Pad") {
+        truncate_inputs(node, 3);
+      } else {
+        remove_attribute(node, "num_outputs");
+      }
+    }
+    try {
+      ::onnx::checker::check_model(copy);
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      user_error("{}: the ONNX checker rejected the model: {}", file_, what.substr(0, what.find('\n')));
     }
     try {
       const ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
@@ -221,6 +243,7 @@ class Adapter {
   }
 
   const std::vector<int64_t>& input_dims(const NodeProto& node, const char* why) const {
+    if (input_or_empty(node, 0).empty()) fail(node, "has no data input (input 0)");
     auto it = known_.find(node.input(0));
     if (it == known_.end()) {
       fail(node, "the rank of its input '{}' is unknown before shape inference, and {}; give the "
@@ -253,6 +276,7 @@ class Adapter {
 
   int split_num_outputs(NodeProto& node) {
     const int64_t parts = attr_int(node, "num_outputs", 0);
+    if (parts < 1) fail(node, "num_outputs is {}; it must be at least 1", parts);
     if (parts != node.output_size()) {
       fail(node, "num_outputs is {} but the node has {} outputs", parts, node.output_size());
     }
@@ -281,7 +305,10 @@ class Adapter {
   }
 
   std::string add_ints_initializer(const NodeProto& node, const char* what, const std::vector<int64_t>& values) {
-    std::string base = (node.name().empty() ? node.output(0) : node.name()) + "/" + what;
+    const std::string& label = !node.name().empty() ? node.name()
+                               : node.output_size() > 0 ? node.output(0)
+                                                        : node.op_type();
+    std::string base = label + "/" + what;
     std::string name = base;
     for (int n = 1; names_.count(name); ++n) name = base + "_" + std::to_string(n);
     names_.insert(name);

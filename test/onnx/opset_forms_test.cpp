@@ -195,3 +195,39 @@ TEST_CASE("IR 9-10 element types (float8, int4) are refused by name", "[onnx][op
   CHECK(message.find("'to_fp8' (Cast)") != std::string::npos);
   CHECK(message.find("float8 or int4") != std::string::npos);
 }
+
+TEST_CASE("opset-18 forms with missing inputs or outputs are named errors and never crash", "[onnx][opset][errors]") {
+  // Found by the ONNX import fuzzer: a Split with num_outputs and no input
+  // read input 0 out of range; num_outputs 0 would have divided by zero.
+  SECTION("Split with num_outputs and no data input") {
+    ModelBuilder b = newer(18);
+    b.input("x", {1, 4, 2, 2});
+    ModelBuilder::integer(b.node("Split", {}, {"a", "c"}, "split"), "num_outputs", 2);
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y", 4);
+    const std::string message = import_error(b.save("split18_no_input.onnx"));
+    INFO(message);
+    CHECK(message.find("the ONNX checker rejected the model") != std::string::npos);
+  }
+  SECTION("Split with num_outputs 0 and no outputs") {
+    ModelBuilder b = newer(18);
+    b.input("x", {1, 4, 2, 2});
+    ModelBuilder::integer(b.node("Split", {"x"}, {"s"}, "split"), "num_outputs", 0);
+    b.model.mutable_graph()->mutable_node(0)->clear_output();
+    b.node("Relu", {"x"}, {"y"});
+    b.output("y", 4);
+    const std::string message = import_error(b.save("split18_zero.onnx"));
+    INFO(message);
+    CHECK(message.find("the ONNX checker rejected the model") != std::string::npos);
+  }
+  SECTION("Pad with axes but no pads") {
+    ModelBuilder b = newer(18);
+    b.input("x", {1, 2, 4, 4});
+    b.int_weight("axes", {2}, {2, 3});
+    b.node("Pad", {"x", "", "", "axes"}, {"y"}, "pad");
+    b.output("y", 4);
+    const std::string message = import_error(b.save("pad18_no_pads.onnx"));
+    INFO(message);
+    CHECK(message.find("the ONNX checker rejected the model") != std::string::npos);
+  }
+}
