@@ -56,18 +56,6 @@ cuda::TensorMap to_tensor_map(const HostMap& inputs) {
   return map;
 }
 
-sched::Schedule sequential_schedule(const sched::UnitGraph& graph) {
-  sched::StagedSchedule staged;
-  for (sched::UnitId u = 0; u < graph.size(); ++u) {
-    sched::Stage stage;
-    stage.groups = {{u}};
-    staged.stages.push_back(stage);
-  }
-  sched::Schedule schedule;
-  schedule.body = staged;
-  return schedule;
-}
-
 HostMap run_gpu(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const HostMap& inputs,
                 const cuda::EngineOptions& options) {
   cuda::Engine engine(graph, plan, options);

@@ -21,6 +21,7 @@
 #include "ir/shape_inference.h"
 #include "sched/schedule.h"
 #include "sched/unit_graph.h"
+#include "op_suite.h"
 
 namespace ios::gputest {
 
@@ -113,8 +114,8 @@ struct ShippedModel {
 std::vector<ShippedModel> shipped_models(const std::filesystem::path& dir);
 cuda::TensorMap to_tensor_map(const HostMap& inputs);
 
-// One unit per stage, in UnitId order (a topological order).
-sched::Schedule sequential_schedule(const sched::UnitGraph& graph);
+// One unit per stage, in UnitId order: the operator suite's.
+using optest::sequential_schedule;
 
 // Runs `plan` on the GPU and returns the outputs as host tensors.
 HostMap run_gpu(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const HostMap& inputs,

@@ -594,6 +594,8 @@ std::vector<OpCase> make_cases() {
   return cases;
 }
 
+}  // namespace
+
 sched::Schedule sequential_schedule(const sched::UnitGraph& units) {
   sched::StagedSchedule staged;
   for (sched::UnitId u = 0; u < units.size(); ++u) {
@@ -605,8 +607,6 @@ sched::Schedule sequential_schedule(const sched::UnitGraph& units) {
   schedule.body = staged;
   return schedule;
 }
-
-}  // namespace
 
 std::vector<OpCase> all_op_cases() { return make_cases(); }
 

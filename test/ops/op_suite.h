@@ -18,6 +18,7 @@
 #include "exec/npy.h"
 #include "exec/plan.h"
 #include "ir/graph.h"
+#include "sched/schedule.h"
 #include "sched/unit_graph.h"
 
 namespace ios::optest {
@@ -36,6 +37,9 @@ struct OpCase {
 
 // Every case of the suite (fused variants included), in OpKind order.
 std::vector<OpCase> all_op_cases();
+
+// One unit per stage, in UnitId order (a topological order); the GPU tests use it too.
+sched::Schedule sequential_schedule(const sched::UnitGraph& units);
 
 // Runs a lowered plan on one backend and returns every graph output.
 using Backend = std::function<HostMap(const sched::UnitGraph&, const exec::ExecPlan&, const HostMap&)>;
