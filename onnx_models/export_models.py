@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Export the CNN benchmarks of ios to ONNX (opset 13), deterministically.
+"""Export the CNN benchmarks of ios, and the segmentation, ConvNeXt and ViT-style
+models, to ONNX (opset 13 unless --opset), deterministically.
 
 Run with Debian's Python (it has torch 1.13, torchvision 0.14, onnx 1.12):
 
@@ -31,6 +32,7 @@ printed: name, path, size, node count, export time, op-type histogram.
 """
 
 import argparse
+import copy
 import hashlib
 import io
 import os
@@ -67,6 +69,9 @@ SUPPORTED_OPS = {
     "ReduceMean", "Flatten", "Reshape", "Transpose", "Gemm", "MatMul", "Softmax",
     "Pad", "BatchNormalization", "Identity", "Dropout",
     "Shape", "Gather", "Unsqueeze", "Constant",
+    # segmentation heads, ConvNeXt and ViT-style models
+    "Resize", "Sub", "Div", "Pow", "Sqrt", "Reciprocal", "Erf", "Tanh", "Exp",
+    "LayerNormalization", "Cast", "Expand", "ConstantOfShape", "Equal", "Where",
 }
 
 
@@ -78,10 +83,37 @@ class ModelSpec:
     test_size: Tuple[int, int]   # small size used by --self-test
     doc: str
     calib: Tuple[int, int] = (3, 4)  # (batches, images per batch) for BN calibration
+    prepare: Optional[Callable[[nn.Module], None]] = None  # after random init, before calibration
 
 
 def _tv(fn, **kw):
     return lambda args: fn(weights=None, **kw)
+
+
+class SegmentationLogits(nn.Module):
+    """torchvision's segmentation models return {"out": logits}; export the
+    logits tensor ([N, classes, H, W], upsampled to the input size)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)["out"]
+
+
+def _tv_seg(fn):
+    return lambda args: SegmentationLogits(fn(weights=None, weights_backbone=None, aux_loss=False))
+
+
+def _unit_layer_scale(model):
+    """ConvNeXt initialises its layer scale to 1e-6, which with random weights
+    makes every block's residual branch vanish (and with it any error in the
+    normalisation or GELU arithmetic); a trained model has O(1) scales."""
+    with torch.no_grad():
+        for m in model.modules():
+            if hasattr(m, "layer_scale"):
+                m.layer_scale.fill_(1.0)
 
 
 # The registry: adding a model is one line.
@@ -110,6 +142,17 @@ MODELS = {
                                 "NASNet-A Large 6@4032 (nets.py)", calib=(2, 4)),
     "nasnet_a_mobile": ModelSpec(lambda a: nets.NASNetALarge(1000, 32, 1056, 4), (224, 224), (32, 32),
                                  (64, 64), "NASNet-A Mobile 4@1056, same cells (nets.py)"),
+    # The families deployed today: segmentation heads (ASPP, upsampling),
+    # ConvNeXt (LayerNorm, GELU) and a transformer encoder.
+    "deeplabv3_resnet50": ModelSpec(_tv_seg(tvm.segmentation.deeplabv3_resnet50), (520, 520), (64, 64),
+                                    (64, 64), "torchvision DeepLabV3-ResNet50, 21 classes, no aux head"),
+    "fcn_resnet50": ModelSpec(_tv_seg(tvm.segmentation.fcn_resnet50), (520, 520), (64, 64), (64, 64),
+                              "torchvision FCN-ResNet50, 21 classes, no aux head"),
+    "convnext_tiny": ModelSpec(_tv(tvm.convnext_tiny), (224, 224), (32, 32), (64, 64),
+                               "torchvision ConvNeXt-Tiny (layer scale 1)", prepare=_unit_layer_scale),
+    "vit_style": ModelSpec(lambda a: nets.ViTStyle(), (64, 64), (64, 64), (64, 64),
+                           "ViT-style encoder: 8x8 patches, dim 192, 4 blocks, 3 heads, separate q/k/v "
+                           "(nets.py)"),
 }
 
 
@@ -235,6 +278,8 @@ def file_name(name, spec, args, hw):
         parts.append(f"b{args.batch}")
     if tuple(hw) != spec.size:
         parts.append(f"{hw[0]}x{hw[1]}")
+    if args.opset != OPSET:
+        parts.append(f"op{args.opset}")
     return "-".join(parts) + ".onnx"
 
 
@@ -244,6 +289,8 @@ def export_one(name, args, hw, out_path):
     t0 = time.time()
     seed_everything(args.seed)
     model = spec.build(args)
+    if spec.prepare:
+        spec.prepare(model)
     calibrate(model, spec, hw, args.seed)
     model.eval()
 
@@ -260,7 +307,7 @@ def export_one(name, args, hw, out_path):
     buf = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch 1.13 exporter chatter (Slice folding, prim::Constant)
-        torch.onnx.export(model, dummy, buf, export_params=True, opset_version=OPSET,
+        torch.onnx.export(model, dummy, buf, export_params=True, opset_version=args.opset,
                           do_constant_folding=True, input_names=["input"],
                           output_names=["output"], dynamic_axes=dyn,
                           training=torch.onnx.TrainingMode.EVAL,
@@ -272,7 +319,8 @@ def export_one(name, args, hw, out_path):
     proto.doc_string = f"{name}: {spec.doc}; random weights, seed {args.seed}"
     meta = {"ios.model": name, "ios.seed": str(args.seed),
             "ios.image_size": f"{hw[0]}x{hw[1]}",
-            "ios.batch": "dynamic" if args.dynamic_batch else str(args.batch)}
+            "ios.batch": "dynamic" if args.dynamic_batch else str(args.batch),
+            "ios.opset": str(args.opset)}
     if hasattr(model, "graph_sources"):
         meta["ios.randwire_graphs"] = ",".join(model.graph_sources)
     del proto.metadata_props[:]
@@ -289,6 +337,8 @@ def export_one(name, args, hw, out_path):
         with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, out_path)
+        if args.truth:
+            write_truth(model, args, hw, out_path)
 
     inits = {i.name: i for i in proto.graph.initializer}
     dw = 0
@@ -301,6 +351,24 @@ def export_one(name, args, hw, out_path):
             "hist": hist, "bad": bad, "secs": time.time() - t0, "max_abs": max_abs,
             "sha256": hashlib.sha256(data).hexdigest(), "depthwise": dw,
             "sources": getattr(model, "graph_sources", None)}
+
+
+@torch.no_grad()
+def write_truth(model, args, hw, out_path):
+    """The numerical truth the tests compare against: a seeded N(0,1) input
+    (batch 2 for a symbolic batch) and the model's output computed in float64
+    from the same weights, next to the model as <stem>.input.npy and
+    <stem>.truth.npy (float32 input, float64 output)."""
+    batch = 2 if args.dynamic_batch else args.batch
+    gen = torch.Generator().manual_seed(args.seed + 3)
+    x = torch.randn(batch, 3, hw[0], hw[1], generator=gen)
+    truth = copy.deepcopy(model).double()(x.double())
+    stem = out_path[:-len(".onnx")]
+    for suffix, value in ((".input.npy", x.numpy()), (".truth.npy", truth.numpy())):
+        tmp = stem + suffix + ".tmp"
+        with open(tmp, "wb") as f:
+            np.save(f, value)
+        os.replace(tmp, stem + suffix)
 
 
 def report(r):
@@ -339,6 +407,12 @@ def main(argv=None):
     g.add_argument("--dynamic-batch", action="store_true", help="symbolic batch dim 'batch'")
     ap.add_argument("--image-size", type=parse_size, help="HxW (default: per model, see --list)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    ap.add_argument("--opset", type=int, default=OPSET, choices=range(13, 18), metavar="{13..17}",
+                    help="ONNX opset of the export (default %(default)s; opset 17 writes LayerNorm as "
+                         "LayerNormalization)")
+    ap.add_argument("--truth", action="store_true",
+                    help="also write <stem>.input.npy (seeded N(0,1), batch 2 with --dynamic-batch) and "
+                         "<stem>.truth.npy (the model's output in float64 on that input)")
     ap.add_argument("--randwire-graphs", default=DEFAULT_GRAPH_DIR,
                     help="folder with ws-N-K-P-stage.txt graphs (default: %(default)s; "
                          "missing files are generated with a fixed seed)")

@@ -395,3 +395,69 @@ class NASNetALarge(nn.Module):
                 prev, cur = cur, cell(cur, prev)
         x = self.pool(self.relu(cur))
         return self.last_linear(self.dropout(torch.flatten(x, 1)))
+
+
+# ---------------------------------------------------------------------------
+# A ViT-style image classifier (Dosovitskiy et al., 2021) written so that the
+# exported graph keeps what a scheduler can use: the query, key and value
+# projections are three Linear layers reading the same normalised tokens
+# (torch.nn.MultiheadAttention would export one fused in-projection instead).
+# A learned class token is prepended with expand + cat, so an export with a
+# symbolic batch carries the shape arithmetic (Shape, Gather, Expand, ...)
+# that real ViT exports have around it.
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.q = nn.Linear(dim, dim)
+        self.k = nn.Linear(dim, dim)
+        self.v = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        n, s, d = x.shape
+        h = self.heads
+
+        def split_heads(t):  # [n, s, d] -> [n, h, s, d/h]
+            return t.reshape(n, s, h, d // h).transpose(1, 2)
+
+        q, k, v = split_heads(self.q(x)), split_heads(self.k(x)), split_heads(self.v(x))
+        attn = torch.softmax((q @ k.transpose(-2, -1)) * self.scale, dim=-1)
+        return self.proj((attn @ v).transpose(1, 2).reshape(n, s, d))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, dim, heads, mlp):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.attn = Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(dim, mlp), nn.GELU(), nn.Linear(mlp, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class ViTStyle(nn.Module):
+    """Patch embedding, class token, position embedding, pre-norm encoder
+    blocks, classification from the class token."""
+
+    def __init__(self, image=64, patch=8, dim=192, depth=4, heads=3, mlp=768, num_classes=1000):
+        super().__init__()
+        tokens = (image // patch) ** 2 + 1
+        self.patch_embed = nn.Conv2d(3, dim, patch, stride=patch)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos_embed = nn.Parameter(torch.randn(1, tokens, dim) * 0.02)
+        self.blocks = nn.Sequential(*[EncoderBlock(dim, heads, mlp) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)  # [n, tokens - 1, dim]
+        cls = self.cls_token.expand(x.shape[0], -1, -1)
+        x = torch.cat([cls, x], dim=1) + self.pos_embed
+        x = self.norm(self.blocks(x))
+        return self.head(x[:, 0])

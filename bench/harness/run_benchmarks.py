@@ -26,6 +26,7 @@ with every number the tables show). Needs matplotlib for the charts
 
 import argparse
 import datetime
+import glob
 import json
 import math
 import os
@@ -41,7 +42,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
-DEFAULT_MODELS = "inception_v3,squeezenet1_1,randwire,nasnet_a_large"
+DEFAULT_MODELS = "inception_v3,squeezenet1_1,randwire,nasnet_a_large,deeplabv3_resnet50"
 
 # (label in the tables, registry name, --params)
 SCHEDULERS = [
@@ -186,7 +187,9 @@ def resolve_model(models_dir, name):
         path = os.path.join(models_dir, name + suffix)
         if os.path.isfile(path):
             return name, path
-    return name, None
+    # Models the tests use at a reduced input size only (NAME-bdyn-HxW.onnx).
+    reduced = sorted(glob.glob(os.path.join(glob.escape(models_dir), name + "-bdyn-*x*.onnx")))
+    return name, (reduced[0] if reduced else None)
 
 
 def error_text(rc, stderr, timeout=None):
@@ -323,6 +326,19 @@ def bench_model(args, label, path, batch, gpu, work):
         time_schedules(args, path, batch, case["rows"], mwork, "run", graph=True)
         time_schedules(args, path, batch, case["rows"], mwork, "run-nograph", graph=False)
     return case
+
+
+def widest_blocks(case):
+    """The blocks of greatest width, with their latency under the sequential
+    and the ios schedule (both reports split the model into the same blocks)."""
+    by = {r.get("label"): (r.get("report") or {}).get("blocks") for r in case.get("rows", [])}
+    seq, ios = by.get("sequential"), by.get("ios")
+    if not seq or not ios or len(seq) != len(ios):
+        return []
+    top = max(b["width"] for b in ios)
+    return [{"index": b["index"], "first_unit": b.get("first_unit", ""), "units": b["units"], "width": b["width"],
+             "sequential_ms": s.get("predicted_ms"), "ios_ms": b.get("predicted_ms")}
+            for s, b in zip(seq, ios) if b["width"] == top and top > 1]
 
 
 def run_peers(args, models, batches, work):
@@ -627,6 +643,21 @@ def write_markdown(args, doc, path, charts):
             L.append(table(["block", "first unit", "n", "width", "states", "transitions", "stages costed",
                             "search time", "predicted (ms)", "split by size cap"], brows))
             L.append("</details>\n")
+
+    # Widest blocks
+    wide = [(case, b) for case in doc["cases"] for b in case.get("wide_blocks", [])]
+    if wide:
+        L.append("## Widest blocks\n")
+        L.append("Each model's widest block (most units side by side: an Inception module, DeepLabV3's "
+                 "ASPP head), with the block's latency under the `sequential` and the `ios` schedule and "
+                 "the speed-up on that block alone. "
+                 + ("Measured per stage on the GPU." if gpu else
+                    f"Predicted by the simulated cost model (`{args.device_profile}` profile), not measured.")
+                 + "\n")
+        rows = [[c["model"], c["batch"], b["index"], b["first_unit"], b["units"], b["width"], f_ms(b["sequential_ms"]),
+                 f_ms(b["ios_ms"]), f_ratio(ratio(b["sequential_ms"], b["ios_ms"]))] for c, b in wide]
+        L.append(table(["model", "batch", "block", "first unit", "n", "width", "sequential (ms)", "ios (ms)",
+                        "ios speed-up on the block"], rows))
 
     # Failures
     fails = doc["failures"]
@@ -945,6 +976,8 @@ def main(argv=None):
     os.makedirs(args.charts_dir, exist_ok=True)
     charts = draw_charts(args, doc)
     doc["run_time_s"] = time.perf_counter() - t_start
+    for case in doc["cases"]:
+        case["wide_blocks"] = widest_blocks(case)
     # results.json: everything the tables show, without machine-local paths.
     for case in doc["cases"]:
         for r in case.get("rows", []):

@@ -1,0 +1,153 @@
+// The model families deployed today, end to end on the CPU backend: DeepLabV3
+// and FCN (segmentation heads: ASPP, Resize), ConvNeXt (LayerNorm, GELU,
+// depthwise 7x7) and a ViT-style encoder (class token, Q/K/V projections,
+// batched MatMul, Softmax), exported by onnx_models/export_models.py at
+// opset 13 and 17, with a symbolic and a static batch.
+//
+// The truth is the PyTorch model run in float64 on the same weights and input
+// (the export script writes both next to the model; the truth is read back
+// rounded to float32, half an ulp, far below either float32 evaluation's
+// error). ONNX Runtime (CPU, graph optimizations disabled) is run on the same
+// input, and every registered scheduler's schedule must run on the CPU
+// executor with at most twice ONNX Runtime's error against that truth: rms
+// and max absolute error both.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "exec/compare.h"
+#include "model_test_util.h"
+
+namespace ios::test {
+namespace {
+
+const exec::Tolerance kReportOnly{1e-5,
+                                  1e-4};  // the verdict is the ratio to ONNX Runtime, not this
+
+struct Error {
+  double rms = 0.0;
+  double max_abs = 0.0;
+};
+
+Error error_against(const exec::HostTensor& actual, const exec::HostTensor& truth,
+                    const std::string& label) {
+  const auto result = exec::compare(actual, truth, kReportOnly, label, 3);
+  INFO(exec::format_report(result));
+  REQUIRE(result.shape_error.empty());
+  REQUIRE(result.num_nan == 0);
+  return {result.rms_error, result.max_abs_error};
+}
+
+// `file` is a model in onnx_models/generated with <stem>.input.npy and
+// <stem>.truth.npy beside it (export_models.py --truth).
+void check_family_model(const std::string& file) {
+  const auto path = models_dir() / file;
+  const std::string stem =
+      path.string().substr(0, path.string().size() - std::string(".onnx").size());
+  for (const auto& p : {path.string(), stem + ".input.npy", stem + ".truth.npy"}) {
+    if (!std::filesystem::exists(p)) {
+      FAIL(p << " is missing: run scripts/setup.sh (scripts/make-models.sh exports the model "
+                "families with "
+                "onnx_models/export_models.py --truth)");
+    }
+  }
+  const auto input = exec::read_npy(stem + ".input.npy");
+  const auto truth = exec::read_npy(stem + ".truth.npy");
+  onnx::ImportOptions options;
+  if (file.find("-bdyn") != std::string::npos) options.batch = input.shape.at(0);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto model = onnx::import_model(path.string(), options);
+  REQUIRE(model.inputs.size() == 1);
+  REQUIRE(model.inputs[0].second == input.shape);
+  const auto graph = sched::UnitGraph::form(model.graph);
+  auto cost = simulated_cost(graph);
+  std::cerr << fmt::format("{}: imported and formed {} units in {} blocks in {:.2f} s\n", file,
+                           graph.size(), graph.blocks().size(), seconds_since(t0));
+
+  TempDir dir("family_" + std::to_string(std::hash<std::string>{}(file)));
+  const auto ort = run_onnx_runtime(path, input, dir);
+  const Error ort_error = error_against(ort, truth, file + " ONNX Runtime");
+  std::cerr << fmt::format(
+      "{}: ONNX Runtime vs float64 truth: rms {:.3g}, max abs {:.3g} (|truth| <= {:.3g})\n", file,
+      ort_error.rms, ort_error.max_abs, exec::value_stats(truth).max_abs);
+  REQUIRE(ort_error.max_abs >
+          0.0);  // a float32 evaluation that equals the truth would make the ratio vacuous
+
+  for (const auto& entry : sched::scheduler_registry()) {
+    const auto t1 = std::chrono::steady_clock::now();
+    const auto schedule = make_schedule(entry.name, "", graph, cost);
+    const auto ours = run_cpu(graph, schedule, model.inputs[0].first, input);
+    const Error error = error_against(ours, truth, file + " " + entry.name);
+    std::cerr << fmt::format(
+        "{} {}: rms {:.3g} ({:.2f}x ONNX Runtime), max abs {:.3g} ({:.2f}x), {:.2f} s\n", file,
+        entry.name, error.rms, error.rms / ort_error.rms, error.max_abs,
+        error.max_abs / ort_error.max_abs, seconds_since(t1));
+    INFO(file << " scheduled by " << entry.name);
+    CHECK(error.rms <= 2.0 * ort_error.rms);
+    CHECK(error.max_abs <= 2.0 * ort_error.max_abs);
+  }
+}
+
+// DeepLabV3's ASPP head runs five branches on one feature map (a 1x1 conv,
+// three dilated 3x3 convs, image pooling + 1x1 conv + upsampling) into one
+// Concat: all of them must land in one block of width >= 5, where IOS can run
+// them side by side.
+TEST_CASE("DeepLabV3's ASPP head is one block of width 5", "[cpu][family]") {
+  const auto path = models_dir() / "deeplabv3_resnet50-128x128-op17.onnx";
+  if (!std::filesystem::exists(path)) FAIL(path.string() << " is missing: run scripts/setup.sh");
+  const auto model = onnx::import_model(path.string(), onnx::ImportOptions{});
+  const auto graph = sched::UnitGraph::form(model.graph);
+  std::set<int> blocks;
+  int branch_units = 0;
+  for (sched::UnitId u = 0; u < graph.size(); ++u) {
+    const auto& unit = graph.unit(u);
+    if (unit.anchor == ir::kNone) continue;
+    // torch's exporter names nodes by module path: /model/classifier/classifier.0/convs.<i>/...
+    if (model.graph.node(unit.anchor).name.find("classifier.0/convs.") == std::string::npos)
+      continue;
+    ++branch_units;
+    blocks.insert(graph.block_of(u));
+  }
+  INFO(branch_units << " units of the ASPP branches in " << blocks.size() << " block(s)");
+  REQUIRE(branch_units >= 5);  // 4 convs, and the pooling branch's pool, conv and resize
+  REQUIRE(blocks.size() == 1);
+  const auto& block = graph.blocks().at(static_cast<size_t>(*blocks.begin()));
+  CHECK(block.width >= 5);
+}
+
+TEST_CASE("model family vs float64 truth: deeplabv3_resnet50 at opset 13 with a symbolic batch",
+          "[cpu][ort][family]") {
+  check_family_model("deeplabv3_resnet50-bdyn-128x128.onnx");
+}
+TEST_CASE("model family vs float64 truth: deeplabv3_resnet50 at opset 17 with a static batch",
+          "[cpu][ort][family]") {
+  check_family_model("deeplabv3_resnet50-128x128-op17.onnx");
+}
+TEST_CASE("model family vs float64 truth: fcn_resnet50 at opset 13 with a symbolic batch",
+          "[cpu][ort][family]") {
+  check_family_model("fcn_resnet50-bdyn-128x128.onnx");
+}
+TEST_CASE("model family vs float64 truth: fcn_resnet50 at opset 17 with a static batch",
+          "[cpu][ort][family]") {
+  check_family_model("fcn_resnet50-128x128-op17.onnx");
+}
+TEST_CASE("model family vs float64 truth: convnext_tiny at opset 13 with a symbolic batch",
+          "[cpu][ort][family]") {
+  check_family_model("convnext_tiny-bdyn-64x64.onnx");
+}
+TEST_CASE("model family vs float64 truth: convnext_tiny at opset 17 with a static batch",
+          "[cpu][ort][family]") {
+  check_family_model("convnext_tiny-64x64-op17.onnx");
+}
+TEST_CASE("model family vs float64 truth: vit_style at opset 13 with a symbolic batch",
+          "[cpu][ort][family]") {
+  check_family_model("vit_style-bdyn.onnx");
+}
+TEST_CASE("model family vs float64 truth: vit_style at opset 17 with a static batch",
+          "[cpu][ort][family]") {
+  check_family_model("vit_style-op17.onnx");
+}
+
+}  // namespace
+}  // namespace ios::test
