@@ -322,6 +322,112 @@ Values pool_truth(const std::vector<float>& x, const ir::Shape& s, const ir::Poo
   return out;
 }
 
+// Row-major strides of a shape.
+std::vector<int64_t> strides_of(const ir::Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+// A transformer's attention arithmetic: batched MatMul of two activations
+// (rank 4, [N, heads, S, D] x [N, heads, D, S]), an activation times a shared
+// constant weight (rank 3, [N, S, D] x [D, E]: a Linear on tokens), with a
+// broadcast batch ([1, S, D] x [2, D, E]), the heads' Transpose and a
+// Softmax over the last axis of a 4-D tensor.
+void add_attention_cases(std::vector<OpCase>& cases) {
+  // y[..., i, j] = sum_k a[..., i, k] b[..., k, j] with numpy batch broadcasting.
+  auto matmul_truth = [](const std::vector<float>& a, const ir::Shape& as,
+                         const std::vector<float>& b, const ir::Shape& bs) {
+    const size_t rank = std::max(as.size(), bs.size());
+    ir::Shape pa(rank - as.size(), 1), pb(rank - bs.size(), 1);
+    pa.insert(pa.end(), as.begin(), as.end());
+    pb.insert(pb.end(), bs.begin(), bs.end());
+    const int64_t m = pa[rank - 2], k = pa[rank - 1], n = pb[rank - 1];
+    ir::Shape batch(rank - 2);
+    for (size_t d = 0; d + 2 < rank; ++d) batch[d] = std::max(pa[d], pb[d]);
+    const auto sa = strides_of(pa), sb = strides_of(pb);
+    Values y;
+    std::vector<int64_t> idx(batch.size(), 0);
+    for (int64_t bi = 0; bi < ir::num_elements(batch); ++bi) {
+      int64_t rem = bi, oa = 0, ob = 0;
+      for (size_t d = batch.size(); d-- > 0;) {
+        idx[d] = rem % batch[d];
+        rem /= batch[d];
+        oa += (pa[d] == 1 ? 0 : idx[d]) * sa[d];
+        ob += (pb[d] == 1 ? 0 : idx[d]) * sb[d];
+      }
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0.0;
+          for (int64_t t = 0; t < k; ++t)
+            acc += double(a[static_cast<size_t>(oa + i * k + t)]) *
+                   b[static_cast<size_t>(ob + t * n + j)];
+          y.push_back(acc);
+        }
+    }
+    return y;
+  };
+  {
+    const ir::Shape qs{2, 3, 4, 5}, ks{2, 3, 5, 4};
+    const auto q = ramp(ir::num_elements(qs), -1.0f, 1.2f),
+               k = ramp(ir::num_elements(ks), 0.9f, -1.1f);
+    CaseBuilder b("MatMul of two rank-4 activations", OpKind::kMatMul);
+    b.output(b.node(OpKind::kMatMul, {b.input("q", qs, q), b.input("k", ks, k)}).at(0),
+             matmul_truth(q, qs, k, ks));
+    cases.push_back(b.take());
+  }
+  {
+    const ir::Shape xs{2, 6, 4}, ws{4, 5};
+    const auto x = ramp(ir::num_elements(xs), -2.0f, 1.5f),
+               w = ramp(ir::num_elements(ws), 0.5f, -0.75f);
+    CaseBuilder b("MatMul of rank-3 tokens by a constant weight", OpKind::kMatMul);
+    b.output(b.node(OpKind::kMatMul, {b.input("x", xs, x), b.constant("w", ws, w)}).at(0),
+             matmul_truth(x, xs, w, ws));
+    cases.push_back(b.take());
+  }
+  {
+    const ir::Shape xs{1, 3, 4}, ws{2, 4, 2};  // one activation matrix against each of two weights
+    const auto x = ramp(ir::num_elements(xs), -1.5f, 1.0f),
+               w = ramp(ir::num_elements(ws), -0.5f, 0.8f);
+    CaseBuilder b("MatMul with a broadcast batch", OpKind::kMatMul);
+    b.output(b.node(OpKind::kMatMul, {b.input("x", xs, x), b.constant("w", ws, w)}).at(0),
+             matmul_truth(x, xs, w, ws));
+    cases.push_back(b.take());
+  }
+  {
+    // [N, S, heads, D] -> [N, heads, S, D]
+    const ir::Shape xs{2, 3, 2, 4};
+    const auto x = ramp(ir::num_elements(xs), -3.0f, 3.0f);
+    ir::TransposeAttrs a;
+    a.perm = {0, 2, 1, 3};
+    Values e;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t s = 0; s < 3; ++s)
+          for (int64_t d = 0; d < 4; ++d)
+            e.push_back(x[static_cast<size_t>(((n * 3 + s) * 2 + h) * 4 + d)]);
+    CaseBuilder b("Transpose of attention heads", OpKind::kTranspose);
+    b.output(b.node(OpKind::kTranspose, {b.input("x", xs, x)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  {
+    const ir::Shape xs{2, 2, 3, 5};
+    const auto x = ramp(ir::num_elements(xs), -4.0f, 4.5f);
+    ir::AxisAttrs a;
+    a.axis = 3;  // the importer writes ONNX's -1 as 3
+    Values e;
+    for (int64_t r = 0; r < 12; ++r) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < 5; ++j) sum += std::exp(double(x[static_cast<size_t>(r * 5 + j)]));
+      for (int64_t j = 0; j < 5; ++j)
+        e.push_back(std::exp(double(x[static_cast<size_t>(r * 5 + j)])) / sum);
+    }
+    CaseBuilder b("Softmax over the last axis of a 4-D tensor", OpKind::kSoftmax);
+    b.output(b.node(OpKind::kSoftmax, {b.input("x", xs, x)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+}
+
 std::vector<OpCase> make_cases() {
   std::vector<OpCase> cases;
   const ir::Shape s4{2, 3, 2, 2};
@@ -554,6 +660,7 @@ std::vector<OpCase> make_cases() {
     b.output(b.node(OpKind::kSoftmax, {b.input("x", s4, x4)}, a).at(0), e);
     cases.push_back(b.take());
   }
+  add_attention_cases(cases);
   // Pad [1, 1, 2, 2]: one row on top, two columns left, one column right; value 0.5.
   {
     const auto x = ramp(4, 1.0f, 4.0f);
