@@ -654,8 +654,17 @@ def write_markdown(args, doc, path, charts):
                  + ("Measured per stage on the GPU." if gpu else
                     f"Predicted by the simulated cost model (`{args.device_profile}` profile), not measured.")
                  + "\n")
-        rows = [[c["model"], c["batch"], b["index"], b["first_unit"], b["units"], b["width"], f_ms(b["sequential_ms"]),
-                 f_ms(b["ios_ms"]), f_ratio(ratio(b["sequential_ms"], b["ios_ms"]))] for c, b in wide]
+        shown = {}
+        rows = []
+        for c, b in wide:  # at most three blocks a case: SqueezeNet has eight Fire modules alike
+            key = (c["model"], c["batch"])
+            shown[key] = shown.get(key, 0) + 1
+            if shown[key] <= 3:
+                rows.append([c["model"], c["batch"], b["index"], b["first_unit"], b["units"], b["width"],
+                             f_ms(b["sequential_ms"]), f_ms(b["ios_ms"]), f_ratio(ratio(b["sequential_ms"], b["ios_ms"]))])
+        for (model, batch), count in shown.items():
+            if count > 3:
+                rows.append([model, batch, f"and {count - 3} more of this width", "", "", "", "", "", ""])
         L.append(table(["model", "batch", "block", "first unit", "n", "width", "sequential (ms)", "ios (ms)",
                         "ios speed-up on the block"], rows))
 
