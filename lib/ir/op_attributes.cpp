@@ -230,9 +230,13 @@ Attrs reduce_mean(const AttributeReader& r, const Shapes& in) {
   }
   for (int64_t& axis : axes) axis = normalize_axis(r, axis, static_cast<int64_t>(x.size()));
   std::sort(axes.begin(), axes.end());
-  if (x.size() != 4 || axes != std::vector<int64_t>{2, 3}) {
-    r.fail("ReduceMean is supported over H and W (axes [2, 3]) of a 4-D tensor only; this one "
-           "reduces axes [{}] of shape {}", fmt::join(axes, ", "), to_string(x));
+  // Trailing axes are what a layer normalization written out in primitive
+  // operators reduces (ir/passes.h fuses it; unfused it runs as it is).
+  const bool trailing = !axes.empty() && axes.back() == static_cast<int64_t>(x.size()) - 1 &&
+                        axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
+  if (!trailing && (x.size() != 4 || axes != std::vector<int64_t>{2, 3})) {
+    r.fail("ReduceMean is supported over H and W (axes [2, 3]) of a 4-D tensor or over trailing axes only; this "
+           "one reduces axes [{}] of shape {}", fmt::join(axes, ", "), to_string(x));
   }
   a.axes = axes;
   a.keepdims = r.get_int("keepdims", 1) != 0;
