@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
+#include "ir/layer_norm.h"
 #include "ir/op_info.h"
 
 namespace ios::cpu {
@@ -676,6 +677,44 @@ void softmax(int64_t axis, const ConstView& x_view, const View& y_view) {
   out.finish();
 }
 
+// LayerNormalization over x's dims from `axis` on, one row per outer index:
+// mean and variance (two passes) and the normalized value in double, so the
+// result is the float64 truth rounded once. Scale and B broadcast to the
+// normalized dims (ir/layer_norm.h); B may be absent.
+void layer_norm(const ir::LayerNormAttrs& attrs, const ConstView& x_view, const ConstView& scale_view,
+                const ConstView* bias_view, const View& y_view) {
+  std::vector<float> storage, scale_storage, bias_storage;
+  const ConstView x = densify(x_view, storage);
+  IOS_ASSERT(x.shape == y_view.shape && attrs.axis >= 0 && attrs.axis < x.rank(), "LayerNorm: axis {} on {}",
+             attrs.axis, ir::to_string(x.shape));
+  const ir::Shape dims = ir::layer_norm::normalized_dims(x.shape, attrs.axis);
+  auto expanded = [&](const ConstView& p_view, std::vector<float>& p_storage) {
+    const ConstView p = densify(p_view, p_storage);
+    return ir::layer_norm::expand(std::vector<float>(p.data, p.data + p.size()), p.shape, dims);
+  };
+  const std::vector<float> scale = expanded(scale_view, scale_storage);
+  const std::vector<float> bias = bias_view ? expanded(*bias_view, bias_storage) : std::vector<float>();
+  DenseOutput out(y_view);
+  const int64_t cols = ir::num_elements(dims);
+  const int64_t rows = cols > 0 ? x.size() / cols : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = x.data + r * cols;
+    float* dst = out.view().data + r * cols;
+    double sum = 0.0;
+    for (int64_t j = 0; j < cols; ++j) sum += in[j];
+    const double mean = sum / static_cast<double>(cols);
+    double squares = 0.0;
+    for (int64_t j = 0; j < cols; ++j) squares += (in[j] - mean) * (in[j] - mean);
+    const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(cols) + static_cast<double>(attrs.epsilon));
+    for (int64_t j = 0; j < cols; ++j) {
+      const auto k = static_cast<size_t>(j);
+      const double v = (in[j] - mean) * inv_std * scale[k] + (bias.empty() ? 0.0 : double(bias[k]));
+      dst[j] = static_cast<float>(v);
+    }
+  }
+  out.finish();
+}
+
 void pad(const ir::PadAttrs& attrs, const ConstView& x_view, const View& y_view) {
   std::vector<float> storage;
   const ConstView x = densify(x_view, storage);
@@ -884,6 +923,12 @@ void run_resize(const KernelContext&, const ir::Node& node, std::span<const Cons
   resize(node.attr<ir::ResizeAttrs>(), in[0], out[0]);
 }
 
+void run_layer_norm(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                    std::span<const View> out) {
+  need(node, in, out, 2, 1);
+  layer_norm(node.attr<ir::LayerNormAttrs>(), in[0], in[1], in.size() > 2 ? &in[2] : nullptr, out[0]);
+}
+
 using KernelTable = std::array<Kernel, static_cast<size_t>(ir::kNumOpKinds)>;
 
 KernelTable make_kernel_table() {
@@ -912,6 +957,7 @@ KernelTable make_kernel_table() {
   set(K::kPad, run_pad);
   set(K::kBatchNorm, run_batch_norm);
   set(K::kResize, run_resize);
+  set(K::kLayerNorm, run_layer_norm);
   return t;
 }
 

@@ -2,7 +2,8 @@
 // not do: element-wise chains (bias, activations, residual adds, gating
 // multiplies) in one pass, strided copies (slice, split, transpose, reshape,
 // concat inputs that cannot be written in place), padding, pooling with
-// asymmetric pads or ceil mode, mean reductions, and GEMM. All FP32.
+// asymmetric pads or ceil mode, mean reductions, layer normalization, and
+// GEMM. All FP32.
 //
 // Parameters are plain structs passed by value; launchers return the launch
 // status (the caller checks it with IOS_CUDA_CALL). Shapes are int64 and
@@ -150,6 +151,19 @@ struct GemmParams {
   float alpha = 1.0f, beta = 0.0f;
 };
 cudaError_t gemm(const GemmParams& params, cudaStream_t stream);
+
+// LayerNormalization of `rows` dense rows of `cols` elements: y = (x - mean)
+// / sqrt(var + epsilon) * scale + bias per row, with scale and bias (null:
+// none) holding one value per column. One block per row, float accumulation.
+struct LayerNormParams {
+  int64_t rows = 0, cols = 0;
+  const float* x = nullptr;
+  const float* scale = nullptr;
+  const float* bias = nullptr;
+  float* y = nullptr;
+  float epsilon = 1e-5f;
+};
+cudaError_t layer_norm(const LayerNormParams& params, cudaStream_t stream);
 
 // p[i] = a pseudo-random value in [-1, 1) from (seed, i): inputs for stage
 // measurement, made on the device instead of uploaded from the host.

@@ -11,6 +11,7 @@
 //  - lower_elementwise.cpp: element-wise chains fused into one operation;
 //  - lower_conv.cpp: convolutions (cuDNN, fused epilogues) and merges;
 //  - lower_compute.cpp: pooling, reductions, softmax, GEMM;
+//  - lower_norm.cpp: layer normalization;
 //  - lower_data.cpp: data movement (slices, splits, concats, pads, copies).
 #pragma once
 
@@ -82,6 +83,9 @@ class Lowerer {
   void lower_reduce(Launch& launch, NodeId n, int y);
   void lower_softmax(Launch& launch, NodeId n, int y);
   void lower_gemm(Launch& launch, NodeId n, int y);
+
+  // --- Normalization (lower_norm.cpp) -------------------------------------------
+  void lower_layer_norm(Launch& launch, NodeId n, int y);
 
   // --- Data movement (lower_data.cpp) ----------------------------------------------
   void lower_transpose(Launch& launch, NodeId n, int y);

@@ -43,6 +43,7 @@ const std::map<OpKind, OpLowering>& table() {
       {OpKind::kSoftmax, into(&Lowerer::lower_softmax)},
       {OpKind::kPad, into(&Lowerer::lower_pad)},
       {OpKind::kResize, into(&Lowerer::lower_resize)},
+      {OpKind::kLayerNorm, into(&Lowerer::lower_layer_norm)},
   };
   return kTable;
 }

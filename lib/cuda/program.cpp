@@ -127,6 +127,9 @@ std::string describe_program(const Program& p) {
             } else if constexpr (std::is_same_v<T, ResizeOp>) {
               out << (o.attrs.mode == ir::resize::Mode::kLinear ? "resize linear " : "resize nearest ")
                   << vname(o.x) << " -> " << vname(o.y);
+            } else if constexpr (std::is_same_v<T, LayerNormOp>) {
+              out << "layer-norm axis " << o.axis << ' ' << vname(o.x) << " * " << rname(o.scale)
+                  << (o.bias ? " + " + rname(o.bias) : std::string()) << " -> " << vname(o.y);
             } else {
               out << "reduce-mean " << vname(o.x) << " -> " << vname(o.y);
             }

@@ -175,7 +175,17 @@ struct ResizeOp {
   ir::ResizeAttrs attrs;
 };
 
-using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp, ResizeOp>;
+// LayerNormalization of dense x into dense y over the dims from `axis` on
+// (own kernel); scale and bias are constants of one value per normalized
+// element (bias may be absent).
+struct LayerNormOp {
+  int x = -1, y = -1;
+  int64_t axis = 1;
+  float epsilon = 1e-5f;
+  Ref scale, bias;
+};
+
+using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp, ResizeOp, LayerNormOp>;
 
 struct Launch {
   std::string name;  // unit id(s)

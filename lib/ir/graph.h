@@ -109,9 +109,15 @@ struct ResizeAttrs {  // Resize and Upsample of a 4-D NCHW tensor on H and W
   std::array<int64_t, 2> size{1, 1};       // output H and W
 };
 
+struct LayerNormAttrs {  // normalizes over dims axis..rank-1 (axis >= 0)
+  int64_t axis = 1;
+  float epsilon = 1e-5f;
+};
+
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
-                           TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs>;
+                           TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
+                           LayerNormAttrs>;
 
 // A tensor: a graph input, a weight (data set), or a node output.
 struct Tensor {

@@ -32,6 +32,9 @@ Attrs batch_norm(const AttributeReader& r, const Shapes& in);
 // Pow has no attributes; this refuses an exponent computed at run time.
 Attrs pow_exponent(const AttributeReader& r, const Shapes& in);
 Attrs resize(const AttributeReader& r, const Shapes& in);  // Resize 10+, Upsample 7-9
+// LayerNormalization 17+: constant Scale and B that broadcast to the
+// normalized dims (ir/layer_norm.h), statistics in float32 (stash_type 1).
+Attrs layer_norm(const AttributeReader& r, const Shapes& in);
 
 // Fails when an output other than the first is used: ios computes only the
 // first output of `r`'s operator.

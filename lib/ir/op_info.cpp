@@ -204,6 +204,10 @@ std::vector<OpInfo> make_table() {
       // Resampling on H and W, a window operator like a pool (it takes epilogues).
       work(legacy(op(K::kResize, "Resize", 10, A::resize, S::resize, anchor(OpClass::kPool)), "Upsample", 7, 9), 0,
            resize_flops, resize_reduction),
+      // Mean, variance, then normalize, scale and shift: about 8 FLOPs per element.
+      work(inputs(op(K::kLayerNorm, "LayerNormalization", 17, A::layer_norm, S::layer_norm, anchor(OpClass::kPool)),
+                  up_to_three),
+           8),
   };
   return t;
 }

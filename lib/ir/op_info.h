@@ -87,7 +87,7 @@ enum class Elementwise {
 enum class OpClass {
   kConv,
   kMatMul,  // Gemm, MatMul
-  kPool,    // pools and mean reductions
+  kPool,    // pools, mean reductions, Resize, LayerNormalization (per-row mean, then element-wise)
   kSoftmax,
   kConcat,
   kLayout,  // data movement only: Split, Slice, Flatten, Reshape, Transpose, Pad

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "ir/layer_norm.h"
 #include "ir/op_info.h"
 #include "ir/shape_inference.h"
 
@@ -311,6 +312,18 @@ Shapes resize(const Node& node, const Shapes& in) {
   const auto& a = node.attr<ResizeAttrs>();
   if (a.size[0] < 1 || a.size[1] < 1) fail(node, in, "output size {}x{} is empty", a.size[0], a.size[1]);
   return {{in[0][0], in[0][1], a.size[0], a.size[1]}};
+}
+
+Shapes layer_norm(const Node& node, const Shapes& in) {
+  need_inputs(node, in, 2, 3);
+  const auto axis = checked_axis(node, in, node.attr<LayerNormAttrs>().axis, in[0].size());
+  const Shape dims = layer_norm::normalized_dims(in[0], axis);
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (!layer_norm::broadcasts_to(in[i], dims)) {
+      fail(node, in, "input {} does not broadcast to the normalized dims {}", i, to_string(dims));
+    }
+  }
+  return {in[0]};
 }
 
 }  // namespace ios::ir::shapes

@@ -32,5 +32,6 @@ Shapes softmax(const Node& node, const Shapes& in);
 Shapes pad(const Node& node, const Shapes& in);
 Shapes batch_norm(const Node& node, const Shapes& in);
 Shapes resize(const Node& node, const Shapes& in);
+Shapes layer_norm(const Node& node, const Shapes& in);
 
 }  // namespace ios::ir::shapes

@@ -44,6 +44,25 @@ int fold_pad(Graph& graph);
 // replaced by the inner Concat's inputs, in place and in order.
 int flatten_concat(Graph& graph);
 
+// Fuses the layer normalization PyTorch exports before opset 17, written out
+// in primitive operators, into one LayerNormalization node:
+//   m = ReduceMean(x, axes, keepdims=1);  d = Sub(x, m)
+//   v = ReduceMean(Pow(d, 2), axes, keepdims=1)
+//   y = Div(d, Sqrt(Add(v, eps)))
+//   [y = Mul(y, gamma)]  [y = Add(y, beta)]
+// Rule: axes are the trailing axes of x from some axis on (the normalized
+// dims); both reductions read the same x and reduce the same axes; the
+// exponent is one constant exactly 2; eps is one constant value >= 0 (either
+// side of its Add); every intermediate is read only inside the pattern (d by
+// the Pow and the Div, the others once) and is not a graph output; nothing
+// changes the shape of x. gamma and beta (either operand order) are
+// constants broadcasting to the normalized dims; they become Scale and B
+// (without a Mul, Scale is ones; without an Add, there is no B). The
+// LayerNormalization writes the pattern's last output tensor, so downstream
+// names are unchanged. Anything else is left as it is (it runs as plain
+// operators).
+int fuse_layer_norm(Graph& graph);
+
 // Removes nodes none of whose outputs is read or is a graph output (left
 // behind by folding); repeats until nothing changes.
 int remove_dead_nodes(Graph& graph);
@@ -52,11 +71,12 @@ struct PassStats {
   int batchnorm_folded = 0;
   int pads_folded = 0;
   int concats_flattened = 0;
+  int layer_norms_fused = 0;
   int dead_removed = 0;
 };
 
 // The importer's pipeline, in this order: fold_batchnorm, fold_pad,
-// flatten_concat, remove_dead_nodes.
+// flatten_concat, fuse_layer_norm, remove_dead_nodes.
 PassStats run_import_passes(Graph& graph);
 
 }  // namespace ios::ir

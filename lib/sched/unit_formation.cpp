@@ -3,7 +3,10 @@
 //
 //  1. Anchors. Every node that is not element-wise starts a unit: Conv, Gemm,
 //     MatMul, pools, ReduceMean, Softmax, Concat, Split, Slice, Flatten,
-//     Reshape, Transpose, Pad.
+//     Reshape, Transpose, Pad, Resize, LayerNormalization. LayerNormalization
+//     (a mean reduction per row, then element-wise work) anchors a pool unit,
+//     so epilogues (a ConvNeXt layer scale) join it by rule 3; the importer
+//     has already fused PyTorch's decomposition of it (ir::fuse_layer_norm).
 //  2. Separable convolution. A pointwise 1x1 Conv (group 1) whose input is the
 //     only use of a depthwise Conv's output joins the depthwise conv's unit
 //     (kind kSepConv): IOS's "SepConv".
@@ -11,7 +14,8 @@
 //     standalone BatchNorm, Add/Sub/Mul/Div/Pow by a constant on either side:
 //     ir::is_epilogue_candidate) joins the unit
 //     of its input's producer when that input has no other use, is not a graph
-//     output, and the producer is a Conv/SepConv/Pool/MatMul unit.
+//     output, and the producer is a Conv/SepConv/Pool/MatMul unit
+//     (LayerNormalization's unit is a Pool unit).
 //  4. Prologues. A Relu not taken by rule 3 whose output's only use is a Conv
 //     joins that Conv's unit in front of it (IOS's "ReLU-SepConv" when the
 //     Conv starts a separable conv). An Add of two activations whose output's

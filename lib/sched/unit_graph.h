@@ -28,7 +28,7 @@ using UnitId = int32_t;
 enum class UnitKind {
   kConv,         // Conv (+ fused prologue/epilogue)
   kSepConv,      // [ReLU ->] depthwise Conv -> pointwise 1x1 Conv (IOS's ReLU-SepConv)
-  kPool,         // MaxPool, AveragePool, GlobalAveragePool, ReduceMean over H,W
+  kPool,         // MaxPool, AveragePool, GlobalAveragePool, ReduceMean, Resize, LayerNormalization
   kMatMul,       // Gemm, MatMul
   kConcat,       // channel concat: zero-copy, producers write into its slices
   kElementwise,  // Add/Mul of two activations, standalone activation or BatchNorm

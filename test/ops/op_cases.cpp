@@ -424,6 +424,101 @@ void add_attention_cases(std::vector<OpCase>& cases) {
     }
     CaseBuilder b("Softmax over the last axis of a 4-D tensor", OpKind::kSoftmax);
     b.output(b.node(OpKind::kSoftmax, {b.input("x", xs, x)}, a).at(0), e);
+// LayerNormalization in float64 over the dims of `shape` from `axis` on:
+// scale and bias hold one value per normalized element (bias may be empty).
+Values layer_norm_truth(const std::vector<float>& x, const ir::Shape& shape, int64_t axis, const Values& scale,
+                        const Values& bias, double eps) {
+  int64_t cols = 1;
+  for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d) cols *= shape[d];
+  Values y;
+  for (int64_t r = 0; r < ir::num_elements(shape) / cols; ++r) {
+    const float* row = x.data() + r * cols;
+    double mean = 0.0, var = 0.0;
+    for (int64_t j = 0; j < cols; ++j) mean += row[j];
+    mean /= double(cols);
+    for (int64_t j = 0; j < cols; ++j) var += (row[j] - mean) * (row[j] - mean);
+    var /= double(cols);
+    for (int64_t j = 0; j < cols; ++j) {
+      const auto k = static_cast<size_t>(j);
+      y.push_back((row[j] - mean) / std::sqrt(var + eps) * scale[k] + (bias.empty() ? 0.0 : bias[k]));
+    }
+  }
+  return y;
+}
+
+ir::LayerNormAttrs layer_norm_attrs(int64_t axis, float eps) {
+  ir::LayerNormAttrs a;
+  a.axis = axis;
+  a.epsilon = eps;
+  return a;
+}
+
+// LayerNormalization: the last axis with bias (ViT), the last two axes with a
+// broadcast scale and no bias, NCHW from the channel axis with an epilogue
+// (a ConvNeXt layer scale), and a strided output (a concatenation's slice).
+void layer_norm_cases(std::vector<OpCase>& cases) {
+  const ir::Shape s3{2, 3, 4};
+  const std::vector<float> x3 = ramp(ir::num_elements(s3), -2.0f, 3.5f);
+  const std::vector<float> gamma{1.5f, -0.5f, 2.0f, 0.75f}, beta{0.1f, -0.2f, 0.3f, 0.0f};
+  const Values g4 = as_double(gamma), b4 = as_double(beta);
+  {
+    CaseBuilder b("LayerNormalization over the last axis with bias", OpKind::kLayerNorm);
+    b.output(b.node(OpKind::kLayerNorm, {b.input("x", s3, x3), b.constant("scale", {4}, gamma), b.constant("bias", {4}, beta)},
+                    layer_norm_attrs(2, 1e-5f)).at(0),
+             layer_norm_truth(x3, s3, 2, g4, b4, double(1e-5f)));
+    cases.push_back(b.take());
+  }
+  {
+    // Scale [1, 4] broadcast over the normalized dims [3, 4]; a large epsilon.
+    Values g12;
+    for (int i = 0; i < 3; ++i) g12.insert(g12.end(), g4.begin(), g4.end());
+    CaseBuilder b("LayerNormalization over the last two axes, scale broadcast, no bias", OpKind::kLayerNorm);
+    b.output(b.node(OpKind::kLayerNorm, {b.input("x", s3, x3), b.constant("scale", {1, 4}, gamma)},
+                    layer_norm_attrs(1, 0.25f)).at(0),
+             layer_norm_truth(x3, s3, 1, g12, {}, 0.25));
+    cases.push_back(b.take());
+  }
+  {
+    // x [2, 3, 2, 2] from axis 1 (12 values per row); scale and bias per
+    // channel [3, 1, 1]; then a Mul by a constant joins the unit as an epilogue.
+    const ir::Shape s4{2, 3, 2, 2};
+    const std::vector<float> x = ramp(ir::num_elements(s4), -3.0f, 2.0f);
+    const std::vector<float> sc{2.0f, -1.0f, 0.5f}, bi{0.25f, 0.0f, -0.5f};
+    Values scale, bias;
+    for (size_t i = 0; i < 12; ++i) {
+      scale.push_back(sc[i / 4]);
+      bias.push_back(bi[i / 4]);
+    }
+    Values e = layer_norm_truth(x, s4, 1, scale, bias, double(1e-6f));
+    for (double& v : e) v *= double(0.125f);
+    CaseBuilder b("LayerNormalization from the channel axis with a layer-scale epilogue", OpKind::kLayerNorm);
+    const auto ln = b.node(OpKind::kLayerNorm,
+                           {b.input("x", s4, x), b.constant("scale", {3, 1, 1}, sc), b.constant("bias", {3, 1, 1}, bi)},
+                           layer_norm_attrs(1, 1e-6f), 1, "ln");
+    b.output(b.node(OpKind::kMul, {ln.at(0), b.constant("layer_scale", {}, {0.125f})}).at(0), e);
+    b.expect_units(1);  // the Mul is the LayerNormalization's epilogue
+    cases.push_back(b.take());
+  }
+  {
+    // The LayerNormalization of b [2, 4, 4] writes its output into its slice
+    // of a concatenation on axis 1 with a [2, 3, 4]: batch stride 28, not 16.
+    // (An input is strided only as a merged convolution's member output,
+    // which a one-node case cannot make; the storage plan places a concat
+    // input in its slice only when the concat is its one reader.)
+    const ir::Shape sb{2, 4, 4};
+    const std::vector<float> bv = ramp(ir::num_elements(sb), -1.0f, 4.0f);
+    CaseBuilder b("LayerNormalization written into a concatenation's slice (strided output)", OpKind::kLayerNorm);
+    const auto a = b.input("a", s3, x3), bi = b.input("b", sb, bv);
+    ir::AxisAttrs cat;
+    cat.axis = 1;
+    const auto lb = b.node(OpKind::kLayerNorm, {bi, b.constant("scale", {4}, gamma)}, layer_norm_attrs(2, 1e-5f), 1, "ln_b");
+    const Values eb = layer_norm_truth(bv, sb, 2, g4, {}, double(1e-5f));
+    Values concat_b;
+    for (int64_t n = 0; n < 2; ++n) {
+      concat_b.insert(concat_b.end(), eb.begin() + n * 16, eb.begin() + (n + 1) * 16);
+      concat_b.insert(concat_b.end(), x3.begin() + n * 12, x3.begin() + (n + 1) * 12);
+    }
+    b.output(b.node(OpKind::kConcat, {lb.at(0), a}, cat, 1, "cat_b").at(0), concat_b);
     cases.push_back(b.take());
   }
 }
@@ -696,6 +791,7 @@ std::vector<OpCase> make_cases() {
   }
 
   resize_cases(cases);
+  layer_norm_cases(cases);
 
   std::stable_sort(cases.begin(), cases.end(), [](const OpCase& a, const OpCase& b) { return a.op < b.op; });
   return cases;
