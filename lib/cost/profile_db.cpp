@@ -316,6 +316,7 @@ std::string attrs_text(const ir::Attrs& attrs) {
                                static_cast<int>(a.coordinates), static_cast<int>(a.nearest),
                                fmt::join(a.scale, "x"), fmt::join(a.size, "x"));
           },
+          [](const ir::GeluAttrs& a) { return std::string(a.tanh ? "tanh" : "erf"); },
       },
       attrs);
 }

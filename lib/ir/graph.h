@@ -109,9 +109,14 @@ struct ResizeAttrs {  // Resize and Upsample of a 4-D NCHW tensor on H and W
   std::array<int64_t, 2> size{1, 1};       // output H and W
 };
 
+struct GeluAttrs {  // approximate = "tanh": 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))); else the erf form
+  bool tanh = false;
+};
+
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
-                           TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs>;
+                           TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
+                           GeluAttrs>;
 
 // A tensor: a graph input, a weight (data set), or a node output.
 struct Tensor {

@@ -32,6 +32,7 @@ Attrs batch_norm(const AttributeReader& r, const Shapes& in);
 // Pow has no attributes; this refuses an exponent computed at run time.
 Attrs pow_exponent(const AttributeReader& r, const Shapes& in);
 Attrs resize(const AttributeReader& r, const Shapes& in);  // Resize 10+, Upsample 7-9
+Attrs gelu(const AttributeReader& r, const Shapes& in);    // approximate: "none" or "tanh"
 
 // Fails when an output other than the first is used: ios computes only the
 // first output of `r`'s operator.

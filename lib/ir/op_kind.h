@@ -43,6 +43,7 @@ enum class OpKind : int {
   kErf,
   kExp,
   kResize,     // ONNX Resize, and Upsample of opsets 7-9
+  kGelu,       // ONNX Gelu (opset 20), and the erf/tanh chains exporters write for it
   kCount,      // not an operator: the number of operators, for tables indexed by OpKind
 };
 

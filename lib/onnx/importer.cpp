@@ -528,9 +528,10 @@ ImportedModel import_model_from_bytes(const std::string& bytes, const std::strin
   cross_check(result.graph, shapes, path, "IR passes");
 
   log->debug("{}: {} ONNX nodes, {} folded at import; IR: {} nodes, {} tensors; {} BatchNorm and {} "
-             "Pad folded, {} Concat flattened, {} dead nodes removed",
+             "Pad folded, {} Concat flattened, {} GELU chains fused, {} dead nodes removed",
              path, nodes_before, folded, result.graph.num_nodes(), result.graph.num_tensors(),
-             stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.dead_removed);
+             stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.gelus_fused,
+             stats.dead_removed);
   return result;
 }
 
