@@ -317,6 +317,7 @@ std::string attrs_text(const ir::Attrs& attrs) {
                                fmt::join(a.scale, "x"), fmt::join(a.size, "x"));
           },
           [](const ir::LayerNormAttrs& a) { return fmt::format("axis={},eps={}", a.axis, a.epsilon); },
+          [](const ir::GeluAttrs& a) { return std::string(a.tanh ? "tanh" : "erf"); },
       },
       attrs);
 }

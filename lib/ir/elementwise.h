@@ -27,7 +27,8 @@
 namespace ios::ir::ew {
 
 // The scalar attributes of a unary operator: Clip's {min, max}, HardSigmoid's
-// {alpha, beta}; unused by the others.
+// {alpha, beta}, Gelu's form (p0 = 1: the tanh approximation); unused by the
+// others.
 struct Params {
   float p0 = 0.0f;
   float p1 = 0.0f;
@@ -72,6 +73,12 @@ struct Erf {
 struct Exp {
   IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::expf(x); }
 };
+struct Gelu {  // p0 = 0: x/2 (1 + erf(x/sqrt(2))); p0 = 1: the tanh approximation
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const {
+    if (p.p0 != 0.0f) return 0.5f * x * (1.0f + ::tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+    return 0.5f * x * (1.0f + ::erff(x * 0.7071067812f));
+  }
+};
 
 // --- Binary: y = f(a, b), operands broadcast by the kernel. ------------------
 
@@ -109,6 +116,7 @@ IOS_HOST_DEVICE bool visit_unary(OpKind op, Visitor&& visit) {
     case OpKind::kReciprocal: visit(Reciprocal{}); return true;
     case OpKind::kErf: visit(Erf{}); return true;
     case OpKind::kExp: visit(Exp{}); return true;
+    case OpKind::kGelu: visit(Gelu{}); return true;
     default: return false;
   }
 }

@@ -114,10 +114,14 @@ struct LayerNormAttrs {  // normalizes over dims axis..rank-1 (axis >= 0)
   float epsilon = 1e-5f;
 };
 
+struct GeluAttrs {  // approximate = "tanh": 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))); else the erf form
+  bool tanh = false;
+};
+
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
                            TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
-                           LayerNormAttrs>;
+                           LayerNormAttrs, GeluAttrs>;
 
 // A tensor: a graph input, a weight (data set), or a node output.
 struct Tensor {

@@ -483,4 +483,12 @@ Attrs layer_norm(const AttributeReader& r, const Shapes& in) {
   return a;
 }
 
+Attrs gelu(const AttributeReader& r, const Shapes&) {
+  const std::string approximate = r.get_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") {
+    r.fail("Gelu approximate '{}' is not supported; use 'none' or 'tanh'", approximate);
+  }
+  return GeluAttrs{approximate == "tanh"};
+}
+
 }  // namespace ios::ir::attrs

@@ -35,6 +35,7 @@ Attrs resize(const AttributeReader& r, const Shapes& in);  // Resize 10+, Upsamp
 // LayerNormalization 17+: constant Scale and B that broadcast to the
 // normalized dims (ir/layer_norm.h), statistics in float32 (stash_type 1).
 Attrs layer_norm(const AttributeReader& r, const Shapes& in);
+Attrs gelu(const AttributeReader& r, const Shapes& in);    // approximate: "none" or "tanh"
 
 // Fails when an output other than the first is used: ios computes only the
 // first output of `r`'s operator.

@@ -208,6 +208,7 @@ std::vector<OpInfo> make_table() {
       work(inputs(op(K::kLayerNorm, "LayerNormalization", 17, A::layer_norm, S::layer_norm, anchor(OpClass::kPool)),
                   up_to_three),
            8),
+      work(op(K::kGelu, "Gelu", 20, A::gelu, S::same_as_input, unary()), 8),  // the erf (or tanh) polynomial and 3 products
   };
   return t;
 }
@@ -266,6 +267,7 @@ bool is_epilogue_candidate(const Graph& graph, const Node& node) {
 ew::Params elementwise_params(const Node& node) {
   if (const auto* clip = std::get_if<ClipAttrs>(&node.attrs)) return {clip->min, clip->max};
   if (const auto* hs = std::get_if<HardSigmoidAttrs>(&node.attrs)) return {hs->alpha, hs->beta};
+  if (const auto* gelu = std::get_if<GeluAttrs>(&node.attrs)) return {gelu->tanh ? 1.0f : 0.0f, 0.0f};
   return {};
 }
 

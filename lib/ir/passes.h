@@ -63,6 +63,21 @@ int flatten_concat(Graph& graph);
 // operators).
 int fuse_layer_norm(Graph& graph);
 
+// Replaces each element-wise chain that computes GELU with one Gelu node, so
+// that a MatMul or Conv unit takes the whole activation as one epilogue step
+// (5 to 9 element-wise nodes and their intermediate tensors otherwise). The
+// chains recognised are PyTorch's exports of nn.GELU() and
+// nn.GELU(approximate='tanh') (opsets 13-17), the same products in other
+// operand orders and groupings, and the importer's expansion of ONNX Gelu:
+//   erf:  0.5 * x * (1 + erf(x / sqrt(2)))          (or x * (1/sqrt(2)))
+//   tanh: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+//         with x^3 as Pow(x, 3), x * (x * x) or (x * x) * x.
+// Rule: every constant is a one-element tensor within 1e-6 (relative) of the
+// value above, every x is the same tensor, every intermediate value is read
+// once by the next node of the chain and is no graph output, and the result
+// has x's shape. Anything else stays as the element-wise nodes it was.
+int fuse_gelu(Graph& graph);
+
 // Removes nodes none of whose outputs is read or is a graph output (left
 // behind by folding); repeats until nothing changes.
 int remove_dead_nodes(Graph& graph);
@@ -72,11 +87,12 @@ struct PassStats {
   int pads_folded = 0;
   int concats_flattened = 0;
   int layer_norms_fused = 0;
+  int gelus_fused = 0;
   int dead_removed = 0;
 };
 
 // The importer's pipeline, in this order: fold_batchnorm, fold_pad,
-// flatten_concat, fuse_layer_norm, remove_dead_nodes.
+// flatten_concat, fuse_layer_norm, fuse_gelu, remove_dead_nodes.
 PassStats run_import_passes(Graph& graph);
 
 }  // namespace ios::ir

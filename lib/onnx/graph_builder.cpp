@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cfloat>
 #include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "ir/op_info.h"
@@ -17,7 +20,7 @@ using ::onnx::TensorProto;
 
 class Builder {
  public:
-  Builder(const ::onnx::ModelProto& model, const ShapeMap& shapes, const std::string& file)
+  Builder(const ::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file)
       : graph_proto_(model.graph()), shapes_(shapes), file_(file), opset_(default_opset(model)) {
     for (const auto& t : graph_proto_.initializer()) initializers_[t.name()] = &t;
   }
@@ -194,6 +197,7 @@ class Builder {
       alias_[node.output(0)] = resolve(node.input(0));
       return;
     }
+    if (op_type == "Gather") return add_gather(node);
     const ir::OpInfo* info = ir::find_onnx_op(op_type);
     if (!info) fail(node, "operator {} is not supported; supported operators: {}", op_type, supported_ops_list());
     const bool legacy = op_type != info->onnx_name;  // Upsample, imported as Resize
@@ -238,8 +242,89 @@ class Builder {
     graph_.add_node(std::move(n));
   }
 
+  // Gather of an activation at one constant index (ViT's class token x[:, 0],
+  // x[:, :, k]) is a Slice of length 1 on the axis, followed, for a scalar
+  // index, by a Reshape that drops the axis. A Gather of a constant with a
+  // constant index was folded before; any other Gather is refused.
+  void add_gather(const NodeProto& node) {
+    if (node.input_size() != 2) fail(node, "Gather needs 2 inputs, it has {}", node.input_size());
+    const std::string data_name = resolve(node.input(0)), indices_name = resolve(node.input(1));
+    const auto indices_init = initializers_.find(indices_name);
+    if (indices_init == initializers_.end()) {
+      fail(node, "Gather with indices computed at run time ('{}') is not supported; ios gathers one constant "
+                 "index of an activation", indices_name);
+    }
+    if (!ids_.count(data_name)) {
+      fail(node, "Gather of the constant '{}' is not supported; ios gathers one constant index of an activation",
+           data_name);
+    }
+    const ConstTensor indices = decode_tensor(*indices_init->second, file_);
+    const bool scalar_index = indices.dims.empty();
+    if (indices.size() != 1 || !(scalar_index || indices.dims.size() == 1)) {
+      fail(node, "Gather with indices of shape [{}] is not supported; ios gathers one constant index (a scalar "
+                 "or a 1-element 1-D tensor)", fmt::join(indices.dims, ", "));
+    }
+    only_first_output(node);
+    const ir::TensorId data = input_tensor(node, data_name);
+    const ir::Shape data_shape = graph_.tensor(data).shape;
+    const auto rank = static_cast<int64_t>(data_shape.size());
+    int64_t axis = attr_int(node, "axis", 0);
+    if (axis < -rank || axis >= rank) fail(node, "Gather axis {} is out of range for rank {}", axis, rank);
+    if (axis < 0) axis += rank;
+    const int64_t length = data_shape[static_cast<size_t>(axis)];
+    int64_t index = indices.as_int(0);
+    if (index < -length || index >= length) {
+      fail(node, "Gather index {} is out of range for axis {} of length {} (of '{}')", index, axis, length, data_name);
+    }
+    if (index < 0) index += length;
+
+    const std::string& out_name = node.output(0);
+    if (out_name.empty()) fail(node, "output 0 has no name");
+    if (ids_.count(out_name)) fail(node, "output '{}' is produced twice", out_name);
+    ir::Shape sliced_shape = data_shape;
+    sliced_shape[static_cast<size_t>(axis)] = 1;
+    ir::Node slice;
+    slice.name = node.name();
+    slice.op = ir::OpKind::kSlice;
+    slice.inputs = {data};
+    slice.attrs = ir::SliceAttrs{{axis}, {index}, {index + 1}, {1}};
+    const std::string sliced_name = scalar_index ? unused_name(out_name + "/gather_slice") : out_name;
+    if (scalar_index) shapes_[sliced_name] = sliced_shape;
+    const ir::TensorId sliced = add_activation(sliced_name, sliced_shape);
+    slice.outputs = {sliced};
+    graph_.add_node(std::move(slice));
+    if (!scalar_index) return;
+    ir::Node reshape;
+    reshape.name = node.name();
+    reshape.op = ir::OpKind::kReshape;
+    reshape.inputs = {sliced};
+    reshape.attrs = ir::ReshapeAttrs{shape_of(out_name, &node)};
+    reshape.outputs = {add_activation(out_name, reshape.attr<ir::ReshapeAttrs>().shape)};
+    graph_.add_node(std::move(reshape));
+  }
+
+  ir::TensorId add_activation(const std::string& name, ir::Shape shape) {
+    ir::Tensor t;
+    t.name = name;
+    t.shape = std::move(shape);
+    const ir::TensorId id = graph_.add_tensor(std::move(t));
+    ids_[name] = id;
+    return id;
+  }
+
+  // `base`, or base_1, base_2...: a tensor name the file does not use.
+  std::string unused_name(const std::string& base) const {
+    std::unordered_set<std::string> used;
+    for (const auto& v : graph_proto_.input()) used.insert(v.name());
+    for (const auto& n : graph_proto_.node()) used.insert(n.output().begin(), n.output().end());
+    for (const auto& [name, id] : ids_) used.insert(name);
+    std::string name = base;
+    for (int k = 1; used.count(name) || initializers_.count(name); ++k) name = fmt::format("{}_{}", base, k);
+    return name;
+  }
+
   const ::onnx::GraphProto& graph_proto_;
-  const ShapeMap& shapes_;
+  ShapeMap& shapes_;
   const std::string& file_;
   int64_t opset_;
   std::unordered_map<std::string, const TensorProto*> initializers_;
@@ -269,7 +354,7 @@ std::string supported_ops_list() {
   return out;
 }
 
-ir::Graph build_ir(const ::onnx::ModelProto& model, const ShapeMap& shapes, const std::string& file) {
+ir::Graph build_ir(const ::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file) {
   return Builder(model, shapes, file).build();
 }
 

@@ -4,6 +4,8 @@
 // targets resolved, Slice bounds clamped, Split sizes explicit, Clip bounds
 // and Pad amounts taken from their (constant) inputs whatever the opset.
 // Identity and Dropout are dropped here: their output aliases their input.
+// A Gather of an activation at one constant index becomes a Slice of length 1
+// on its axis (and a Reshape dropping the axis when the index is a scalar).
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -15,11 +17,14 @@
 
 namespace ios::onnx {
 
-// `shapes` must hold a static shape for every tensor a node reads or makes.
+// `shapes` must hold a static shape for every tensor a node reads or makes;
+// the builder adds the shapes of the tensors it introduces itself (the
+// Slice output of a Gather it imports as Slice and Reshape), so that `shapes`
+// names every activation of the IR.
 // Throws UserError naming `file` and the node for unsupported operators,
 // non-constant attribute inputs, non-float32 weights and unsupported
 // attribute values.
-ir::Graph build_ir(const ::onnx::ModelProto& model, const ShapeMap& shapes, const std::string& file);
+ir::Graph build_ir(const ::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file);
 
 // ONNX op types that become IR nodes, plus Identity and Dropout.
 bool is_supported_op(const std::string& op_type);

@@ -6,6 +6,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -69,6 +70,7 @@ class Adapter {
     // Split and Pad need their input's shape, known only after inference;
     // everything else is rewritten from the node alone.
     std::vector<int> need_shapes;
+    std::vector<int> gelus;
     int rewritten = 0;
     for (int k = 0; k < graph_.node_size(); ++k) {
       NodeProto& node = *graph_.mutable_node(k);
@@ -89,6 +91,8 @@ class Adapter {
         if (find_attribute(node, "num_outputs")) need_shapes.push_back(k);
       } else if (op == "Resize") {
         rewritten += resize_attributes(node);
+      } else if (op == "Gelu") {
+        gelus.push_back(k);
       }
     }
     if (!need_shapes.empty()) {
@@ -98,6 +102,7 @@ class Adapter {
         rewritten += node.op_type() == "Pad" ? pad_axes(node) : split_num_outputs(node);
       }
     }
+    if (!gelus.empty()) rewritten += expand_gelus(gelus);
     for (auto& imp : *model_.mutable_opset_import()) {
       if (default_domain(imp.domain())) imp.set_version(std::min<int64_t>(imp.version(), kCheckerMaxOpset));
     }
@@ -305,6 +310,18 @@ class Adapter {
   }
 
   std::string add_ints_initializer(const NodeProto& node, const char* what, const std::vector<int64_t>& values) {
+    return add_initializer(node, what, ConstTensor::of_ints(values, ir::Shape{static_cast<int64_t>(values.size())}));
+  }
+
+  std::string add_initializer(const NodeProto& node, const char* what, const ConstTensor& value) {
+    const std::string name = fresh_name(node, what);
+    TensorProto* t = graph_.add_initializer();
+    t->set_name(name);
+    encode_tensor(value, t);
+    return name;
+  }
+
+  std::string fresh_name(const NodeProto& node, const char* what) {
     const std::string& label = !node.name().empty() ? node.name()
                                : node.output_size() > 0 ? node.output(0)
                                                         : node.op_type();
@@ -312,10 +329,62 @@ class Adapter {
     std::string name = base;
     for (int n = 1; names_.count(name); ++n) name = base + "_" + std::to_string(n);
     names_.insert(name);
-    TensorProto* t = graph_.add_initializer();
-    t->set_name(name);
-    encode_tensor(ConstTensor::of_ints(values, ir::Shape{static_cast<int64_t>(values.size())}), t);
     return name;
+  }
+
+  // Gelu (opset 20) has no opset-17 schema, so the checker and shape
+  // inference cannot read it: each becomes the element-wise chain PyTorch
+  // exports for nn.GELU at opset 17, which ir::fuse_gelu turns back into one
+  // Gelu node after import. The chain's nodes keep the Gelu node's name, so
+  // messages about them name it.
+  int expand_gelus(const std::vector<int>& gelus) {
+    std::vector<NodeProto> nodes(graph_.node().begin(), graph_.node().end());
+    graph_.clear_node();
+    size_t next = 0;
+    for (int k = 0; k < static_cast<int>(nodes.size()); ++k) {
+      if (next < gelus.size() && gelus[next] == k) {
+        ++next;
+        for (NodeProto& n : gelu_chain(nodes[static_cast<size_t>(k)])) *graph_.add_node() = std::move(n);
+      } else {
+        *graph_.add_node() = std::move(nodes[static_cast<size_t>(k)]);
+      }
+    }
+    return static_cast<int>(gelus.size());
+  }
+
+  std::vector<NodeProto> gelu_chain(const NodeProto& gelu) {
+    const std::string approximate = attr_string(gelu, "approximate", "none");
+    if (approximate != "none" && approximate != "tanh") {
+      fail(gelu, "Gelu approximate '{}' is not supported; use 'none' or 'tanh'", approximate);
+    }
+    if (gelu.input_size() != 1 || gelu.output_size() != 1) fail(gelu, "Gelu needs one input and one output");
+    const std::string x = gelu.input(0);
+    std::vector<NodeProto> chain;
+    // Appends op(a, b) and returns its output (the Gelu's output for the last one).
+    auto add = [&](const char* op, const std::string& a, const std::string& b, bool last = false) {
+      NodeProto n;
+      n.set_name(gelu.name());
+      n.set_op_type(op);
+      n.add_input(a);
+      if (!b.empty()) n.add_input(b);
+      n.add_output(last ? gelu.output(0) : fresh_name(gelu, op));
+      chain.push_back(std::move(n));
+      return chain.back().output(0);
+    };
+    auto scalar = [&](const char* what, double v) {
+      return add_initializer(gelu, what, ConstTensor::of_floats({v}, ir::Shape{}, TensorProto::FLOAT));
+    };
+    std::string core;
+    if (approximate == "none") {
+      core = add("Erf", add("Div", x, scalar("sqrt2", std::sqrt(2.0))), "");
+    } else {
+      const std::string cube = add("Mul", x, add("Mul", x, x));
+      const std::string inner = add("Add", x, add("Mul", scalar("cubic_coefficient", 0.044715), cube));
+      core = add("Tanh", add("Mul", scalar("sqrt_2_over_pi", std::sqrt(2.0 / std::acos(-1.0))), inner), "");
+    }
+    const std::string plus_one = add("Add", core, scalar("one", 1.0));
+    add("Mul", add("Mul", x, plus_one), scalar("half", 0.5), true);
+    return chain;
   }
 
   ModelProto& model_;

@@ -14,6 +14,8 @@
 //       Pad mode "wrap" (19)                    -> refused
 //       AveragePool `dilations` (19)            -> dropped when all 1, else refused
 //       Cast `saturate` (19, float8 only)       -> dropped
+//       Gelu (20)                               -> its erf or tanh chain, which
+//                                                  ir::fuse_gelu makes one node again
 //     every other change in 18-21 to an operator ios reads only adds element
 //     types (bfloat16, float8, int4), which the checks on stored tensors and
 //     inputs refuse.

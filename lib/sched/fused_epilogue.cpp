@@ -25,6 +25,7 @@ bool attrs_equal(const ir::Attrs& a, const ir::Attrs& b) {
   if (const auto* x = std::get_if<ir::BatchNormAttrs>(&a)) {
     return x->epsilon == std::get<ir::BatchNormAttrs>(b).epsilon;
   }
+  if (const auto* x = std::get_if<ir::GeluAttrs>(&a)) return x->tanh == std::get<ir::GeluAttrs>(b).tanh;
   return false;  // not an element-wise operator's attributes
 }
 

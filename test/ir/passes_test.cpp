@@ -374,3 +374,170 @@ TEST_CASE("run_import_passes runs every pass and reports counts", "[ir][passes]"
   CHECK(stats.dead_removed == 0);
   CHECK(count_ops(m.g, OpKind::kBatchNorm) == 0);
 }
+
+// --- fuse_gelu -----------------------------------------------------------------
+
+namespace gelu {
+
+// x [2, 8] (a MatMul's output) through a GELU chain as PyTorch 1.13 exports
+// nn.GELU() (erf) or nn.GELU(approximate='tanh'), at opsets 13 and 17 alike;
+// `changes` alters one thing to show what the pass must refuse.
+struct Changes {
+  float sqrt2 = 1.4142135f;          // the erf form's divisor
+  float cubic = 0.044715f;           // the tanh form's x^3 coefficient
+  bool erf_read_twice = false;       // a second node reads the erf/tanh output
+  bool intermediate_is_output = false;
+  bool other_x_in_product = false;   // the final product reads another tensor than x
+  bool cube_by_pow = false;          // Pow(x, 3) for x * (x * x)
+  bool half_first = false;           // (x * 0.5) * h for (x * h) * 0.5
+};
+
+struct Chain {
+  Graph g;
+  TensorId x = kNone, y = kNone, core_out = kNone;
+};
+
+Chain make(bool tanh_form, const Changes& c = {}) {
+  Chain m;
+  Graph& g = m.g;
+  const TensorId in = graph_input(g, "in", {2, 4});
+  const TensorId other = graph_input(g, "other", {2, 8});
+  m.x = activation(g, "x", {2, 8});
+  add(g, OpKind::kMatMul, "mm", {in, weight(g, "w", {4, 8}, pattern(32, 0.1f))}, {m.x});
+  auto scalar = [&](const std::string& name, float v) { return weight(g, name, {}, {v}); };
+  auto t = [&](const std::string& name) { return activation(g, name, {2, 8}); };
+  TensorId core_in;
+  if (!tanh_form) {
+    core_in = t("scaled");
+    add(g, OpKind::kDiv, "div", {m.x, scalar("c_sqrt2", c.sqrt2)}, {core_in});
+  } else {
+    const TensorId cube = t("cube");
+    if (c.cube_by_pow) {
+      add(g, OpKind::kPow, "pow", {m.x, scalar("c_three", 3.0f)}, {cube});
+    } else {
+      const TensorId sq = t("sq");
+      add(g, OpKind::kMul, "sq", {m.x, m.x}, {sq});
+      add(g, OpKind::kMul, "cube", {m.x, sq}, {cube});
+    }
+    const TensorId term = t("term"), inner = t("inner");
+    add(g, OpKind::kMul, "term", {scalar("c_cubic", c.cubic), cube}, {term});
+    add(g, OpKind::kAdd, "inner", {m.x, term}, {inner});
+    core_in = t("scaled");
+    add(g, OpKind::kMul, "scale", {scalar("c_k", 0.7978846f), inner}, {core_in});
+  }
+  m.core_out = t("core");
+  add(g, tanh_form ? OpKind::kTanh : OpKind::kErf, "core", {core_in}, {m.core_out});
+  const TensorId h = t("h");
+  add(g, OpKind::kAdd, "plus_one", {m.core_out, scalar("c_one", 1.0f)}, {h});
+  const TensorId x_in_product = c.other_x_in_product ? other : m.x;
+  m.y = t("y");
+  if (c.half_first) {
+    const TensorId half_x = t("half_x");
+    add(g, OpKind::kMul, "half_x", {x_in_product, scalar("c_half", 0.5f)}, {half_x});
+    add(g, OpKind::kMul, "gelu_out", {half_x, h}, {m.y});
+  } else {
+    const TensorId xh = t("xh");
+    add(g, OpKind::kMul, "xh", {x_in_product, h}, {xh});
+    add(g, OpKind::kMul, "gelu_out", {scalar("c_half", 0.5f), xh}, {m.y});
+  }
+  g.outputs() = {m.y};
+  if (c.erf_read_twice) {
+    const TensorId extra = t("extra");
+    add(g, OpKind::kRelu, "extra", {m.core_out}, {extra});
+    g.outputs().push_back(extra);
+  }
+  if (c.intermediate_is_output) g.outputs().push_back(h);
+  return m;
+}
+
+// The one Gelu node replacing the chain, reading the MatMul's output and
+// writing the chain's output tensor.
+void check_fused(Chain& m, bool tanh_form) {
+  CHECK(fuse_gelu(m.g) == 1);
+  REQUIRE(m.g.num_nodes() == 2);
+  const Node& gelu = m.g.node(1);
+  CHECK(gelu.op == OpKind::kGelu);
+  CHECK(gelu.name == "gelu_out");
+  CHECK(gelu.attr<GeluAttrs>().tanh == tanh_form);
+  REQUIRE(gelu.inputs.size() == 1);
+  CHECK(m.g.tensor(gelu.inputs[0]).name == "x");
+  CHECK(m.g.tensor(gelu.outputs.at(0)).name == "y");
+  CHECK(m.g.tensor(m.g.outputs().at(0)).name == "y");
+  CHECK_NOTHROW(infer_shapes(m.g));
+}
+
+void check_untouched(Chain& m) {
+  const size_t nodes = m.g.num_nodes();
+  CHECK(fuse_gelu(m.g) == 0);
+  CHECK(m.g.num_nodes() == nodes);
+  CHECK(count_ops(m.g, OpKind::kGelu) == 0);
+}
+
+}  // namespace gelu
+
+TEST_CASE("fuse_gelu replaces PyTorch's erf GELU chain with one Gelu node", "[ir][passes]") {
+  gelu::Chain m = gelu::make(false);
+  gelu::check_fused(m, false);
+}
+
+TEST_CASE("fuse_gelu replaces PyTorch's tanh GELU chain with one Gelu node", "[ir][passes]") {
+  gelu::Chain m = gelu::make(true);
+  gelu::check_fused(m, true);
+}
+
+TEST_CASE("fuse_gelu accepts Pow(x, 3) and the product grouped as (x * 0.5) * h", "[ir][passes]") {
+  gelu::Changes c;
+  c.cube_by_pow = true;
+  c.half_first = true;
+  gelu::Chain tanh_chain = gelu::make(true, c);
+  gelu::check_fused(tanh_chain, true);
+  gelu::Chain erf_chain = gelu::make(false, c);
+  gelu::check_fused(erf_chain, false);
+}
+
+TEST_CASE("fuse_gelu leaves chains that are not exactly GELU alone", "[ir][passes]") {
+  SECTION("a divisor other than sqrt(2)") {
+    gelu::Changes c;
+    c.sqrt2 = 1.4143f;  // 7e-5 off
+    gelu::Chain m = gelu::make(false, c);
+    gelu::check_untouched(m);
+  }
+  SECTION("a cubic coefficient other than 0.044715") {
+    gelu::Changes c;
+    c.cubic = 0.0447f;
+    gelu::Chain m = gelu::make(true, c);
+    gelu::check_untouched(m);
+  }
+  SECTION("the erf output read by another node") {
+    gelu::Changes c;
+    c.erf_read_twice = true;
+    gelu::Chain m = gelu::make(false, c);
+    gelu::check_untouched(m);
+  }
+  SECTION("the tanh output read by another node") {
+    gelu::Changes c;
+    c.erf_read_twice = true;
+    gelu::Chain m = gelu::make(true, c);
+    gelu::check_untouched(m);
+  }
+  SECTION("an intermediate that is a graph output") {
+    gelu::Changes c;
+    c.intermediate_is_output = true;
+    gelu::Chain m = gelu::make(false, c);
+    gelu::check_untouched(m);
+  }
+  SECTION("the product reading another tensor than erf's x") {
+    gelu::Changes c;
+    c.other_x_in_product = true;
+    gelu::Chain m = gelu::make(false, c);
+    gelu::check_untouched(m);
+    gelu::Chain half_first = gelu::make(true, [] { gelu::Changes d; d.other_x_in_product = d.half_first = true; return d; }());
+    gelu::check_untouched(half_first);
+  }
+}
+
+TEST_CASE("run_import_passes fuses GELU chains", "[ir][passes]") {
+  gelu::Chain m = gelu::make(true);
+  CHECK(run_import_passes(m.g).gelus_fused == 1);
+  CHECK(count_ops(m.g, OpKind::kGelu) == 1);
+}

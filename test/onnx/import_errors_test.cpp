@@ -105,16 +105,42 @@ TEST_CASE("an unsupported operator names the node and its type and lists the sup
   CHECK(custom_message.find("fancy") != std::string::npos);
 }
 
-TEST_CASE("a gather on activations survives folding and is reported unsupported", "[onnx][errors]") {
+TEST_CASE("a gather of an activation at one constant index imports as Slice and Reshape", "[onnx]") {
   ModelBuilder b;
   b.input("x", {1, 3, 4, 4});
-  b.int_constant("idx", {}, {0});
+  b.int_constant("idx", {}, {-2});
   auto& g = b.node("Gather", {"x", "idx"}, {"y"}, "pick_channel");
   ModelBuilder::integer(g, "axis", 1);
   b.output("y", 3);
-  const std::string message = import_error(b.save("gather_activation.onnx"));
-  CHECK(message.find("pick_channel") != std::string::npos);
-  CHECK(message.find("Gather is not supported") != std::string::npos);
+  const auto model = ios::onnx::import_model(b.save("gather_activation.onnx"), {});
+  const ios::ir::Graph& ir = model.graph;
+  REQUIRE(ir.num_nodes() == 2);
+  CHECK(ir.node(0).op == ios::ir::OpKind::kSlice);
+  const auto& slice = ir.node(0).attr<ios::ir::SliceAttrs>();
+  CHECK(slice.axes == std::vector<int64_t>{1});
+  CHECK(slice.starts == std::vector<int64_t>{1});  // -2 of 3 channels
+  CHECK(slice.ends == std::vector<int64_t>{2});
+  CHECK(ir.node(1).op == ios::ir::OpKind::kReshape);
+  CHECK(ir.tensor(ir.outputs().at(0)).name == "y");
+  CHECK(ir.tensor(ir.outputs().at(0)).shape == ios::ir::Shape{1, 4, 4});
+}
+
+TEST_CASE("a gather of an activation at several or out-of-range indices is refused naming the node", "[onnx][errors]") {
+  const auto gather = [](const std::string& file, std::vector<int64_t> dims, std::vector<int64_t> indices) {
+    ModelBuilder b;
+    b.input("x", {1, 3, 4, 4});
+    b.int_constant("idx", std::move(dims), std::move(indices));
+    auto& g = b.node("Gather", {"x", "idx"}, {"y"}, "pick_channel");
+    ModelBuilder::integer(g, "axis", 1);
+    b.output("y", 4);
+    return import_error(b.save(file));
+  };
+  const std::string several = gather("gather_two.onnx", {2}, {0, 2});
+  CHECK(several.find("pick_channel") != std::string::npos);
+  CHECK(several.find("indices of shape [2] is not supported") != std::string::npos);
+  const std::string out_of_range = gather("gather_out_of_range.onnx", {1}, {3});
+  CHECK(out_of_range.find("pick_channel") != std::string::npos);
+  CHECK(out_of_range.find("index 3 is out of range for axis 1 of length 3") != std::string::npos);
 }
 
 TEST_CASE("a symbolic batch without --batch says to pass --batch N", "[onnx][errors]") {

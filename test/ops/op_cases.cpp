@@ -570,6 +570,11 @@ std::vector<OpCase> make_cases() {
   unary_case(cases, "Reciprocal", OpKind::kReciprocal, {}, [](double v) { return 1.0 / v; });  // no zero on the ramp
   unary_case(cases, "Erf", OpKind::kErf, {}, [](double v) { return std::erf(v); });
   unary_case(cases, "Exp", OpKind::kExp, {}, [](double v) { return std::exp(v); });
+  unary_case(cases, "Gelu", OpKind::kGelu, ir::GeluAttrs{false},
+             [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); }, -5.0f, 5.0f);
+  unary_case(cases, "Gelu tanh approximation", OpKind::kGelu, ir::GeluAttrs{true}, [](double v) {
+    return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / std::acos(-1.0)) * (v + 0.044715 * v * v * v)));
+  }, -5.0f, 5.0f);
 
   // Add of two activations, one broadcast [3, 1, 1]; Mul by a constant [1, 3, 1, 1].
   {
