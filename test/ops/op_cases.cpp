@@ -424,6 +424,10 @@ void add_attention_cases(std::vector<OpCase>& cases) {
     }
     CaseBuilder b("Softmax over the last axis of a 4-D tensor", OpKind::kSoftmax);
     b.output(b.node(OpKind::kSoftmax, {b.input("x", xs, x)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+}
+
 // LayerNormalization in float64 over the dims of `shape` from `axis` on:
 // scale and bias hold one value per normalized element (bias may be empty).
 Values layer_norm_truth(const std::vector<float>& x, const ir::Shape& shape, int64_t axis, const Values& scale,
