@@ -82,6 +82,7 @@ class Lowerer {
   void lower_reduce(Launch& launch, NodeId n, int y);
   void lower_softmax(Launch& launch, NodeId n, int y);
   void lower_gemm(Launch& launch, NodeId n, int y);
+  void lower_merged_product(Launch& launch, int kernel);
 
   // --- Data movement (lower_data.cpp) ----------------------------------------------
   void lower_transpose(Launch& launch, NodeId n, int y);
