@@ -85,7 +85,7 @@ std::vector<std::vector<sim::KernelCost>> SimulatedCostModel::kernel_costs(
     }
     const sched::MergeCheck check = sched::check_merge(graph_, kernel.units);
     IOS_ASSERT(check.spec.has_value(), "merge stage is not mergeable: {}", check.reason);
-    const UnitWork merged = merged_conv_work(graph_, *check.spec);
+    const UnitWork merged = merged_work(graph_, *check.spec);
     std::vector<sim::KernelCost>& parts = costs.emplace_back();
     for (const KernelWork& k : merged.kernels) parts.push_back(time_kernel(k));
   }

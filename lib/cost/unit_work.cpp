@@ -197,4 +197,44 @@ UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec&
   return work;
 }
 
+UnitWork merged_matmul_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec) {
+  const ir::Graph* ir = graph.ir();
+  IOS_ASSERT(ir != nullptr, "merged_matmul_work needs a unit graph formed from an IR graph");
+  IOS_ASSERT(spec.kind == sched::MergeKind::kMatMul && spec.members.size() >= 2,
+             "not a merged product of >= 2 members ({} members)", spec.members.size());
+  const ir::Graph& g = *ir;
+
+  KernelWork merged;
+  merged.what = "MatMul (merged)";
+  merged.matmul_like = true;
+  merged.reduction = static_cast<double>(spec.in_channels);
+  for (const auto& member : spec.members) {
+    const UnitWork w = unit_work(graph, member.unit);
+    IOS_ASSERT(w.kernels.size() == 1, "merge member '{}' launches {} kernels, expected 1",
+               graph.unit(member.unit).id, w.kernels.size());
+    const KernelWork& k = w.kernels[0];
+    const ir::Node& product = g.node(graph.unit(member.unit).anchor);
+    // Keep the member's fused epilogue (and a Gemm's C); its multiply-adds
+    // are replaced by the merged product's below.
+    merged.flops += k.flops - 2.0 * k.outputs * ir::node_reduction(g, product);
+    merged.bytes_written += k.bytes_written;
+    merged.outputs += k.outputs;
+  }
+  const double rows = static_cast<double>(spec.rows);
+  const double columns = static_cast<double>(spec.out_channels);
+  merged.flops += 2.0 * rows * columns * merged.reduction;
+  const double weights = merged.reduction * columns + columns;  // weight + bias
+  const double temporary = rows * columns;                      // written, then read by the copies
+  merged.bytes_read = (elements(g, spec.input) + weights + temporary) * kBytesPerElement;
+  merged.bytes_written += temporary * kBytesPerElement;
+  UnitWork work;
+  work.kernels.push_back(std::move(merged));
+  return work;
+}
+
+UnitWork merged_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec) {
+  return spec.kind == sched::MergeKind::kMatMul ? merged_matmul_work(graph, spec)
+                                                : merged_conv_work(graph, spec);
+}
+
 }  // namespace ios::cost

@@ -46,6 +46,16 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit);
 // and bias, the members' fused epilogues and their outputs.
 UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec);
 
+// Work of a merged matrix product (one kernel): 2 * rows * K * sum N_i FLOPs,
+// the shared input read once, the assembled weights [K, sum N_i] and bias,
+// the members' fused epilogues and their outputs, plus the merged temporary
+// written and read back once (the backends copy each member's columns out of
+// it before its epilogue).
+UnitWork merged_matmul_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec);
+
+// merged_conv_work or merged_matmul_work, by the spec's kind.
+UnitWork merged_work(const sched::UnitGraph& graph, const sched::MergeSpec& spec);
+
 // Which nodes are element-wise (they fuse into the kernel of the compute
 // node before them) and the FLOPs of one node come from the operator table:
 // ir::is_elementwise and ir::node_flops (ir/op_info.h). The CUDA lowering

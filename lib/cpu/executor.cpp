@@ -32,7 +32,8 @@ CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& pl
 CpuExecutor::~CpuExecutor() = default;
 
 // The plan's launches in issue order, flattened into IR nodes; a merged
-// kernel becomes one merged convolution followed by its members' epilogues.
+// kernel becomes one merged convolution (or matrix product, which also fills
+// its members' product outputs) followed by its members' epilogues.
 void CpuExecutor::build_program(const exec::ExecPlan& plan) {
   std::vector<int> unit_runs(static_cast<size_t>(graph_.size()), 0);
   std::vector<int> node_runs(ir_.num_nodes(), 0);
@@ -65,6 +66,8 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
     for (const sched::MergeMember& member : merged_.back().spec->members) {
       const sched::Unit& unit = graph_.unit(member.unit);
       IOS_ASSERT(!unit.nodes.empty() && unit.nodes.front() == unit.anchor, "merged unit '{}' has a prologue", unit.id);
+      // The storage plan placed a merged product's epilogue like an unmerged
+      // unit's and a merged convolution's on its slice; both run node by node.
       ++node_runs[static_cast<size_t>(unit.anchor)];
       for (size_t i = 1; i < unit.nodes.size(); ++i) {
         program_.push_back(Instr{unit.nodes[i], -1});
@@ -128,6 +131,10 @@ void CpuExecutor::execute(const Instr& instr) {
   const KernelContext ctx{threads_};
   if (instr.merged >= 0) {
     const Merged& m = merged_[static_cast<size_t>(instr.merged)];
+    if (m.spec->kind == sched::MergeKind::kMatMul) {
+      execute_merged_product(m);
+      return;
+    }
     conv2d(ctx, const_view_of(m.spec->input), m.weights.weight.data(), m.weights.bias.data(), m.spec->conv,
            View(data_of(m.region), m.region.shape, m.region.batch_stride));
     return;
@@ -140,6 +147,39 @@ void CpuExecutor::execute(const Instr& instr) {
   out.reserve(node.outputs.size());
   for (ir::TensorId t : node.outputs) out.push_back(view_of(t));
   run_node(ctx, node, in, out);
+}
+
+// One product of the shared input with the assembled weights [K, sum N_i]
+// into the merged temporary, its bias (the Gemm members' C) added, then each
+// member's columns copied into its product's output, where its epilogue runs.
+void CpuExecutor::execute_merged_product(const Merged& m) {
+  const KernelContext ctx{threads_};
+  const sched::MergeSpec& spec = *m.spec;
+  const View all(data_of(m.region), m.region.shape, m.region.batch_stride);
+  IOS_ASSERT(all.dense() && all.size() == spec.rows * spec.out_channels,
+             "merged product output {} for {} x {}", ir::to_string(all.shape), spec.rows,
+             spec.out_channels);
+  matmul(ctx, const_view_of(spec.input),
+         ConstView(m.weights.weight.data(), {spec.in_channels, spec.out_channels}), all);
+  const int64_t total = spec.out_channels;
+  for (int64_t r = 0; r < spec.rows; ++r) {
+    float* row = all.data + r * total;
+    for (int64_t c = 0; c < total; ++c) row[c] += m.weights.bias[static_cast<size_t>(c)];
+  }
+  for (const sched::MergeMember& member : spec.members) {
+    const View y = view_of(ir_.node(graph_.unit(member.unit).anchor).outputs.at(0));
+    const int64_t n = member.out_channels;
+    const int64_t rows_per_item = y.item_size() / n;
+    IOS_ASSERT(y.batch() * rows_per_item == spec.rows && y.shape.back() == n,
+               "member '{}' output {} in a {} x {} merge", graph_.unit(member.unit).id,
+               ir::to_string(y.shape), spec.rows, total);
+    for (int64_t b = 0; b < y.batch(); ++b) {
+      for (int64_t r = 0; r < rows_per_item; ++r) {
+        const float* src = all.data + (b * rows_per_item + r) * total + member.channel_offset;
+        std::memcpy(y.item(b) + r * n, src, static_cast<size_t>(n) * sizeof(float));
+      }
+    }
+  }
 }
 
 std::map<std::string, exec::HostTensor> CpuExecutor::run(const std::map<std::string, exec::HostTensor>& inputs) {

@@ -67,9 +67,11 @@ class CpuExecutor {
   struct Merged {
     const sched::MergeSpec* spec = nullptr;  // owned by storage_
     sched::MergedWeights weights;
-    exec::Region region;  // the temporary [N, sum of member channels, H, W]
+    // The temporary [N, sum of member channels, H, W], or [..., sum of member columns].
+    exec::Region region;
   };
-  // One step of the program: an IR node, or a merged convolution.
+  // One step of the program: an IR node, or a merged convolution or matrix
+  // product.
   struct Instr {
     ir::NodeId node = ir::kNone;
     int merged = -1;
@@ -81,6 +83,7 @@ class CpuExecutor {
   View view_of(ir::TensorId tensor);
   ConstView const_view_of(ir::TensorId tensor);
   void execute(const Instr& instr);
+  void execute_merged_product(const Merged& merged);
 
   const sched::UnitGraph& graph_;
   const ir::Graph& ir_;

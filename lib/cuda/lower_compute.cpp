@@ -1,5 +1,6 @@
 // Pooling, reductions, softmax and GEMM (lowering.h): cuDNN where it applies,
-// the backend's own kernels otherwise.
+// the backend's own kernels otherwise; merged matrix products (IOS
+// operator merge) as one GEMM over the assembled weights.
 #include <algorithm>
 #include <numeric>
 
@@ -149,6 +150,62 @@ void Lowerer::lower_gemm(Launch& launch, NodeId n, int y) {
     }
   }
   emit(launch, op);
+}
+
+// A merged matrix product (IOS operator merge of products sharing their
+// input): one GemmOp of the input with the assembled weights [K, sum N_i]
+// and bias (the Gemm members' C) into the merged temporary, then per member
+// a copy of its columns into its product's output, where its epilogue runs
+// in place as for an unmerged unit (the storage plan placed it so).
+void Lowerer::lower_merged_product(Launch& launch, int kernel) {
+  const sched::MergeSpec& spec = storage_.merge_spec(kernel);
+  const exec::Region& whole = storage_.merged_region(kernel);
+  IOS_ASSERT(spec.kind == sched::MergeKind::kMatMul && whole.dense(),
+             "kernel {} is not a merged product", kernel);
+  const int merged = add_value(storage_.storages().at(static_cast<size_t>(whole.storage)).name,
+                               whole.shape, whole.storage, whole.offset, whole.batch_stride);
+  const sched::MergedWeights weights = sched::assemble_merged_weights(ug_, spec);
+  GemmOp op;
+  int a = value_for(spec.input);
+  if (val(a).shape.size() > 2) a = dense(launch, a);  // rows of a batched input must be uniform
+  op.a = Ref::value(a);
+  op.b = Ref::constant(
+      new_constant(launch.name + ":weight", {spec.in_channels, spec.out_channels}, weights.weight));
+  op.c = Ref::constant(new_constant(launch.name + ":bias", {spec.out_channels}, weights.bias));
+  op.beta = 1.0f;
+  op.m = spec.rows;
+  op.n = spec.out_channels;
+  op.k = spec.in_channels;
+  op.y = merged;
+  emit(launch, op);
+
+  for (const sched::MergeMember& member : spec.members) {
+    const sched::Unit& unit = ug_.unit(member.unit);
+    IOS_ASSERT(!unit.nodes.empty() && unit.nodes.front() == unit.anchor,
+               "merged unit '{}' has a prologue", unit.id);
+    const std::vector<NodeId>& chain = storage_.epilogue(unit.anchor);
+    const int y = chain_target(unit.anchor, chain);
+    const int64_t columns = member.out_channels;
+    const int64_t items = val(y).batch();
+    const int64_t rows_per_item = val(y).item_size() / columns;
+    IOS_ASSERT(val(y).shape.back() == columns && items * rows_per_item == spec.rows,
+               "member '{}' output {} in a {} x {} merge", unit.id, ir::to_string(val(y).shape),
+               spec.rows, spec.out_channels);
+    CopyOp copy;
+    copy.src = merged;
+    copy.dst = y;
+    copy.dims = {items, rows_per_item, columns};
+    copy.src_strides = {rows_per_item * spec.out_channels, spec.out_channels, 1};
+    copy.dst_strides = {val(y).batch_stride, columns, 1};
+    copy.src_offset = member.channel_offset;
+    emit(launch, std::move(copy));
+    in_place_steps(launch, y, unit.anchor, chain, 0);
+    // Nodes after the product that its epilogue did not take.
+    for (size_t i = 1; i < unit.nodes.size(); ++i) {
+      if (storage_.in_epilogue(unit.nodes[i])) continue;
+      lower_node(launch, unit.nodes[i], storage_.epilogue(unit.nodes[i]));
+    }
+  }
 }
 
 }  // namespace ios::cuda

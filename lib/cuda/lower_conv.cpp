@@ -1,7 +1,8 @@
 // Convolutions (lowering.h): cuDNN with its fused bias + ReLU (and residual
 // add) epilogue where the chain allows it, otherwise the bias and the chain
 // as an element-wise operation in place; merged convolutions (IOS operator
-// merge) as one convolution over the assembled weights.
+// merge) as one convolution over the assembled weights (merged matrix
+// products: lower_compute.cpp).
 #include <algorithm>
 
 #include "core/error.h"
@@ -98,6 +99,10 @@ void Lowerer::lower_conv(Launch& launch, NodeId n, const std::vector<NodeId>& ch
 // their convolutions' outputs) as channel slices of the merged output.
 void Lowerer::lower_merged(Launch& launch, int kernel) {
   const sched::MergeSpec& spec = storage_.merge_spec(kernel);
+  if (spec.kind == sched::MergeKind::kMatMul) {
+    lower_merged_product(launch, kernel);
+    return;
+  }
   const exec::Region& whole_region = storage_.merged_region(kernel);
   const int merged = add_value(
       storage_.storages().at(static_cast<size_t>(whole_region.storage)).name, whole_region.shape,

@@ -83,6 +83,7 @@ class Lowerer {
   void lower_reduce(Launch& launch, NodeId n, int y);
   void lower_softmax(Launch& launch, NodeId n, int y);
   void lower_gemm(Launch& launch, NodeId n, int y);
+  void lower_merged_product(Launch& launch, int kernel);
 
   // --- Normalization (lower_norm.cpp) -------------------------------------------
   void lower_layer_norm(Launch& launch, NodeId n, int y);

@@ -14,8 +14,9 @@
 
 namespace ios::exec {
 
-// What one launch computes: one unit, or several convolutions merged into one
-// (IOS operator merge; geometry in sched/merge.h).
+// What one launch computes: one unit, or several convolutions (or matrix
+// products sharing their input) merged into one (IOS operator merge;
+// sched/merge.h).
 struct Kernel {
   std::vector<sched::UnitId> units;
   bool merged = false;

@@ -6,7 +6,9 @@
 // larger NCHW tensor with Ctot channels starts c0*H*W elements later and has
 // batch_stride Ctot*H*W. That is how a producer writes straight into its
 // slice of a concatenation (zero-copy concat) and how a merged convolution's
-// members find their channels of the merged output.
+// members find their channels of the merged output. A slice of the last
+// axis (a merged matrix product's member) has a stride inside each item and
+// is not such a layout: the backends copy those columns out instead.
 //
 // A Region places such a tensor in a storage of the storage plan
 // (storage_plan.h). The backends add where the storage is: cpu::View a

@@ -164,6 +164,10 @@ class StoragePlan::Builder {
         user_error("the plan merges units {} but they cannot merge: {}", ids, check.reason);
       }
       const sched::MergeSpec& spec = *check.spec;
+      if (spec.kind == sched::MergeKind::kMatMul) {
+        place_merged_product(k, spec);
+        continue;
+      }
       const ir::Shape& s = g_.tensor(member_output(spec.members.front().unit)).shape;
       const ir::Shape shape{s[0], spec.out_channels, s[2], s[3]};
       const int64_t plane = s[2] * s[3];
@@ -201,6 +205,29 @@ class StoragePlan::Builder {
         }
       }
     }
+  }
+
+  // A merged matrix product writes a dense storage of its own, [..., sum of
+  // the members' columns]; its members' units are placed as if unmerged (the
+  // launch copies each member's columns into its product's output, and the
+  // member's epilogue runs there in place, see place_epilogues). Region keeps
+  // one stride per item, so a last-axis slice is not a region: the copy is
+  // the price of that.
+  void place_merged_product(size_t k, const sched::MergeSpec& spec) {
+    const TensorId first = g_.node(ug_.unit(spec.members.front().unit).anchor).outputs.at(0);
+    const ir::Shape shape = spec.output_shape(g_.tensor(first).shape);
+    std::string name = "merged";
+    for (const auto& m : spec.members) name += ":" + ug_.unit(m.unit).id;
+    const int storage = new_storage(name, ir::num_elements(shape), false);
+    out_.merged_index_[k] = static_cast<int>(out_.merges_.size());
+    out_.merges_.push_back(spec);
+    out_.merged_regions_.push_back(
+        make_region(shape, storage, 0, dense_layout(shape).batch_stride));
+  }
+
+  bool merged_product(size_t k) const {
+    const int m = out_.merged_index_.at(k);
+    return m >= 0 && out_.merges_[static_cast<size_t>(m)].kind == sched::MergeKind::kMatMul;
   }
 
   // --- Zero-copy concat -----------------------------------------------------------
@@ -308,8 +335,9 @@ class StoragePlan::Builder {
   // the element-wise chain after it; it and the chain's links write the
   // chain's last output.
   void place_epilogues() {
-    for (const Kernel& kernel : plan_.kernels) {
-      if (kernel.merged) {
+    for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+      const Kernel& kernel = plan_.kernels[k];
+      if (kernel.merged && !merged_product(k)) {
         for (sched::UnitId u : kernel.units) {
           for (NodeId n : ug_.unit(u).nodes) {
             done_.insert(n);

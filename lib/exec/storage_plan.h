@@ -7,7 +7,11 @@
 // a storage where the plan aliases them:
 //  - operator merge: a merged convolution writes one storage of all members'
 //    channels; each member's output (and its convolution's output, on which
-//    the member's epilogue runs in place) is the channel slice of it;
+//    the member's epilogue runs in place) is the channel slice of it. A
+//    merged matrix product writes a storage of its own with all members'
+//    columns (last axis); its members' tensors are placed as if unmerged,
+//    and the launch copies each member's columns into its product's output
+//    (a Region has one stride per item, so a column slice is not a region);
 //  - zero-copy concat: a Concat on axis 1 owns one storage; an input that only
 //    the Concat reads (once), produced by the plan and of the same batch, is
 //    the channel slice of it, so its producer writes there and the Concat
@@ -78,13 +82,15 @@ class StoragePlan {
   bool persistent(ir::TensorId t) const { return persistent_.at(static_cast<size_t>(t)) != 0; }
 
   // Merged kernel `kernel` (ExecPlan::kernels index): its members and the
-  // region of its whole output [N, sum of member channels, H, W].
+  // region of its whole output [N, sum of member channels, H, W] (a merged
+  // matrix product: [..., sum of member columns], dense).
   const sched::MergeSpec& merge_spec(int kernel) const;
   const Region& merged_region(int kernel) const;
 
   // The element-wise nodes that run in place after `node`, in order (empty
-  // when none). Nodes of merged members are not listed: a member's whole
-  // epilogue runs in place on its slice.
+  // when none). Nodes of merged convolutions' members are not listed: a
+  // member's whole epilogue runs in place on its slice. (A merged matrix
+  // product's members are listed as if unmerged.)
   const std::vector<ir::NodeId>& epilogue(ir::NodeId node) const {
     return epilogues_.at(static_cast<size_t>(node));
   }

@@ -18,7 +18,7 @@ class CostModel {
   // Latency in milliseconds of one stage run in isolation: all groups start
   // together (one stream each), each group runs its units in order, and the
   // stage ends when the last group ends. For Strategy::kMerge the single
-  // group's convolutions run as one merged convolution; callers check
+  // group's convolutions (or matrix products) run as one merged operator; callers check
   // legality first (sched/merge.h).
   virtual double stage_latency(const Stage& stage) = 0;
 

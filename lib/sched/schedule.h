@@ -27,7 +27,7 @@ std::string_view strategy_name(Strategy strategy);  // "concurrent" / "merge"
 struct Stage {
   Strategy strategy = Strategy::kConcurrent;
   // kConcurrent: each group runs on its own stream, its units in order.
-  // kMerge: exactly one group, the convolutions merged into one.
+  // kMerge: exactly one group, its convolutions (or matrix products) merged into one.
   std::vector<std::vector<UnitId>> groups;
   double predicted_ms = 0.0;  // the cost model's latency for this stage
 };

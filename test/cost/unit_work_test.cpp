@@ -10,6 +10,8 @@
 #include "sched/unit_graph.h"
 
 using ios::cost::merged_conv_work;
+using ios::cost::merged_matmul_work;
+using ios::cost::merged_work;
 using ios::cost::unit_work;
 using ios::sched::UnitGraph;
 using ios::test::IrBuilder;
@@ -136,6 +138,31 @@ TEST_CASE("merged convolution: one kernel, input read once, zero-padded taps cou
     CHECK(m.flops() == Approx(2.0 * out * 16 * 9 + out + out));
     CHECK(m.flops() > unit_work(g, unit(g, "a")).flops() + unit_work(g, unit(g, "k3")).flops());
   }
+}
+
+TEST_CASE("merged matrix product: one kernel, input read once, the temporary written and read back",
+          "[cost][work][merge]") {
+  IrBuilder b;
+  const auto x = b.input("x", {6, 32});
+  b.output(b.gemm("a", x, 16));
+  b.output(b.gemm("c", x, 48));
+  const UnitGraph g = UnitGraph::form(b.graph);
+  const auto check = ios::sched::check_merge(g, {unit(g, "a"), unit(g, "c")});
+  INFO(check.reason);
+  REQUIRE(check.spec.has_value());
+  const auto m = merged_matmul_work(g, *check.spec);
+  REQUIRE(m.kernels.size() == 1);
+  const double rows = 6, k = 32, n = 64, out = rows * n;
+  // 2 * rows * K * N multiply-adds plus each Gemm's C (one add per output).
+  CHECK(m.flops() == Approx(2.0 * out * k + out));
+  CHECK(m.kernels[0].reduction == k);
+  CHECK(m.kernels[0].matmul_like);
+  CHECK(m.kernels[0].bytes_read == Approx(4.0 * (rows * k + k * n + n + out)));
+  CHECK(m.kernels[0].bytes_written == Approx(4.0 * (out + out)));
+  // Same arithmetic as the two Gemms; merged_work picks this by the kind.
+  CHECK(m.flops() ==
+        Approx(unit_work(g, unit(g, "a")).flops() + unit_work(g, unit(g, "c")).flops()));
+  CHECK(merged_work(g, *check.spec).flops() == m.flops());
 }
 
 TEST_CASE("unit_work needs an IR behind the unit graph", "[cost][work]") {

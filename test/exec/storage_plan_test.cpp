@@ -212,6 +212,41 @@ TEST_CASE("a merged convolution's members are slices of one storage", "[exec][st
   CHECK(plan.merge_spec(0).members.size() == 2);
 }
 
+TEST_CASE("a merged matrix product writes a storage of its own; members are placed as if unmerged",
+          "[exec][storage]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 5, 16});
+  auto linear = [&](const std::string& name, int64_t out) {
+    const auto mm = b.node(OpKind::kMatMul, {x, b.constant(name + "_w", {16, out})},
+                           std::monostate{}, name + "_mm");
+    return b.node(OpKind::kAdd, {b.constant(name + "_b", {out}), mm}, std::monostate{}, name);
+  };
+  const auto q = linear("q", 16), k = linear("k", 8);
+  const ir::Graph g = b.finish({b.node(
+      OpKind::kMatMul, {b.node(OpKind::kTranspose, {k}, ir::TransposeAttrs{{0, 2, 1}}, "kt"), q},
+      std::monostate{}, "y")});
+  const auto units = sched::UnitGraph::form(g);
+  sched::Stage merge;
+  merge.strategy = sched::Strategy::kMerge;
+  merge.groups = {{unit(units, "q"), unit(units, "k")}};
+  std::vector<sched::Stage> stages{merge, concurrent({{unit(units, "kt")}}),
+                                   concurrent({{unit(units, "y")}})};
+  const StoragePlan plan(units, lower(units, staged(stages)));
+  CHECK(plan.merge_spec(0).kind == sched::MergeKind::kMatMul);
+  const Region& whole = plan.merged_region(0);
+  CHECK(whole.shape == ir::Shape{2, 5, 24});
+  CHECK(whole.dense());
+  CHECK_FALSE(plan.storages()[static_cast<size_t>(whole.storage)].persistent);
+  for (const char* name : {"q", "k"}) {
+    const Region& r = plan.region(tensor(g, name));
+    CHECK(r.storage != whole.storage);
+    CHECK(r.dense());
+    // The bias Add runs in place on the product's output.
+    CHECK(plan.region(tensor(g, std::string(name) + "_mm")).storage == r.storage);
+  }
+  CHECK(plan.epilogue(g.tensor(tensor(g, "q_mm")).producer).size() == 1);
+}
+
 TEST_CASE("a plan that merges units which cannot merge is a user error", "[exec][storage]") {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 6, 6});

@@ -112,6 +112,41 @@ TEST_CASE("a merge of convolutions with a clip epilogue", "[gpu][engine]") {
   check_schedule(units, staged(stages), "merge with clip epilogues, members read as strided slices");
 }
 
+// Self-attention's projections as PyTorch exports nn.Linear on [N, S, D]:
+// MatMul(x, W) then Add(bias, .), three of them reading x, and a consumer
+// that reads all three (softmax(Q K^T) V).
+ir::Graph attention(int64_t batch) {
+  GraphBuilder b;
+  const auto x = b.input("x", {batch, 5, 16});
+  auto linear = [&](const std::string& name, int64_t out) {
+    const auto mm =
+        b.node(OpKind::kMatMul, name + "_mm", {x, b.weight(name + ".w", {16, out}, 0.25f)});
+    return b.node(OpKind::kAdd, name, {b.weight(name + ".b", {out}, 0.2f), mm});
+  };
+  const auto q = linear("q", 16), k = linear("k", 16), v = linear("v", 8);
+  ir::TransposeAttrs t;
+  t.perm = {0, 2, 1};
+  const auto scores =
+      b.node(OpKind::kMatMul, "scores", {q, b.node(OpKind::kTranspose, "kt", {k}, t)});
+  ir::AxisAttrs last;
+  last.axis = 2;
+  b.output(b.node(OpKind::kMatMul, "y", {b.node(OpKind::kSoftmax, "attn", {scores}, last), v}));
+  return std::move(b.graph());
+}
+
+TEST_CASE("a merge of the Q, K and V projections matches the reference", "[gpu][engine]") {
+  for (int64_t batch : {1, 3}) {
+    const ir::Graph graph = attention(batch);
+    const sched::UnitGraph units = sched::UnitGraph::form(graph);
+    const auto q = *units.find("q"), k = *units.find("k"), v = *units.find("v");
+    std::vector<sched::Stage> stages{merge({q, k, v})};
+    for (sched::UnitId u = 0; u < units.size(); ++u) {
+      if (u != q && u != k && u != v) stages.push_back(concurrent({{u}}));
+    }
+    check_schedule(units, staged(stages), "merged projections at batch " + std::to_string(batch));
+  }
+}
+
 TEST_CASE("run() validates inputs by name and size", "[gpu][engine]") {
   const ir::Graph graph = branches(1);
   const sched::UnitGraph units = sched::UnitGraph::form(graph);

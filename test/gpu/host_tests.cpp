@@ -254,6 +254,55 @@ TEST_CASE("a merged convolution writes one buffer whose slices are the members' 
   CHECK(p.constants[static_cast<size_t>(conv->weight)].shape == ir::Shape{10, 8, 3, 3});
 }
 
+TEST_CASE("a merged matrix product is one GEMM whose columns are copied to the members", "[host]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 5, 16});
+  for (const auto& [name, out] :
+       std::vector<std::pair<std::string, int64_t>>{{"q", 16}, {"k", 16}, {"v", 8}}) {
+    const auto mm = b.node(OpKind::kMatMul, name + "_mm", {x, b.weight(name + ".w", {16, out})});
+    b.output(b.node(OpKind::kAdd, name, {b.weight(name + ".b", {out}), mm}));
+  }
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  REQUIRE(units.size() == 3);
+  sched::StagedSchedule staged;
+  sched::Stage merge;
+  merge.strategy = sched::Strategy::kMerge;
+  merge.groups = {{*units.find("q"), *units.find("k"), *units.find("v")}};
+  staged.stages.push_back(merge);
+  sched::Schedule schedule;
+  schedule.body = staged;
+  const cuda::Program p = cuda::lower_program(units, exec::lower(units, schedule));
+  REQUIRE(p.launches.size() == 1);
+  const auto& ops = p.launches[0].ops;
+  REQUIRE(!ops.empty());
+  const auto* gemm = std::get_if<cuda::GemmOp>(&ops[0]);
+  REQUIRE(gemm != nullptr);
+  CHECK(gemm->m == 10);
+  CHECK(gemm->n == 40);
+  CHECK(gemm->k == 16);
+  CHECK(gemm->batch == 1);
+  REQUIRE(gemm->b.is_constant());
+  CHECK(p.constants[static_cast<size_t>(gemm->b.index)].shape == ir::Shape{16, 40});
+  CHECK(p.values[static_cast<size_t>(gemm->y)].shape == ir::Shape{2, 5, 40});
+  // Per member: a copy of its columns, then its bias Add in place on its output.
+  std::vector<int64_t> offsets;
+  int adds = 0;
+  for (size_t i = 1; i < ops.size(); ++i) {
+    if (const auto* copy = std::get_if<cuda::CopyOp>(&ops[i])) {
+      CHECK(copy->src == gemm->y);
+      CHECK(copy->src_strides == std::vector<int64_t>{5 * 40, 40, 1});
+      offsets.push_back(copy->src_offset);
+    } else if (const auto* ew = std::get_if<cuda::EwOp>(&ops[i])) {
+      CHECK(ew->y == ew->x.index);  // in place
+      ++adds;
+    }
+  }
+  CHECK(offsets == std::vector<int64_t>{0, 16, 32});
+  CHECK(adds == 3);
+  CHECK(value_named(p, "v").shape == ir::Shape{2, 5, 8});
+  CHECK(value_named(p, "v").dense());
+}
+
 TEST_CASE("activation memory is reused along a chain", "[host]") {
   GraphBuilder b;
   auto t = b.input("x", {1, 16, 32, 32});

@@ -267,3 +267,140 @@ TEST_CASE("check_merge: legality on a unit graph and weight placement", "[merge]
   // Biases: a has 10 + i, b has none (zeros), c has 10000.
   CHECK(w.bias == std::vector<float>{10.0f, 11.0f, 0.0f, 0.0f, 0.0f, 10000.0f});
 }
+
+namespace {
+
+// y = MatMul(x, w) (+ Add(bias, y) as PyTorch 1.13 exports nn.Linear, bias first).
+TensorId add_matmul(Graph& g, TensorId x, TensorId w, const std::string& name,
+                    const Shape& out_shape, TensorId bias = kNone) {
+  Tensor out;
+  out.name = name + ".mm";
+  out.shape = out_shape;
+  const TensorId y = g.add_tensor(out);
+  g.add_node({name, OpKind::kMatMul, {x, w}, {y}, {}});
+  if (bias == kNone) return y;
+  Tensor sum = out;
+  sum.name = name + ".out";
+  const TensorId s = g.add_tensor(sum);
+  g.add_node({name + ".bias", OpKind::kAdd, {bias, y}, {s}, {}});
+  return s;
+}
+
+TensorId add_input(Graph& g, const std::string& name, Shape shape) {
+  Tensor t;
+  t.name = name;
+  t.shape = std::move(shape);
+  const TensorId id = g.add_tensor(t);
+  g.inputs().push_back(id);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("check_merge: matrix products sharing their input (Q, K, V projections)", "[merge]") {
+  Graph g;
+  const TensorId x = add_input(g, "X", {2, 5, 16});
+  const TensorId other = add_input(g, "Other", {2, 5, 16});
+  const TensorId rhs = add_input(g, "Rhs", {16, 8});  // an activation used as weights
+  const TensorId vec = add_input(g, "Vec", {16});
+  const TensorId img = add_input(g, "Img", {1, 4, 8, 8});
+  std::vector<TensorId> outs;
+  outs.push_back(add_matmul(g, x, add_const(g, "q.w", {16, 16}, 1.0f), "q", {2, 5, 16},
+                            add_const(g, "q.b", {16}, 0.5f)));
+  outs.push_back(add_matmul(g, x, add_const(g, "k.w", {16, 16}, 1000.0f), "k", {2, 5, 16},
+                            add_const(g, "k.b", {16}, 2.0f)));
+  outs.push_back(add_matmul(g, x, add_const(g, "v.w", {16, 8}, 5000.0f), "v", {2, 5, 8},
+                            add_const(g, "v.b", {8}, 3.0f)));
+  outs.push_back(add_matmul(g, x, add_const(g, "plain.w", {16, 4}, 1.0f), "plain",
+                            {2, 5, 4}));  // no bias: still legal
+  outs.push_back(add_matmul(g, other, add_const(g, "o.w", {16, 8}, 1.0f), "o", {2, 5, 8}));
+  outs.push_back(add_matmul(g, x, rhs, "act", {2, 5, 8}));
+  outs.push_back(add_matmul(g, x, add_const(g, "b3.w", {2, 16, 8}, 1.0f), "b3", {2, 5, 8}));
+  outs.push_back(add_matmul(g, vec, add_const(g, "r1.w", {16, 8}, 1.0f), "r1", {8}));
+  outs.push_back(add_matmul(g, vec, add_const(g, "r2.w", {16, 8}, 1.0f), "r2", {8}));
+  outs.push_back(add_conv(g, img, "conv", 2, {1, 1}, {0, 0, 0, 0}, 1, true, 1.0f, {}));
+  g.outputs() = outs;
+  const UnitGraph units = UnitGraph::form(g);
+  auto unit_of = [&](const std::string& node_name) {
+    for (UnitId u = 0; u < units.size(); ++u) {
+      if (units.unit(u).anchor != kNone && g.node(units.unit(u).anchor).name == node_name) return u;
+    }
+    FAIL("no unit for " << node_name);
+    return UnitId{-1};
+  };
+  const UnitId q = unit_of("q"), k = unit_of("k"), v = unit_of("v"), plain = unit_of("plain"),
+               o = unit_of("o"), act = unit_of("act"), b3 = unit_of("b3"), r1 = unit_of("r1"),
+               r2 = unit_of("r2"), conv = unit_of("conv");
+  // The bias Add is each projection's epilogue, in its unit.
+  REQUIRE(units.unit(q).kind == UnitKind::kMatMul);
+  REQUIRE(units.unit(q).nodes.size() == 2);
+
+  const MergeCheck ok = check_merge(units, {q, k, v});
+  INFO(ok.reason);
+  REQUIRE(ok.spec.has_value());
+  const MergeSpec& spec = *ok.spec;
+  CHECK(spec.kind == MergeKind::kMatMul);
+  CHECK(spec.input == x);
+  CHECK(spec.in_channels == 16);
+  CHECK(spec.out_channels == 40);
+  CHECK(spec.rows == 10);
+  REQUIRE(spec.members.size() == 3);
+  CHECK(spec.members[0].channel_offset == 0);
+  CHECK(spec.members[1].channel_offset == 16);
+  CHECK(spec.members[2].channel_offset == 32);
+  CHECK(spec.members[2].out_channels == 8);
+  CHECK(spec.output_shape({2, 5, 16}) == Shape{2, 5, 40});
+  // Epilogues may differ: a member without a bias merges with ones with.
+  CHECK(check_merge(units, {q, plain}).spec.has_value());
+
+  CHECK_THAT(check_merge(units, {q, o}).reason, Catch::Contains("different tensors"));
+  CHECK_THAT(check_merge(units, {q, act}).reason, Catch::Contains("not constant"));
+  CHECK_THAT(check_merge(units, {q, b3}).reason, Catch::Contains("no broadcast batch"));
+  CHECK_THAT(check_merge(units, {r1, r2}).reason, Catch::Contains("1-D input"));
+  CHECK_THAT(check_merge(units, {q, conv}).reason, Catch::Contains("convolution and unit"));
+  CHECK_THAT(check_merge(units, {conv, q}).reason, Catch::Contains("convolution and unit"));
+  CHECK_THAT(check_merge(units, {q, q}).reason, Catch::Contains("twice"));
+
+  // Weights [K, 40]: member m's (r, c) at (r, offset_m + c); no bias for MatMul members.
+  const MergedWeights w = assemble_merged_weights(units, spec);
+  REQUIRE(w.weight.size() == 16u * 40);
+  CHECK(w.weight[0] == 1.0f);                        // q.w(0, 0)
+  CHECK(w.weight[3 * 40 + 5] == 1.0f + 3 * 16 + 5);  // q.w(3, 5)
+  CHECK(w.weight[2 * 40 + 16 + 7] == 1000.0f + 2 * 16 + 7);
+  CHECK(w.weight[15 * 40 + 32 + 7] == 5000.0f + 15 * 8 + 7);
+  CHECK(w.bias == std::vector<float>(40, 0.0f));
+}
+
+TEST_CASE("check_merge: Gemm with transB on a 2-D input", "[merge]") {
+  Graph g;
+  const TensorId x = add_input(g, "X", {4, 6});
+  auto gemm = [&](const std::string& name, int64_t n, float base, GemmAttrs attrs, bool c) {
+    Tensor out;
+    out.name = name + ".out";
+    out.shape = {4, n};
+    const TensorId y = g.add_tensor(out);
+    Node node{name, OpKind::kGemm, {x, add_const(g, name + ".w", {n, 6}, base)}, {y}, attrs};
+    if (c) node.inputs.push_back(add_const(g, name + ".c", {n}, base * 10));
+    g.add_node(node);
+    return y;
+  };
+  GemmAttrs t;
+  t.trans_b = true;
+  GemmAttrs half = t;
+  half.alpha = 0.5f;
+  g.outputs() = {gemm("a", 3, 1.0f, t, true), gemm("b", 2, 100.0f, t, false),
+                 gemm("h", 2, 1.0f, half, true)};
+  const UnitGraph units = UnitGraph::form(g);
+  REQUIRE(units.size() == 3);
+  const MergeCheck ok = check_merge(units, {0, 1});
+  INFO(ok.reason);
+  REQUIRE(ok.spec.has_value());
+  CHECK(ok.spec->out_channels == 5);
+  CHECK(ok.spec->rows == 4);
+  const MergedWeights w = assemble_merged_weights(units, *ok.spec);
+  // a.w is [3, 6] (transB): merged (r, c) = a.w(c, r).
+  CHECK(w.weight[2 * 5 + 1] == 1.0f + 1 * 6 + 2);
+  CHECK(w.weight[4 * 5 + 3 + 1] == 100.0f + 1 * 6 + 4);
+  CHECK(w.bias == std::vector<float>{10.0f, 11.0f, 12.0f, 0.0f, 0.0f});
+  CHECK_THAT(check_merge(units, {0, 2}).reason, Catch::Contains("alpha"));
+}
