@@ -13,10 +13,12 @@
 // and max absolute error both.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
 
 #include "exec/compare.h"
 #include "model_test_util.h"
+#include "sched/merge.h"
 
 namespace ios::test {
 namespace {
@@ -114,6 +116,43 @@ TEST_CASE("DeepLabV3's ASPP head is one block of width 5", "[cpu][family]") {
   REQUIRE(blocks.size() == 1);
   const auto& block = graph.blocks().at(static_cast<size_t>(*blocks.begin()));
   CHECK(block.width >= 5);
+}
+
+// The ViT-style encoder's Q, K and V projections read the same normalized
+// tokens: in every block the three MatMul units (with their bias Adds) may
+// merge into one, and IOS's search (simulated H100) does merge them.
+TEST_CASE("the ViT-style encoder's query, key and value projections merge in every block", "[cpu][family]") {
+  const auto path = models_dir() / "vit_style-op17.onnx";
+  if (!std::filesystem::exists(path)) FAIL(path.string() << " is missing: run scripts/setup.sh");
+  const auto model = onnx::import_model(path.string(), onnx::ImportOptions{});
+  const auto graph = sched::UnitGraph::form(model.graph);
+  std::map<std::string, std::vector<sched::UnitId>> projections;  // encoder block -> its q, k, v units
+  for (sched::UnitId u = 0; u < graph.size(); ++u) {
+    const auto& unit = graph.unit(u);
+    if (unit.anchor == ir::kNone) continue;
+    const std::string& name = model.graph.node(unit.anchor).name;  // /blocks/blocks.<i>/attn/q/MatMul
+    for (const char* p : {"/attn/q/", "/attn/k/", "/attn/v/"}) {
+      const auto at = name.find(p);
+      if (at != std::string::npos) projections[name.substr(0, at)].push_back(u);
+    }
+  }
+  REQUIRE(projections.size() == 4);
+  for (const auto& [block, units] : projections) {
+    INFO(block);
+    REQUIRE(units.size() == 3);
+    const auto check = sched::check_merge(graph, units);
+    INFO(check.reason);
+    CHECK(check.spec.has_value());
+  }
+  auto cost = simulated_cost(graph);
+  const auto schedule = make_schedule("ios", "", graph, cost);
+  int merges = 0;
+  for (const auto& stage : schedule.staged().stages) {
+    if (stage.strategy != sched::Strategy::kMerge) continue;
+    ++merges;
+    CHECK(stage.groups.at(0).size() == 3);
+  }
+  CHECK(merges == 4);
 }
 
 TEST_CASE("model family vs float64 truth: deeplabv3_resnet50 at opset 13 with a symbolic batch",
