@@ -316,7 +316,9 @@ std::string attrs_text(const ir::Attrs& attrs) {
                                static_cast<int>(a.coordinates), static_cast<int>(a.nearest),
                                fmt::join(a.scale, "x"), fmt::join(a.size, "x"));
           },
-          [](const ir::LayerNormAttrs& a) { return fmt::format("axis={},eps={}", a.axis, a.epsilon); },
+          [](const ir::LayerNormAttrs& a) {
+            return fmt::format("axis={},eps={}", a.axis, a.epsilon);
+          },
       },
       attrs);
 }

@@ -528,14 +528,16 @@ ImportedModel import_model_from_bytes(const std::string& bytes, const std::strin
   ir::infer_shapes(result.graph);
   cross_check(result.graph, shapes, path, "IR passes");
 
-  const auto layer_norms = std::count_if(result.graph.nodes().begin(), result.graph.nodes().end(),
-                                         [](const ir::Node& n) { return n.op == ir::OpKind::kLayerNorm; });
-  log->debug("{}: {} ONNX nodes, {} folded at import; IR: {} nodes, {} tensors; {} BatchNorm and {} "
-             "Pad folded, {} Concat flattened, {} layer normalizations fused, {} dead nodes removed; "
-             "{} LayerNormalization nodes",
-             path, nodes_before, folded, result.graph.num_nodes(), result.graph.num_tensors(),
-             stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.layer_norms_fused,
-             stats.dead_removed, layer_norms);
+  const auto layer_norms =
+      std::count_if(result.graph.nodes().begin(), result.graph.nodes().end(),
+                    [](const ir::Node& n) { return n.op == ir::OpKind::kLayerNorm; });
+  log->debug(
+      "{}: {} ONNX nodes, {} folded at import; IR: {} nodes, {} tensors; {} BatchNorm and {} "
+      "Pad folded, {} Concat flattened, {} layer normalizations fused, {} dead nodes removed; "
+      "{} LayerNormalization nodes",
+      path, nodes_before, folded, result.graph.num_nodes(), result.graph.num_tensors(),
+      stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.layer_norms_fused,
+      stats.dead_removed, layer_norms);
   return result;
 }
 
