@@ -12,9 +12,11 @@
 # ios-optimize schedules each with every scheduler and ios-run --backend cpu
 # matches a float64 numpy truth. PyTorch's own exports (Linear + LayerNorm,
 # and a ConvNeXt stem with two ConvNeXt blocks) at opsets 13 and 17 import
-# with one LayerNormalization per nn.LayerNorm module and match PyTorch's
-# float64 run. stash_type 0, a Scale computed at run time and a used Mean
-# output are refused with exit 2 and one line naming the node.
+# with one LayerNormalization per nn.LayerNorm module, form as many schedule
+# units at opset 13 as at opset 17, and match PyTorch's float64 run.
+# stash_type 0, a Scale computed at run time, a Scale that does not broadcast
+# to the normalized dims and a used Mean output are refused with exit 2 and
+# one line naming the node.
 source "$(dirname "$0")/common.bash"
 PY=/usr/bin/python3
 $PY - "$WORK" <<'PY' || { fail "could not write the layer normalization models"; finish; exit 1; }
@@ -108,6 +110,8 @@ save(linear + [helper.make_node("LayerNormalization", ["h", "gamma"], ["y"], sta
 save(linear + [helper.make_node("Relu", ["b"], ["rb"], name="relu_scale"),
                helper.make_node("LayerNormalization", ["h", "rb"], ["y"], name="ln_runtime_scale")],
      "bad_scale", 17, ["y"], inits)
+save(linear + [helper.make_node("LayerNormalization", ["h", "w"], ["y"], name="ln_scale_shape")],
+     "bad_scale_shape", 17, ["y"], inits)
 save(linear + [helper.make_node("LayerNormalization", ["h", "gamma"], ["y", "ln_mean_out"], name="ln_mean_used"),
                helper.make_node("Relu", ["ln_mean_out"], ["r"], name="relu_mean")],
      "bad_mean", 17, ["y", "r"], inits)
@@ -126,13 +130,17 @@ check_model() {  # NAME OUTPUTS...: every scheduler, then the CPU run against th
   done
 }
 
-# The number of LayerNormalization nodes ios imports from MODEL must be COUNT.
+# The number of LayerNormalization nodes ios imports from MODEL must be COUNT;
+# the number of schedule units is left in $units.
+units=none
 expect_layer_norms() {
   local name=$1 model=$2 count=$3
+  units=none
   expect_ok "$name import" -- "$OPT" "$model" --analyze -v || return
   local fused
   fused=$(grep -oE "[0-9]+ LayerNormalization nodes" "$WORK/stderr" | grep -oE "^[0-9]+" || echo missing)
   [ "$fused" = "$count" ] && ok || fail "$name: expected $count LayerNormalization nodes, the import log says '$fused'"
+  units=$(grep -oE "^total +[0-9]+" "$WORK/stdout" | grep -oE "[0-9]+$" || echo missing)
 }
 
 check_model decomposed13 y
@@ -146,6 +154,8 @@ expect_error "stash_type 0" 2 "bad_stash\.onnx: node 'ln_stash' \(LayerNormaliza
   "$OPT" "$WORK/bad_stash.onnx" -o "$WORK/bad.json"
 expect_error "run-time Scale" 2 "bad_scale\.onnx: node 'ln_runtime_scale' .*Scale.*computed at run time" -- \
   "$OPT" "$WORK/bad_scale.onnx" -o "$WORK/bad.json"
+expect_error "Scale of another shape" 2 "bad_scale_shape\.onnx: node 'ln_scale_shape' .*Scale.*shape 16x32.*does not broadcast to the normalized dims 32" -- \
+  "$OPT" "$WORK/bad_scale_shape.onnx" -o "$WORK/bad.json"
 expect_error "used Mean output" 2 "bad_mean\.onnx: node 'ln_mean_used' .*output 1 \('ln_mean_out'\) is used" -- \
   "$OPT" "$WORK/bad_mean.onnx" -o "$WORK/bad.json"
 [ ! -e "$WORK/bad.json" ] && ok || fail "a refused model left a schedule file"
@@ -183,10 +193,19 @@ for name, (net, x) in nets.items():
     with open(f"{work}/torch_{name}.count", "w") as f:
         f.write(str(sum(isinstance(m, nn.LayerNorm) for m in net.modules())))
 PY
+# Fused, the opset-13 decomposition forms the same schedule units as opset
+# 17's LayerNormalization (the layer scale and residual Add included).
 for name in linear convnext; do
+  units13=none
   for opset in 13 17; do
     model="$WORK/torch_$name$opset.onnx"
     expect_layer_norms "PyTorch $name opset $opset" "$model" "$(cat "$WORK/torch_$name.count")"
+    if [ "$opset" = 13 ]; then
+      units13=$units
+    else
+      [ "$units" = "$units13" ] && [ "$units" != missing ] && ok ||
+        fail "PyTorch $name: $units13 units at opset 13, $units at opset 17"
+    fi
     expect_ok "PyTorch $name opset $opset schedule" -- "$OPT" "$model" --scheduler ios --cost simulated \
       -o "$WORK/torch.json" --quiet || continue
     expect_ok "PyTorch $name opset $opset cpu" -- "$RUN" "$model" "$WORK/torch.json" --backend cpu \
