@@ -354,7 +354,7 @@ ir::LayerNormAttrs layer_norm_attrs(int64_t axis, float eps) {
 
 // LayerNormalization: the last axis with bias (ViT), the last two axes with a
 // broadcast scale and no bias, NCHW from the channel axis with an epilogue
-// (a ConvNeXt layer scale), and a strided output (a concatenation's slice).
+// (a Mul by a layer scale), and a strided output (a concatenation's slice).
 void layer_norm_cases(std::vector<OpCase>& cases) {
   const ir::Shape s3{2, 3, 4};
   const std::vector<float> x3 = ramp(ir::num_elements(s3), -2.0f, 3.5f);
