@@ -4,6 +4,7 @@
 #    Add eps, Sqrt, Div, Mul gamma, Add beta) after a Linear, over the last
 #    axis and over the last two axes, then a layer-scale Mul: fused into two
 #    LayerNormalization nodes at import;
+#  - the same at opset 18 (IR 10, ReduceMean axes as an input): fused alike;
 #  - the same decomposition whose mean is also a graph output: not fused, it
 #    runs as the plain operators;
 #  - opset 17: LayerNormalization over the last axis (its unused Mean and
@@ -77,6 +78,25 @@ nodes = linear + decomposed("ln1", "h", "y1", [-1], "eps", ("gamma", "beta"))
 nodes += decomposed("ln2", "y1", "y2", [1, 2], "eps2", None)
 nodes += [helper.make_node("Mul", ["y2", "layer_scale"], ["y"], name="layer_scale_mul")]
 save(nodes, "decomposed13", 13, ["y"], inits)
+# The same model in opset 18's form (IR 10, reduction axes as an input), which
+# the importer reads as opset 13's before the fusion sees it. Python's ONNX
+# 1.12 checker stops at opset 17, so this one is saved unchecked.
+nodes18, axes_inits = [], []
+for n in nodes:
+    if n.op_type != "ReduceMean":
+        nodes18.append(n)
+        continue
+    axes = np.array(helper.get_attribute_value(n.attribute[0]), np.int64)
+    axes_inits.append(numpy_helper.from_array(axes, n.name + "_axes"))
+    nodes18.append(helper.make_node("ReduceMean", [n.input[0], n.name + "_axes"], list(n.output),
+                                    keepdims=1, name=n.name))
+graph18 = helper.make_graph(
+    nodes18, "decomposed18", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 16])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 32])],
+    [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in inits.items()] + axes_inits)
+model18 = helper.make_model(graph18, opset_imports=[helper.make_opsetid("", 18)])
+model18.ir_version = 10
+onnx.save(model18, f"{work}/decomposed18.onnx")
 # The same first pattern, its mean also a graph output: left as plain operators.
 nodes = linear + decomposed("ln1", "h", "y", [-1], "eps", ("gamma", "beta"))
 save(nodes, "unfused13", 13, ["y", "ln1_m"], inits)
@@ -99,6 +119,7 @@ h = x.astype(np.float64) @ w.astype(np.float64) + b.astype(np.float64)
 y1 = ln(h, (2,), float(np.float32(1e-5)), gamma.astype(np.float64), beta.astype(np.float64))
 y = ln(y1, (1, 2), float(np.float32(1e-3)), 1.0) * layer_scale.astype(np.float64)
 np.save(f"{work}/decomposed13.y.npy", y.astype(np.float32))
+np.save(f"{work}/decomposed18.y.npy", y.astype(np.float32))
 np.save(f"{work}/unfused13.y.npy", y1.astype(np.float32))
 np.save(f"{work}/unfused13.ln1_m.npy", h.mean(axis=2, keepdims=True).astype(np.float32))
 y17 = ln(y1, (1, 2), float(np.float32(1e-3)), gamma2.astype(np.float64)) * layer_scale.astype(np.float64)
@@ -144,9 +165,11 @@ expect_layer_norms() {
 }
 
 check_model decomposed13 y
+check_model decomposed18 y
 check_model unfused13 y ln1_m
 check_model layernorm17 y
 expect_layer_norms "decomposed opset 13" "$WORK/decomposed13.onnx" 2
+expect_layer_norms "decomposed opset 18" "$WORK/decomposed18.onnx" 2
 expect_layer_norms "unfused opset 13" "$WORK/unfused13.onnx" 0
 expect_layer_norms "opset 17" "$WORK/layernorm17.onnx" 2
 
