@@ -681,19 +681,20 @@ void softmax(int64_t axis, const ConstView& x_view, const View& y_view) {
 // mean and variance (two passes) and the normalized value in double, so the
 // result is the float64 truth rounded once. Scale and B broadcast to the
 // normalized dims (ir/layer_norm.h); B may be absent.
-void layer_norm(const ir::LayerNormAttrs& attrs, const ConstView& x_view, const ConstView& scale_view,
-                const ConstView* bias_view, const View& y_view) {
+void layer_norm(const ir::LayerNormAttrs& attrs, const ConstView& x_view,
+                const ConstView& scale_view, const ConstView* bias_view, const View& y_view) {
   std::vector<float> storage, scale_storage, bias_storage;
   const ConstView x = densify(x_view, storage);
-  IOS_ASSERT(x.shape == y_view.shape && attrs.axis >= 0 && attrs.axis < x.rank(), "LayerNorm: axis {} on {}",
-             attrs.axis, ir::to_string(x.shape));
+  IOS_ASSERT(x.shape == y_view.shape && attrs.axis >= 0 && attrs.axis < x.rank(),
+             "LayerNorm: axis {} on {}", attrs.axis, ir::to_string(x.shape));
   const ir::Shape dims = ir::layer_norm::normalized_dims(x.shape, attrs.axis);
   auto expanded = [&](const ConstView& p_view, std::vector<float>& p_storage) {
     const ConstView p = densify(p_view, p_storage);
     return ir::layer_norm::expand(std::vector<float>(p.data, p.data + p.size()), p.shape, dims);
   };
   const std::vector<float> scale = expanded(scale_view, scale_storage);
-  const std::vector<float> bias = bias_view ? expanded(*bias_view, bias_storage) : std::vector<float>();
+  const std::vector<float> bias =
+      bias_view ? expanded(*bias_view, bias_storage) : std::vector<float>();
   DenseOutput out(y_view);
   const int64_t cols = ir::num_elements(dims);
   const int64_t rows = cols > 0 ? x.size() / cols : 0;
@@ -705,7 +706,8 @@ void layer_norm(const ir::LayerNormAttrs& attrs, const ConstView& x_view, const 
     const double mean = sum / static_cast<double>(cols);
     double squares = 0.0;
     for (int64_t j = 0; j < cols; ++j) squares += (in[j] - mean) * (in[j] - mean);
-    const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(cols) + static_cast<double>(attrs.epsilon));
+    const double inv_std =
+        1.0 / std::sqrt(squares / static_cast<double>(cols) + static_cast<double>(attrs.epsilon));
     for (int64_t j = 0; j < cols; ++j) {
       const auto k = static_cast<size_t>(j);
       const double v = (in[j] - mean) * inv_std * scale[k] + (bias.empty() ? 0.0 : double(bias[k]));
@@ -926,7 +928,8 @@ void run_resize(const KernelContext&, const ir::Node& node, std::span<const Cons
 void run_layer_norm(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
                     std::span<const View> out) {
   need(node, in, out, 2, 1);
-  layer_norm(node.attr<ir::LayerNormAttrs>(), in[0], in[1], in.size() > 2 ? &in[2] : nullptr, out[0]);
+  layer_norm(node.attr<ir::LayerNormAttrs>(), in[0], in[1], in.size() > 2 ? &in[2] : nullptr,
+             out[0]);
 }
 
 using KernelTable = std::array<Kernel, static_cast<size_t>(ir::kNumOpKinds)>;

@@ -14,14 +14,15 @@ using ir::NodeId;
 void Lowerer::lower_layer_norm(Launch& launch, NodeId n, int y) {
   const ir::Node& node = g_.node(n);
   const auto& attrs = node.attr<ir::LayerNormAttrs>();
-  const ir::Shape dims = ir::layer_norm::normalized_dims(g_.tensor(node.inputs[0]).shape, attrs.axis);
+  const ir::Shape dims =
+      ir::layer_norm::normalized_dims(g_.tensor(node.inputs[0]).shape, attrs.axis);
   // Scale and B as one value per normalized element (the kernel's layout):
   // the constant itself when it has as many values, else its expansion.
   auto row_constant = [&](ir::TensorId t, const char* what) {
     const ir::Tensor& p = g_.tensor(t);
     IOS_ASSERT(p.is_constant() && ir::layer_norm::broadcasts_to(p.shape, dims),
-               "LayerNormalization '{}': {} '{}' of shape {} is not a constant broadcasting to {}", node.name, what,
-               p.name, ir::to_string(p.shape), ir::to_string(dims));
+               "LayerNormalization '{}': {} '{}' of shape {} is not a constant broadcasting to {}",
+               node.name, what, p.name, ir::to_string(p.shape), ir::to_string(dims));
     const ir::Shape row{ir::num_elements(dims)};
     if (static_cast<int64_t>(p.data->size()) == row[0]) return Ref::constant(constant(t, row));
     return Ref::constant(new_constant(p.name + ":expanded:" + ir::to_string(dims), row,

@@ -185,7 +185,8 @@ struct LayerNormOp {
   Ref scale, bias;
 };
 
-using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp, ResizeOp, LayerNormOp>;
+using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp, ResizeOp,
+                        LayerNormOp>;
 
 struct Launch {
   std::string name;  // unit id(s)

@@ -407,8 +407,12 @@ class ResizeGpuOp final : public GpuOp {
 class LayerNormGpuOp final : public GpuOp {
  public:
   explicit LayerNormGpuOp(const kernels::LayerNormParams& p) : p_(p) {}
-  void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::layer_norm(p_, c.stream)); }
-  std::string describe() const override { return fmt::format("own layer-norm {} rows of {}", p_.rows, p_.cols); }
+  void issue(const IssueContext& c) const override {
+    IOS_CUDA_CALL(kernels::layer_norm(p_, c.stream));
+  }
+  std::string describe() const override {
+    return fmt::format("own layer-norm {} rows of {}", p_.rows, p_.cols);
+  }
 
  private:
   kernels::LayerNormParams p_;
@@ -677,11 +681,14 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
         } else if constexpr (std::is_same_v<T, LayerNormOp>) {
           const Value& x = value(op.x);
           const Value& y = value(op.y);
-          IOS_ASSERT(x.dense() && y.dense() && x.shape == y.shape, "layer-norm of {} into {} needs dense values",
-                     ir::to_string(x.shape), ir::to_string(y.shape));
+          IOS_ASSERT(x.dense() && y.dense() && x.shape == y.shape,
+                     "layer-norm of {} into {} needs dense values", ir::to_string(x.shape),
+                     ir::to_string(y.shape));
           kernels::LayerNormParams lp;
           lp.cols = 1;
-          for (size_t d = static_cast<size_t>(op.axis); d < x.shape.size(); ++d) lp.cols *= x.shape[d];
+          for (size_t d = static_cast<size_t>(op.axis); d < x.shape.size(); ++d) {
+            lp.cols *= x.shape[d];
+          }
           lp.rows = lp.cols > 0 ? x.size() / lp.cols : 0;
           lp.x = value_ptr(op.x);
           lp.y = value_ptr(op.y);

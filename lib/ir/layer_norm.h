@@ -38,7 +38,8 @@ inline bool broadcasts_to(const Shape& p, const Shape& dims) {
 
 // `values` (shape `p`, broadcastable to `dims`) as one value per element of
 // `dims`, row-major.
-inline std::vector<float> expand(const std::vector<float>& values, const Shape& p, const Shape& dims) {
+inline std::vector<float> expand(const std::vector<float>& values, const Shape& p,
+                                 const Shape& dims) {
   const size_t rank = dims.size();
   // Element strides of p over dims (0 where p broadcasts).
   std::vector<int64_t> strides(rank, 0);

@@ -235,8 +235,10 @@ Attrs reduce_mean(const AttributeReader& r, const Shapes& in) {
   const bool trailing = !axes.empty() && axes.back() == static_cast<int64_t>(x.size()) - 1 &&
                         axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
   if (!trailing && (x.size() != 4 || axes != std::vector<int64_t>{2, 3})) {
-    r.fail("ReduceMean is supported over H and W (axes [2, 3]) of a 4-D tensor or over trailing axes only; this "
-           "one reduces axes [{}] of shape {}", fmt::join(axes, ", "), to_string(x));
+    r.fail(
+        "ReduceMean is supported over H and W (axes [2, 3]) of a 4-D tensor or over trailing "
+        "axes only; this one reduces axes [{}] of shape {}",
+        fmt::join(axes, ", "), to_string(x));
   }
   a.axes = axes;
   a.keepdims = r.get_int("keepdims", 1) != 0;
@@ -459,25 +461,36 @@ Attrs resize(const AttributeReader& r, const Shapes& in) {
 Attrs layer_norm(const AttributeReader& r, const Shapes& in) {
   const Shape& x = in.at(0);
   const auto rank = static_cast<int64_t>(x.size());
-  if (rank == 0) r.fail("input X is a scalar; LayerNormalization normalizes a tensor of rank 1 or more");
+  if (rank == 0) {
+    r.fail("input X is a scalar; LayerNormalization normalizes a tensor of rank 1 or more");
+  }
   LayerNormAttrs a;
   a.axis = normalize_axis(r, r.get_int("axis", -1), rank);
   a.epsilon = r.get_float("epsilon", 1e-5f);
-  if (!std::isfinite(a.epsilon) || a.epsilon < 0.0f) r.fail("epsilon {} is not a finite number >= 0", a.epsilon);
+  if (!std::isfinite(a.epsilon) || a.epsilon < 0.0f) {
+    r.fail("epsilon {} is not a finite number >= 0", a.epsilon);
+  }
   // stash_type 1 computes mean and variance in float32, as ios's kernels do
   // (or better); another type would ask for other rounding.
   const int64_t stash_type = r.get_int("stash_type", 1);
-  if (stash_type != 1) r.fail("stash_type {} is not supported (only 1, float32 statistics)", stash_type);
+  if (stash_type != 1) {
+    r.fail("stash_type {} is not supported (only 1, float32 statistics)", stash_type);
+  }
   const Shape dims = layer_norm::normalized_dims(x, a.axis);
   const char* names[] = {"X", "Scale", "B"};
   for (int i = 1; i < 3 && static_cast<size_t>(i) < in.size(); ++i) {
     if (!r.input_is_constant(i)) {
-      r.fail("input {} ({}) is computed at run time; ios supports LayerNormalization with constant Scale and B "
-             "only", i, names[i]);
+      r.fail(
+          "input {} ({}) is computed at run time; ios supports LayerNormalization with "
+          "constant Scale and B only",
+          i, names[i]);
     }
     if (!layer_norm::broadcasts_to(in[static_cast<size_t>(i)], dims)) {
-      r.fail("input {} ({}) has shape {}, which does not broadcast to the normalized dims {} (axis {} of {})", i,
-             names[i], to_string(in[static_cast<size_t>(i)]), to_string(dims), a.axis, to_string(x));
+      r.fail(
+          "input {} ({}) has shape {}, which does not broadcast to the normalized dims {} "
+          "(axis {} of {})",
+          i, names[i], to_string(in[static_cast<size_t>(i)]), to_string(dims), a.axis,
+          to_string(x));
     }
   }
   return a;

@@ -43,7 +43,7 @@ enum class OpKind : int {
   kErf,
   kExp,
   kResize,     // ONNX Resize, and Upsample of opsets 7-9
-  kLayerNorm,  // ONNX LayerNormalization (opset 17), and PyTorch's decomposition of it (ir/passes.h)
+  kLayerNorm,  // ONNX LayerNormalization (opset 17); PyTorch's decomposed form is fused
   kGelu,       // ONNX Gelu (opset 20), and the erf/tanh chains exporters write for it
   kCount,      // not an operator: the number of operators, for tables indexed by OpKind
 };

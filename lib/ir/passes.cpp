@@ -416,7 +416,8 @@ std::optional<int64_t> trailing_reduction(const Graph& graph, const Node& reduce
 // A node after `tail` that folds into the LayerNormalization: `op` (Mul or
 // Add) of tail's output and a constant broadcasting to `dims`, keeping the
 // shape. Returns the node and the constant.
-std::optional<std::pair<NodeId, TensorId>> affine_step(const Graph& graph, NodeId tail, OpKind op, const Shape& dims,
+std::optional<std::pair<NodeId, TensorId>> affine_step(const Graph& graph, NodeId tail, OpKind op,
+                                                       const Shape& dims,
                                                        const std::vector<bool>& dead) {
   const TensorId out = graph.node(tail).outputs.at(0);
   const auto& consumers = graph.tensor(out).consumers;
@@ -425,7 +426,8 @@ std::optional<std::pair<NodeId, TensorId>> affine_step(const Graph& graph, NodeI
   const Node& step = graph.node(c);
   if (dead[static_cast<size_t>(c)] || step.op != op) return std::nullopt;
   const TensorId p = other_operand(step, out);
-  if (p == kNone || !graph.tensor(p).is_constant() || !layer_norm::broadcasts_to(graph.tensor(p).shape, dims)) {
+  if (p == kNone || !graph.tensor(p).is_constant() ||
+      !layer_norm::broadcasts_to(graph.tensor(p).shape, dims)) {
     return std::nullopt;
   }
   if (graph.tensor(step.outputs.at(0)).shape != graph.tensor(out).shape) return std::nullopt;
@@ -470,8 +472,9 @@ int fuse_layer_norm(Graph& graph) {
     // Shapes: the pattern never broadcasts x to something larger.
     const Shape& xs = graph.tensor(x).shape;
     const Shape& ms = graph.tensor(m).shape;
-    if (graph.tensor(d).shape != xs || graph.tensor(p).shape != xs || graph.tensor(div.outputs.at(0)).shape != xs ||
-        graph.tensor(v).shape != ms || graph.tensor(ve).shape != ms || graph.tensor(s).shape != ms) {
+    if (graph.tensor(d).shape != xs || graph.tensor(p).shape != xs ||
+        graph.tensor(div.outputs.at(0)).shape != xs || graph.tensor(v).shape != ms ||
+        graph.tensor(ve).shape != ms || graph.tensor(s).shape != ms) {
       continue;
     }
     const NodeId sqrt_id = graph.tensor(s).producer, add_id = graph.tensor(ve).producer;
@@ -495,8 +498,12 @@ int fuse_layer_norm(Graph& graph) {
       beta = step->second;
     }
     if (gamma == kNone) {
-      Tensor ones{names.fresh(graph.tensor(div.outputs[0]).name + "_layer_norm_scale"), dims, kNone, {},
-                  std::make_shared<const std::vector<float>>(static_cast<size_t>(num_elements(dims)), 1.0f)};
+      Tensor ones{names.fresh(graph.tensor(div.outputs[0]).name + "_layer_norm_scale"),
+                  dims,
+                  kNone,
+                  {},
+                  std::make_shared<const std::vector<float>>(
+                      static_cast<size_t>(num_elements(dims)), 1.0f)};
       gamma = graph.add_tensor(std::move(ones));  // invalidates tensor references
     }
     // The last node of the pattern becomes the LayerNormalization, writing
@@ -505,7 +512,8 @@ int fuse_layer_norm(Graph& graph) {
     for (NodeId n : pattern) dead[static_cast<size_t>(n)] = n != tail;
     Node& ln = graph.node(tail);
     ln.op = OpKind::kLayerNorm;
-    ln.inputs = beta == kNone ? std::vector<TensorId>{x, gamma} : std::vector<TensorId>{x, gamma, beta};
+    ln.inputs =
+        beta == kNone ? std::vector<TensorId>{x, gamma} : std::vector<TensorId>{x, gamma, beta};
     LayerNormAttrs attrs;
     attrs.axis = *axis;
     attrs.epsilon = *eps;

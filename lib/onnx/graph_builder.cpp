@@ -349,8 +349,9 @@ std::string supported_ops_list() {
       out += ", ";
     }
   }
-  out += "Identity, Dropout (and shape arithmetic on constants: Constant, Shape, Gather, Unsqueeze, "
-         "Squeeze, Concat, Cast, Reshape, Slice, ... which are folded at import)";
+  out += "Identity, Dropout, Gather of an activation at one constant index (imported as a Slice), and "
+         "shape arithmetic on constants (Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Reshape, "
+         "Slice, ... which are folded at import)";
   return out;
 }
 

@@ -5,7 +5,7 @@
 //     MatMul, pools, ReduceMean, Softmax, Concat, Split, Slice, Flatten,
 //     Reshape, Transpose, Pad, Resize, LayerNormalization. LayerNormalization
 //     (a mean reduction per row, then element-wise work) anchors a pool unit,
-//     so epilogues (a ConvNeXt layer scale) join it by rule 3; the importer
+//     so epilogues (a Mul by a layer scale) join it by rule 3; the importer
 //     has already fused PyTorch's decomposition of it (ir::fuse_layer_norm).
 //  2. Separable convolution. A pointwise 1x1 Conv (group 1) whose input is the
 //     only use of a depthwise Conv's output joins the depthwise conv's unit

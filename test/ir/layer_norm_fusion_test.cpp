@@ -20,13 +20,13 @@ using ios::test::weight;
 
 // Knobs for one decomposed layer normalization of x [2, 5, 8].
 struct Pattern {
-  std::vector<int64_t> axes{2};  // of both reductions (normalized, sorted)
+  std::vector<int64_t> axes{2};     // of both reductions (normalized, sorted)
   std::vector<int64_t> var_axes{};  // when set, the variance's axes differ
   float exponent = 2.0f;
   float eps = 1e-5f;
-  bool eps_first = false;      // Add(eps, v)
+  bool eps_first = false;  // Add(eps, v)
   bool mul = true, add_bias = true;
-  bool gamma_first = false;    // Mul(gamma, y)
+  bool gamma_first = false;  // Mul(gamma, y)
   Shape gamma_shape{8};
   bool gamma_constant = true;
   bool extra_use_of_mean = false;  // m is also a graph output
@@ -91,7 +91,8 @@ Built build(const Pattern& p) {
 
 }  // namespace
 
-TEST_CASE("fuse_layer_norm turns PyTorch's decomposition into one LayerNormalization", "[ir][passes][layernorm]") {
+TEST_CASE("fuse_layer_norm turns PyTorch's decomposition into one LayerNormalization",
+          "[ir][passes][layernorm]") {
   SECTION("Mul by gamma and Add of beta become Scale and B") {
     Built b = build(Pattern{});
     const std::string out_name = b.g.tensor(b.y).name;
@@ -161,8 +162,20 @@ TEST_CASE("fuse_layer_norm leaves every other pattern alone", "[ir][passes][laye
       {"the mean also a graph output", [](Pattern& p) { p.extra_use_of_mean = true; }},
       {"the difference read by another node", [](Pattern& p) { p.extra_use_of_diff = true; }},
       {"the variance of another tensor", [](Pattern& p) { p.second_x = true; }},
-      {"not the last axis", [](Pattern& p) { p.axes = {1}; p.gamma_shape = {1, 8}; p.mul = false; p.add_bias = false; }},
-      {"reductions over different axes", [](Pattern& p) { p.axes = {1, 2}; p.var_axes = {2}; p.mul = false; p.add_bias = false; }},
+      {"not the last axis",
+       [](Pattern& p) {
+         p.axes = {1};
+         p.gamma_shape = {1, 8};
+         p.mul = false;
+         p.add_bias = false;
+       }},
+      {"reductions over different axes",
+       [](Pattern& p) {
+         p.axes = {1, 2};
+         p.var_axes = {2};
+         p.mul = false;
+         p.add_bias = false;
+       }},
       {"a negative epsilon", [](Pattern& p) { p.eps = -1e-3f; }},
   };
   for (const auto& [name, change] : variants) {
@@ -183,7 +196,8 @@ TEST_CASE("fuse_layer_norm leaves every other pattern alone", "[ir][passes][laye
     REQUIRE(fuse_layer_norm(b.g) == 1);
     CHECK(count_ops(b.g, OpKind::kLayerNorm) == 1);
     CHECK(count_ops(b.g, OpKind::kMul) == 1);  // not folded into Scale
-    CHECK(count_ops(b.g, OpKind::kAdd) == 1);  // the bias Add follows the Mul, not the normalization
+    // The bias Add follows the Mul, not the normalization.
+    CHECK(count_ops(b.g, OpKind::kAdd) == 1);
   }
   SECTION("a gamma that would broadcast the output stays a Mul") {
     Pattern p;

@@ -430,8 +430,8 @@ void add_attention_cases(std::vector<OpCase>& cases) {
 
 // LayerNormalization in float64 over the dims of `shape` from `axis` on:
 // scale and bias hold one value per normalized element (bias may be empty).
-Values layer_norm_truth(const std::vector<float>& x, const ir::Shape& shape, int64_t axis, const Values& scale,
-                        const Values& bias, double eps) {
+Values layer_norm_truth(const std::vector<float>& x, const ir::Shape& shape, int64_t axis,
+                        const Values& scale, const Values& bias, double eps) {
   int64_t cols = 1;
   for (size_t d = static_cast<size_t>(axis); d < shape.size(); ++d) cols *= shape[d];
   Values y;
@@ -444,7 +444,8 @@ Values layer_norm_truth(const std::vector<float>& x, const ir::Shape& shape, int
     var /= double(cols);
     for (int64_t j = 0; j < cols; ++j) {
       const auto k = static_cast<size_t>(j);
-      y.push_back((row[j] - mean) / std::sqrt(var + eps) * scale[k] + (bias.empty() ? 0.0 : bias[k]));
+      y.push_back((row[j] - mean) / std::sqrt(var + eps) * scale[k] +
+                  (bias.empty() ? 0.0 : bias[k]));
     }
   }
   return y;
@@ -459,7 +460,7 @@ ir::LayerNormAttrs layer_norm_attrs(int64_t axis, float eps) {
 
 // LayerNormalization: the last axis with bias (ViT), the last two axes with a
 // broadcast scale and no bias, NCHW from the channel axis with an epilogue
-// (a ConvNeXt layer scale), and a strided output (a concatenation's slice).
+// (a Mul by a layer scale), and a strided output (a concatenation's slice).
 void layer_norm_cases(std::vector<OpCase>& cases) {
   const ir::Shape s3{2, 3, 4};
   const std::vector<float> x3 = ramp(ir::num_elements(s3), -2.0f, 3.5f);
@@ -467,8 +468,11 @@ void layer_norm_cases(std::vector<OpCase>& cases) {
   const Values g4 = as_double(gamma), b4 = as_double(beta);
   {
     CaseBuilder b("LayerNormalization over the last axis with bias", OpKind::kLayerNorm);
-    b.output(b.node(OpKind::kLayerNorm, {b.input("x", s3, x3), b.constant("scale", {4}, gamma), b.constant("bias", {4}, beta)},
-                    layer_norm_attrs(2, 1e-5f)).at(0),
+    b.output(b.node(OpKind::kLayerNorm,
+                    {b.input("x", s3, x3), b.constant("scale", {4}, gamma),
+                     b.constant("bias", {4}, beta)},
+                    layer_norm_attrs(2, 1e-5f))
+                 .at(0),
              layer_norm_truth(x3, s3, 2, g4, b4, double(1e-5f)));
     cases.push_back(b.take());
   }
@@ -476,9 +480,11 @@ void layer_norm_cases(std::vector<OpCase>& cases) {
     // Scale [1, 4] broadcast over the normalized dims [3, 4]; a large epsilon.
     Values g12;
     for (int i = 0; i < 3; ++i) g12.insert(g12.end(), g4.begin(), g4.end());
-    CaseBuilder b("LayerNormalization over the last two axes, scale broadcast, no bias", OpKind::kLayerNorm);
+    CaseBuilder b("LayerNormalization over the last two axes, scale broadcast, no bias",
+                  OpKind::kLayerNorm);
     b.output(b.node(OpKind::kLayerNorm, {b.input("x", s3, x3), b.constant("scale", {1, 4}, gamma)},
-                    layer_norm_attrs(1, 0.25f)).at(0),
+                    layer_norm_attrs(1, 0.25f))
+                 .at(0),
              layer_norm_truth(x3, s3, 1, g12, {}, 0.25));
     cases.push_back(b.take());
   }
@@ -495,9 +501,11 @@ void layer_norm_cases(std::vector<OpCase>& cases) {
     }
     Values e = layer_norm_truth(x, s4, 1, scale, bias, double(1e-6f));
     for (double& v : e) v *= double(0.125f);
-    CaseBuilder b("LayerNormalization from the channel axis with a layer-scale epilogue", OpKind::kLayerNorm);
+    CaseBuilder b("LayerNormalization from the channel axis with a layer-scale epilogue",
+                  OpKind::kLayerNorm);
     const auto ln = b.node(OpKind::kLayerNorm,
-                           {b.input("x", s4, x), b.constant("scale", {3, 1, 1}, sc), b.constant("bias", {3, 1, 1}, bi)},
+                           {b.input("x", s4, x), b.constant("scale", {3, 1, 1}, sc),
+                            b.constant("bias", {3, 1, 1}, bi)},
                            layer_norm_attrs(1, 1e-6f), 1, "ln");
     b.output(b.node(OpKind::kMul, {ln.at(0), b.constant("layer_scale", {}, {0.125f})}).at(0), e);
     b.expect_units(1);  // the Mul is the LayerNormalization's epilogue
@@ -511,11 +519,13 @@ void layer_norm_cases(std::vector<OpCase>& cases) {
     // input in its slice only when the concat is its one reader.)
     const ir::Shape sb{2, 4, 4};
     const std::vector<float> bv = ramp(ir::num_elements(sb), -1.0f, 4.0f);
-    CaseBuilder b("LayerNormalization written into a concatenation's slice (strided output)", OpKind::kLayerNorm);
+    CaseBuilder b("LayerNormalization written into a concatenation's slice (strided output)",
+                  OpKind::kLayerNorm);
     const auto a = b.input("a", s3, x3), bi = b.input("b", sb, bv);
     ir::AxisAttrs cat;
     cat.axis = 1;
-    const auto lb = b.node(OpKind::kLayerNorm, {bi, b.constant("scale", {4}, gamma)}, layer_norm_attrs(2, 1e-5f), 1, "ln_b");
+    const auto lb = b.node(OpKind::kLayerNorm, {bi, b.constant("scale", {4}, gamma)},
+                           layer_norm_attrs(2, 1e-5f), 1, "ln_b");
     const Values eb = layer_norm_truth(bv, sb, 2, g4, {}, double(1e-5f));
     Values concat_b;
     for (int64_t n = 0; n < 2; ++n) {
