@@ -21,16 +21,26 @@ $py onnx_models/export_models.py --dynamic-batch --out-dir "$out" \
   --models inception_v3,squeezenet1_1,resnet50,mobilenet_v2,densenet121,googlenet
 $py onnx_models/export_models.py --dynamic-batch --out-dir "$out" --models randwire --image-size 64x64
 $py onnx_models/export_models.py --dynamic-batch --out-dir "$out" --models nasnet_a_large --image-size 99x99
-# The families deployed today, each at opset 13 with a symbolic batch and at
-# opset 17 with a static one, with a seeded input and the float64 truth
-# beside them (--truth): the segmentation models at 128x128 (same graphs).
-for opts in "--dynamic-batch" "--opset 17"; do
-  # shellcheck disable=SC2086  # two words on purpose
-  $py onnx_models/export_models.py $opts --truth --out-dir "$out" --models deeplabv3_resnet50,fcn_resnet50 --image-size 128x128
-  # shellcheck disable=SC2086
-  $py onnx_models/export_models.py $opts --truth --out-dir "$out" --models convnext_tiny --image-size 64x64
-  # shellcheck disable=SC2086
-  $py onnx_models/export_models.py $opts --truth --out-dir "$out" --models vit_style
+# The families deployed today, with a seeded input and the float64 truth
+# beside each file (--truth): every family at opset 13 with a symbolic batch
+# and at opset 17 with a static one; ConvNeXt and the ViT-style encoder, whose
+# LayerNorm and class-token arithmetic differ between the opsets, also at
+# opset 13 with a static batch and opset 17 with a symbolic one. The
+# segmentation models at 128x128 and ConvNeXt at 64x64 (same graphs).
+for opts in "--dynamic-batch" "--opset 17" "--batch 1" "--opset 17 --dynamic-batch"; do
+  case "$opts" in
+    "--dynamic-batch" | "--opset 17") families="deeplabv3_resnet50,fcn_resnet50 convnext_tiny vit_style" ;;
+    *) families="convnext_tiny vit_style" ;;
+  esac
+  for models in $families; do
+    size=()
+    case "$models" in
+      deeplabv3*) size=(--image-size 128x128) ;;
+      convnext*) size=(--image-size 64x64) ;;
+    esac
+    # shellcheck disable=SC2086  # several words on purpose
+    $py onnx_models/export_models.py $opts --truth --out-dir "$out" --models "$models" "${size[@]}"
+  done
 done
 $py onnx_models/make_bad_models.py "$out/bad"
 echo "$hash" >"$stamp"

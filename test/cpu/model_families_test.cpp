@@ -2,7 +2,8 @@
 // and FCN (segmentation heads: ASPP, Resize), ConvNeXt (LayerNorm, GELU,
 // depthwise 7x7) and a ViT-style encoder (class token, Q/K/V projections,
 // batched MatMul, Softmax), exported by onnx_models/export_models.py at
-// opset 13 and 17, with a symbolic and a static batch.
+// opset 13 with a symbolic batch and opset 17 with a static one (ConvNeXt and
+// the ViT-style encoder also the other way round).
 //
 // The truth is the PyTorch model run in float64 on the same weights and input
 // (the export script writes both next to the model; the truth is read back
@@ -186,6 +187,24 @@ TEST_CASE("model family vs float64 truth: vit_style at opset 13 with a symbolic 
 TEST_CASE("model family vs float64 truth: vit_style at opset 17 with a static batch",
           "[cpu][ort][family]") {
   check_family_model("vit_style-op17.onnx");
+}
+// The other two combinations where the opset changes the graph most:
+// LayerNorm's form, and the class token's shape arithmetic with a symbolic batch.
+TEST_CASE("model family vs float64 truth: convnext_tiny at opset 13 with a static batch",
+          "[cpu][ort][family]") {
+  check_family_model("convnext_tiny-64x64.onnx");
+}
+TEST_CASE("model family vs float64 truth: convnext_tiny at opset 17 with a symbolic batch",
+          "[cpu][ort][family]") {
+  check_family_model("convnext_tiny-bdyn-64x64-op17.onnx");
+}
+TEST_CASE("model family vs float64 truth: vit_style at opset 13 with a static batch",
+          "[cpu][ort][family]") {
+  check_family_model("vit_style.onnx");
+}
+TEST_CASE("model family vs float64 truth: vit_style at opset 17 with a symbolic batch",
+          "[cpu][ort][family]") {
+  check_family_model("vit_style-bdyn-op17.onnx");
 }
 
 }  // namespace
