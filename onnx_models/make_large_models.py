@@ -3,11 +3,15 @@
 
     /usr/bin/python3 onnx_models/make_large_models.py OUT_DIR [KIND:NODES ...]
 
-KIND is conv or eltwise; the default is conv:10000 eltwise:300000.
+KIND is conv, eltwise or gather; the default is conv:10000 eltwise:300000.
   conv_chain_N.onnx     input 1x8x8x8 -> N Conv 1x1 (8 -> 8 channels, one shared
                         weight) -> output 1x8x8x8: N schedule units in one chain
   eltwise_chain_N.onnx  input 1x8x4x4 -> N nodes alternating Relu and Sigmoid ->
                         output: element-wise work that unit formation fuses
+  gather_chain_N.onnx   input 1x8x4 -> N Gathers of one constant scalar index
+                        each (x[:, k]: imported as Slice + Reshape, each with a
+                        fresh tensor name) summed by a chain of N - 1 Adds ->
+                        output 1x4
 Import, unit formation, blocks and the cost model must stay near-linear in
 the node count (docs/testing.md has the timings).  Output is deterministic.
 """
@@ -23,10 +27,10 @@ OPSET = 13
 IR_VERSION = 7
 
 
-def model(name, nodes, inits, shape):
+def model(name, nodes, inits, shape, out_shape=None):
     g = helper.make_graph(nodes, name,
                           [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, out_shape or shape)],
                           initializer=inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
                           producer_name="ios onnx_models/make_large_models.py", producer_version="1")
@@ -53,17 +57,31 @@ def eltwise_chain(n):
     return model(f"eltwise_chain_{n}", nodes, [], [1, 8, 4, 4])
 
 
+def gather_chain(n):
+    inits = [numpy_helper.from_array(np.asarray(k, dtype=np.int64), f"k{k}") for k in range(8)]
+    nodes = [helper.make_node("Gather", ["input", f"k{k % 8}"], [f"g{k}"], name=f"g{k}", axis=1)
+             for k in range(n)]
+    total = "g0"
+    for k in range(1, n):
+        out = "output" if k == n - 1 else f"s{k}"
+        nodes.append(helper.make_node("Add", [total, f"g{k}"], [out], name=f"a{k}"))
+        total = out
+    if n == 1:
+        nodes.append(helper.make_node("Identity", ["g0"], ["output"], name="id"))
+    return model(f"gather_chain_{n}", nodes, inits, [1, 8, 4], [1, 4])
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) == 2 else 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
-    makers = {"conv": conv_chain, "eltwise": eltwise_chain}
+    makers = {"conv": conv_chain, "eltwise": eltwise_chain, "gather": gather_chain}
     for spec in argv[2:] or ["conv:10000", "eltwise:300000"]:
         kind, _, count = spec.partition(":")
         if kind not in makers or not count.isdigit() or int(count) < 1:
-            print(f"make_large_models.py: '{spec}' is not KIND:NODES (KIND: conv, eltwise)", file=sys.stderr)
+            print(f"make_large_models.py: '{spec}' is not KIND:NODES (KIND: conv, eltwise, gather)", file=sys.stderr)
             return 2
         m = makers[kind](int(count))
         path = os.path.join(out, f"{kind}_chain_{count}.onnx")

@@ -312,19 +312,24 @@ class Builder {
     return id;
   }
 
-  // `base`, or base_1, base_2...: a tensor name the file does not use.
-  std::string unused_name(const std::string& base) const {
-    std::unordered_set<std::string> used;
-    for (const auto& v : graph_proto_.input()) used.insert(v.name());
-    for (const auto& n : graph_proto_.node()) used.insert(n.output().begin(), n.output().end());
-    for (const auto& [name, id] : ids_) used.insert(name);
+  // `base`, or base_1, base_2...: a tensor name neither the file nor an
+  // earlier call uses. The file's names are collected once, so a model of
+  // many Gathers stays linear.
+  std::string unused_name(const std::string& base) {
+    if (used_names_.empty()) {
+      for (const auto& v : graph_proto_.input()) used_names_.insert(v.name());
+      for (const auto& n : graph_proto_.node()) used_names_.insert(n.output().begin(), n.output().end());
+      for (const auto& [name, init] : initializers_) used_names_.insert(name);
+    }
     std::string name = base;
-    for (int k = 1; used.count(name) || initializers_.count(name); ++k) name = fmt::format("{}_{}", base, k);
+    for (int k = 1; used_names_.count(name) || ids_.count(name); ++k) name = fmt::format("{}_{}", base, k);
+    used_names_.insert(name);
     return name;
   }
 
   const ::onnx::GraphProto& graph_proto_;
   ShapeMap& shapes_;
+  std::unordered_set<std::string> used_names_;  // filled by unused_name()
   const std::string& file_;
   int64_t opset_;
   std::unordered_map<std::string, const TensorProto*> initializers_;
