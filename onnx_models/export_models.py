@@ -319,8 +319,9 @@ def export_one(name, args, hw, out_path):
     proto.doc_string = f"{name}: {spec.doc}; random weights, seed {args.seed}"
     meta = {"ios.model": name, "ios.seed": str(args.seed),
             "ios.image_size": f"{hw[0]}x{hw[1]}",
-            "ios.batch": "dynamic" if args.dynamic_batch else str(args.batch),
-            "ios.opset": str(args.opset)}
+            "ios.batch": "dynamic" if args.dynamic_batch else str(args.batch)}
+    if args.opset != OPSET:  # files at the default opset stay byte-identical to earlier exports
+        meta["ios.opset"] = str(args.opset)
     if hasattr(model, "graph_sources"):
         meta["ios.randwire_graphs"] = ",".join(model.graph_sources)
     del proto.metadata_props[:]
