@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -374,49 +376,27 @@ class GemmGpuOp final : public GpuOp {
   kernels::GemmParams p_;
 };
 
-class PadGpuOp final : public GpuOp {
+// A launch of one of the backend's own kernels (cuda/kernels.h): its
+// parameters, its launcher, and what plans and error messages call it.
+template <typename Params, cudaError_t (*Launch)(const Params&, cudaStream_t)>
+class OwnKernelGpuOp final : public GpuOp {
  public:
-  explicit PadGpuOp(const kernels::PadParams& p) : p_(p) {}
-  void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::pad(p_, c.stream)); }
-  std::string describe() const override { return "own pad"; }
-
- private:
-  kernels::PadParams p_;
-};
-
-class ReduceGpuOp final : public GpuOp {
- public:
-  explicit ReduceGpuOp(const kernels::ReduceParams& p) : p_(p) {}
-  void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::reduce_mean(p_, c.stream)); }
-  std::string describe() const override { return "own reduce-mean"; }
-
- private:
-  kernels::ReduceParams p_;
-};
-
-class ResizeGpuOp final : public GpuOp {
- public:
-  explicit ResizeGpuOp(const kernels::ResizeParams& p) : p_(p) {}
-  void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::resize(p_, c.stream)); }
-  std::string describe() const override { return "own resize"; }
-
- private:
-  kernels::ResizeParams p_;
-};
-
-class LayerNormGpuOp final : public GpuOp {
- public:
-  explicit LayerNormGpuOp(const kernels::LayerNormParams& p) : p_(p) {}
+  OwnKernelGpuOp(const Params& p, std::string description) : p_(p), description_(std::move(description)) {}
   void issue(const IssueContext& c) const override {
-    IOS_CUDA_CALL(kernels::layer_norm(p_, c.stream));
+    const cudaError_t status = Launch(p_, c.stream);
+    if (status != cudaSuccess) detail::throw_cuda_error(status, description_.c_str(), __FILE__, __LINE__);
   }
-  std::string describe() const override {
-    return fmt::format("own layer-norm {} rows of {}", p_.rows, p_.cols);
-  }
+  std::string describe() const override { return description_; }
 
  private:
-  kernels::LayerNormParams p_;
+  Params p_;
+  std::string description_;
 };
+
+using PadGpuOp = OwnKernelGpuOp<kernels::PadParams, kernels::pad>;
+using ReduceGpuOp = OwnKernelGpuOp<kernels::ReduceParams, kernels::reduce_mean>;
+using ResizeGpuOp = OwnKernelGpuOp<kernels::ResizeParams, kernels::resize>;
+using LayerNormGpuOp = OwnKernelGpuOp<kernels::LayerNormParams, kernels::layer_norm>;
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
@@ -659,7 +639,7 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
                     : op.mode == PadOp::Mode::kReflect ? kernels::kPadReflect
                                                        : kernels::kPadEdge;
           pp.value = op.value;
-          return std::make_unique<PadGpuOp>(pp);
+          return std::make_unique<PadGpuOp>(pp, "own pad");
         } else if constexpr (std::is_same_v<T, ResizeOp>) {
           const Value& x = value(op.x);
           const Value& y = value(op.y);
@@ -677,7 +657,7 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
           rp.x_batch_stride = x.batch_stride;
           rp.y = value_ptr(op.y);
           rp.y_batch_stride = y.batch_stride;
-          return std::make_unique<ResizeGpuOp>(rp);
+          return std::make_unique<ResizeGpuOp>(rp, "own resize");
         } else if constexpr (std::is_same_v<T, LayerNormOp>) {
           const Value& x = value(op.x);
           const Value& y = value(op.y);
@@ -695,7 +675,8 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
           lp.scale = ref_ptr(op.scale);
           lp.bias = op.bias ? ref_ptr(op.bias) : nullptr;
           lp.epsilon = op.epsilon;
-          return std::make_unique<LayerNormGpuOp>(lp);
+          return std::make_unique<LayerNormGpuOp>(
+              lp, fmt::format("own layer-norm {} rows of {}", lp.rows, lp.cols));
         } else {
           static_assert(std::is_same_v<T, ReduceOp>);
           const Value& x = value(op.x);
@@ -723,7 +704,7 @@ std::unique_ptr<GpuOp> Runtime::make_op(const Op& any, int launch, size_t index)
           }
           rp.x = value_ptr(op.x);
           rp.y = value_ptr(op.y);
-          return std::make_unique<ReduceGpuOp>(rp);
+          return std::make_unique<ReduceGpuOp>(rp, "own reduce-mean");
         }
       },
       any);
