@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   bool verbose = false, quiet = false, list = false;
 
   app.add_option("model", options.model_path, "ONNX model file");
-  auto* output_option = app.add_option(
+  app.add_option(
       "-o,--output", options.output_path,
       "schedule file to write, - for stdout (default: MODEL without .onnx + .SCHEDULER.schedule.json)");
   app.add_option("-s,--scheduler", options.scheduler,
@@ -108,11 +108,11 @@ int main(int argc, char** argv) {
                  "split blocks whose IOS search bound C(n/d+2,2)^d exceeds 10^X")
       ->check(CLI::Range(1.0, 30.0))
       ->capture_default_str();
-  auto* report_option = app.add_option(
+  app.add_option(
       "--report-json", options.report_json,
       "also write the summary and per-block statistics as JSON (for scripts), - for stdout");
   app.add_flag("--force", options.force,
-               "overwrite an output that is the model or an existing file of another kind");
+               "replace an existing file that is not of the kind the output writes (never an input)");
   app.add_option("--dot", options.dot_path,
                  "also draw the schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
   app.add_option("--html", options.html_path,
@@ -151,14 +151,10 @@ int main(int argc, char** argv) {
       return static_cast<int>(ios::ExitCode::kInput);
     }
     // An empty path would silently mean the default (or nothing): refuse it.
-    for (const auto& [option, value] : {std::pair{output_option, &options.output_path},
-                                        std::pair{report_option, &options.report_json}}) {
-      if (option->count() > 0 && value->empty()) {
-        std::cerr << "ios-optimize: " << option->get_name()
-                  << " needs a file name or - (standard output), not an empty string\n";
-        return static_cast<int>(ios::ExitCode::kInput);
-      }
-    }
+    ios::cli::reject_empty_paths(app, {"--output", "--report-json", "--dot", "--html"},
+                                 "a file name or - (standard output)");
+    ios::cli::reject_empty_paths(app, {"--calibrate", "--device-profile", "--profile-db"},
+                                 "a file name");
     options.verbose = verbose;
     options.quiet = quiet;
     reject_useless_options(app, options);

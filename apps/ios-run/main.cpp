@@ -90,7 +90,9 @@ int main(int argc, char** argv) {
   app.add_flag("--rewrite-batch", o.rewrite_batch,
                "replace dimension 0 of every input with the batch, even a static one");
   app.add_option("--input-shape", o.input_shapes, "static shape of an input, NAME:1x3x224x224");
-  app.add_flag("--force", o.force, "accept schedules made for another model file (hash mismatch)");
+  app.add_flag("--force", o.force,
+               "accept schedules made for another model file (hash mismatch); replace existing "
+               "files that are not of the kind an output writes (never an input)");
   app.add_option("--warmup", o.warmup, "untimed iterations (default: cuda 20, cpu 1)")->check(CLI::Range(0, 1000000));
   app.add_option("--iterations", o.iterations, "timed iterations (default: cuda 200, cpu 5)")->check(CLI::Range(1, 10000000));
   app.add_option("--duration", o.duration_s, "keep timing at least this many seconds")->check(CLI::Range(0.0, 86400.0));
@@ -128,6 +130,10 @@ int main(int argc, char** argv) {
                        : o.verbose ? ios::Verbosity::kVerbose
                                    : ios::Verbosity::kNormal);
     reject_useless_options(app, o);
+    ios::cli::reject_empty_paths(app, {"--export-times", "--trace", "--dot"},
+                                 "a file name or - (standard output)");
+    ios::cli::reject_empty_paths(app, {"--output-dir"}, "a folder name");
+    ios::cli::reject_empty_paths(app, {"--device-profile"}, "a profile name or file");
     return ios::runner::run(o, std::cout);
   } catch (const ios::Error& e) {
     std::cerr << "ios-run: error: " << e.what() << "\n";

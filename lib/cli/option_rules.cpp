@@ -13,4 +13,17 @@ void reject_options_without_effect(const CLI::App& app, std::string_view context
   }
 }
 
+void reject_empty_paths(const CLI::App& app, const std::vector<std::string>& options,
+                        std::string_view what) {
+  for (const std::string& name : options) {
+    const CLI::Option* option = app.get_option_no_throw(name);
+    if (option == nullptr || option->count() == 0) continue;
+    for (const std::string& value : option->results()) {
+      if (value.empty()) {
+        user_error("{} needs {}, not an empty string", name, what);
+      }
+    }
+  }
+}
+
 }  // namespace ios::cli

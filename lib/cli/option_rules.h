@@ -17,6 +17,13 @@ namespace ios::cli {
 void reject_options_without_effect(const CLI::App& app, std::string_view context,
                                    const std::vector<std::string>& options, std::string_view why);
 
+// Throws UserError for the first of `options` (each taking a path) given with
+// an empty value: "OPTION needs WHAT, not an empty string", e.g. WHAT "a file
+// name or - (standard output)". An empty value would otherwise mean "not
+// given".
+void reject_empty_paths(const CLI::App& app, const std::vector<std::string>& options,
+                        std::string_view what);
+
 // True when `option` appeared on the command line.
 bool given(const CLI::App& app, const std::string& option);
 

@@ -99,8 +99,9 @@ void write_replacing(const fs::path& shown, const fs::path& path, std::string_vi
   temp += fmt::format("{}{}-{}", kTempMarker, static_cast<long>(::getpid()), counter++);
   Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (fd.get() < 0) {
-    user_error("cannot write {}: cannot create {} ({})", shown.string(), temp.string(),
-               std::strerror(errno));
+    // The temporary file is an implementation detail: the message names
+    // the file the user asked for.
+    user_error("cannot write {}: {}", shown.string(), std::strerror(errno));
   }
   auto discard = [&](int error) {
     std::error_code ignored;

@@ -36,7 +36,11 @@ std::string chrome_trace_json(const std::vector<TraceIteration>& iterations,
     }
   }
   nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  if (!metadata.empty()) doc["otherData"] = metadata;
+  // The format mark lets a later run recognise and replace its own trace
+  // (core/output_files.h); trace viewers show otherData as metadata.
+  nlohmann::json other = metadata;
+  other["format"] = "ios-trace";
+  doc["otherData"] = other;
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "core/file_io.h"
+#include "core/output_files.h"
 #include "sched/schedule_dot.h"
 
 namespace ios::optimize {
@@ -25,7 +27,12 @@ std::string escaped(std::string_view text) {
         out += "&quot;";
         break;
       default:
-        out += c;
+        // Control characters (a NUL in an ONNX name) are shown, not embedded.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
+          out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
     }
   }
   return out;
@@ -43,10 +50,23 @@ std::string inline_svg(const std::string& svg) {
 void write_html_report(const std::string& path, const HtmlReport& report,
                        const sched::Schedule& schedule, const sched::UnitGraph& units,
                        const sched::SearchStats& stats) {
-  const std::string svg =
-      sched::render_svg(sched::schedule_to_dot(schedule, units, report.title), path);
+  // The page is worth having without its picture: a model too large to
+  // draw, or a Graphviz failure, leaves a note in its place.
+  std::string picture;
+  if (units.size() > sched::kMaxSvgUnits) {
+    picture = fmt::format("<p>No picture: the model has {} units, more than the {} drawn.</p>\n",
+                          units.size(), sched::kMaxSvgUnits);
+  } else {
+    try {
+      picture = inline_svg(sched::render_svg(sched::schedule_to_dot(schedule, units, report.title), path));
+    } catch (const sched::GraphvizMissing&) {
+      throw;
+    } catch (const UserError& e) {
+      picture = fmt::format("<p>No picture: {}</p>\n", escaped(e.what()));
+    }
+  }
   std::string html = fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n{1}\n"
       "<title>ios-optimize: {0}</title>\n<style>\n"
       "body {{ font-family: sans-serif; margin: 1.5em; }}\n"
       "table {{ border-collapse: collapse; margin: 1em 0; }}\n"
@@ -54,13 +74,13 @@ void write_html_report(const std::string& path, const HtmlReport& report,
       "td:first-child, th:first-child, .text {{ text-align: left; }}\n"
       ".picture {{ overflow: auto; border: 1px solid #ccc; }}\n"
       "</style>\n</head>\n<body>\n<h1>ios-optimize: {0}</h1>\n",
-      escaped(report.title));
+      escaped(report.title), kHtmlMarker);
   html += "<table id=\"summary\">\n";
   for (const auto& [label, value] : report.summary) {
     html += fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", escaped(label),
                         escaped(value));
   }
-  html += "</table>\n<h2>Schedule</h2>\n<div class=\"picture\">\n" + inline_svg(svg) + "</div>\n";
+  html += "</table>\n<h2>Schedule</h2>\n<div class=\"picture\">\n" + picture + "</div>\n";
   html +=
       "<h2>Blocks</h2>\n<table id=\"blocks\">\n<tr><th>block</th><th>first unit</th><th>n</th>"
       "<th>width</th><th>states</th><th>transitions</th><th>stages costed</th><th>search "

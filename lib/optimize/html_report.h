@@ -17,8 +17,10 @@ struct HtmlReport {
   std::vector<std::pair<std::string, std::string>> summary;  // label, value
 };
 
-// Writes the page atomically. Needs Graphviz's `dot` (UserError naming
-// `path` without it).
+// Writes the page atomically. Needs Graphviz's `dot` (sched::GraphvizMissing,
+// a UserError naming `path`, without it); a model too large to draw, or a
+// drawing that fails or passes Graphviz's limits, leaves a note in the
+// picture's place.
 void write_html_report(const std::string& path, const HtmlReport& report,
                        const sched::Schedule& schedule, const sched::UnitGraph& units,
                        const sched::SearchStats& stats);

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/output_files.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "cost/calibrate.h"
@@ -36,54 +37,34 @@ std::string default_output(const std::string& model, const std::string& schedule
   return p.string() + "." + scheduler + ".schedule.json";
 }
 
-// Schedules and reports are JSON objects with a "format" field.
-bool is_ios_file_of_format(const std::string& path, std::string_view format) {
-  try {
-    const nlohmann::json doc =
-        nlohmann::json::parse(read_file_limited(path, sched::kMaxScheduleFileBytes, "file"), nullptr,
-                              /*allow_exceptions=*/false);
-    return doc.is_object() && doc.contains("format") && doc["format"] == format;
-  } catch (const std::exception&) {
-    return false;
+// Every file ios-optimize reads: no output may replace one of them.
+std::vector<InputFile> input_files(const OptimizeOptions& options) {
+  std::vector<InputFile> inputs = {{options.model_path, "the input model"},
+                                   {options.calibrate_db, "the profile database"},
+                                   {options.profile_db, "the profile database"}};
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(options.device_profile, ec)) {
+    inputs.push_back({options.device_profile, "the device profile"});
   }
+  return inputs;
 }
 
-// Refuses, before any work, an output that would destroy something the user
-// did not mean to replace: the model itself, or an existing file of another
-// kind (a typo such as `-o model.onnx`). --force overrides both.
-void check_output_target(const std::string& target, const std::string& option,
-                         std::string_view format, std::string_view kind,
-                         const OptimizeOptions& options) {
-  check_output_path(target);
-  if (options.force) return;
-  if (same_file(target, options.model_path)) {
-    user_error("{} {} is the input model; writing it would destroy the model. Give another path, "
-               "or pass --force to overwrite it", option, target);
-  }
-  if (is_existing_regular_file(target) && !is_ios_file_of_format(target, format)) {
-    user_error("{} {}: the file exists and is not {}; give another path, remove the file, or pass "
-               "--force to overwrite it", option, target, kind);
-  }
-}
-
+// Declares and checks every output before any work (core/output_files.h).
 void check_outputs(const std::string& output, const OptimizeOptions& options) {
-  const std::string& report = options.report_json;
-  if (!output.empty()) {
-    check_output_target(output, "-o", "ios-schedule", "an ios schedule", options);
+  OutputFiles outputs(input_files(options), options.force);
+  if (!options.calibrate_db.empty()) {
+    if (!output.empty()) outputs.add("-o", output, OutputKind::kDeviceProfile);
+    return;
   }
-  // The pictures are never worth the model they would replace.
-  for (const auto& [path, option] : {std::pair{options.dot_path, "--dot"}, std::pair{options.html_path, "--html"}}) {
-    if (!path.empty() && same_file(path, options.model_path)) {
-      user_error("{} {} is the input model; writing it would destroy the model, give another path", option, path);
-    }
+  if (!output.empty()) outputs.add("-o", output, OutputKind::kSchedule);
+  if (!options.report_json.empty()) {
+    outputs.add("--report-json", options.report_json, OutputKind::kOptimizeReport);
   }
-  if (report.empty()) return;
-  if (!output.empty() && (report == output || same_file(report, output) ||
-                          (is_stdout_path(report) && is_stdout_path(output)))) {
-    user_error("-o and --report-json both name {}; give them different paths", report);
+  if (!options.dot_path.empty()) {
+    const bool svg = std::filesystem::path(options.dot_path).extension() == ".svg";
+    outputs.add("--dot", options.dot_path, svg ? OutputKind::kSvg : OutputKind::kDot);
   }
-  check_output_target(report, "--report-json", "ios-optimize-report", "an ios-optimize report",
-                      options);
+  if (!options.html_path.empty()) outputs.add("--html", options.html_path, OutputKind::kHtml);
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -406,7 +387,10 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
 }  // namespace
 
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
-  if (!options.calibrate_db.empty()) return run_calibration(options, out);
+  if (!options.calibrate_db.empty()) {
+    check_outputs(options.output_path, options);
+    return run_calibration(options, out);
+  }
   auto log = logger("cli");
   const auto start = std::chrono::steady_clock::now();
   // Fail on a bad scheduler name or parameters before the (slow) import.
@@ -419,7 +403,9 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
                                  : options.output_path;
   check_outputs(output, options);
   // A file written to standard output must not be mixed with the summary.
-  std::ostream& summary = is_stdout_path(output) || is_stdout_path(options.report_json) ? std::cerr : out;
+  const bool to_stdout = is_stdout_path(output) || is_stdout_path(options.report_json) ||
+                         is_stdout_path(options.dot_path) || is_stdout_path(options.html_path);
+  std::ostream& summary = to_stdout ? std::cerr : out;
 
   sched::FormationOptions formation;
   formation.max_block_units = options.max_block_units;
@@ -432,6 +418,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   const sched::UnitGraph& units = *prepared->units;
   const double import_ms = ms_since(start);
   progress.clear();
+  if (!options.dot_path.empty()) sched::check_picture_size("--dot", options.dot_path, units.size());
   CostChoice cost = make_cost_model(units, options, &progress);
   if (options.verbose) log_effective_options(options, *prepared, cost, output);
   if (!options.quiet) log->info("{}", cost.note);
@@ -441,10 +428,6 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
       schedule_model(*prepared, options.scheduler, options.scheduler_params, cost, stats,
                      search_progress(progress, units, entry.name));
   progress.clear();
-  if (!options.dot_path.empty()) {
-    sched::write_schedule_picture(options.dot_path, schedule, units,
-                                  output.empty() ? options.model_path : output);
-  }
   // --html: the summary, the picture and the per-block table on one page.
   auto write_html = [&](double sequential_ms) {
     if (options.html_path.empty()) return;
@@ -463,6 +446,20 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
     }
     report.summary.emplace_back("Schedule file", output.empty() ? "(none: --analyze)" : output);
     write_html_report(options.html_path, report, schedule, units, stats);
+  };
+  // The pictures come after the schedule and the report: drawing can fail
+  // (Graphviz's limits), and must not cost the schedule.
+  auto write_pictures = [&](double sequential_ms) {
+    try {
+      if (!options.dot_path.empty()) {
+        sched::write_schedule_picture(options.dot_path, schedule, units,
+                                      output.empty() ? options.model_path : output);
+      }
+      write_html(sequential_ms);
+    } catch (const UserError& e) {
+      if (output.empty() || is_stdout_path(output)) throw;
+      throw UserError(fmt::format("{} (the schedule was written to {})", e.what(), output));
+    }
   };
 
   int widest = 0, widest_width = 0;
@@ -500,7 +497,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
       write_report_json(options.report_json, options, *prepared, schedule, stats, cost, 0.0,
                         import_ms, "");
     }
-    write_html(0.0);
+    write_pictures(0.0);
     return 0;
   }
 
@@ -517,7 +514,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
     write_report_json(options.report_json, options, *prepared, schedule, stats, cost,
                       sequential_ms, import_ms, output);
   }
-  write_html(sequential_ms);
+  write_pictures(sequential_ms);
 
   if (options.quiet) return 0;
   int stages = 0, merges = 0, streams = 1;
@@ -539,7 +536,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
                      states, transitions, costed, stats.total_search_ms / 1000.0, import_ms / 1000.0);
   if (const auto* measured = dynamic_cast<const cuda::MeasuredCostModel*>(cost.model.get())) {
     const cuda::MeasureProgress p = measured->progress();
-    out << fmt::format("Measurement      {} stages timed on the GPU in {:.2f} s ({:.3f} ms setup per stage), "
+    summary << fmt::format("Measurement      {} stages timed on the GPU in {:.2f} s ({:.3f} ms setup per stage), "
                        "{} answered by the profile database or repeats\n",
                        p.measured, p.elapsed_s, p.measured > 0 ? 1000.0 * p.setup_s / p.measured : 0.0,
                        p.cache_hits);

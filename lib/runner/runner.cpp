@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/output_files.h"
 #include "core/log.h"
 #include "core/sha256.h"
 #include "cost/device_profile.h"
@@ -250,30 +251,33 @@ bool report_check(const exec::CompareResult& result, const std::string& what, bo
 }
 
 // Every file ios-run reads: outputs must never replace one of them.
-std::vector<std::string> input_files(const RunOptions& options, const std::vector<LabeledPath>& schedules) {
-  std::vector<std::string> files = {options.model_path};
-  for (const LabeledPath& s : schedules) files.push_back(s.path);
-  for (const auto* specs : {&options.inputs, &options.references}) {
-    for (const std::string& spec : *specs) files.push_back(spec.substr(spec.find('=') + 1));
+std::vector<InputFile> input_files(const RunOptions& options, const std::vector<LabeledPath>& schedules) {
+  std::vector<InputFile> files = {{options.model_path, "the input model"}};
+  for (const LabeledPath& s : schedules) files.push_back({s.path, "the schedule file"});
+  for (const std::string& spec : options.inputs) {
+    files.push_back({spec.substr(spec.find('=') + 1), "the --input file"});
+  }
+  for (const std::string& spec : options.references) {
+    files.push_back({spec.substr(spec.find('=') + 1), "the --reference file"});
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(options.device_profile, ec)) {
+    files.push_back({options.device_profile, "the device profile"});
   }
   return files;
 }
 
-void refuse_input_as_output(const std::string& output, std::string_view option,
-                            const std::vector<std::string>& inputs) {
-  check_output_path(output);
-  for (const std::string& input : inputs) {
-    if (same_file(output, input)) {
-      user_error("{} {} is the input file {}; writing it would destroy it, give another path",
-                 option, output, input);
-    }
+// Declares and checks the outputs known before the model is read
+// (core/output_files.h); --output-dir's files follow once the outputs'
+// names are known, still before anything runs.
+void declare_outputs(OutputFiles& outputs, const RunOptions& options) {
+  if (!options.export_times.empty()) outputs.add("--export-times", options.export_times, OutputKind::kTimes);
+  if (!options.trace.empty()) outputs.add("--trace", options.trace, OutputKind::kTrace);
+  if (!options.dot_path.empty()) {
+    const bool svg = std::filesystem::path(options.dot_path).extension() == ".svg";
+    outputs.add("--dot", options.dot_path, svg ? OutputKind::kSvg : OutputKind::kDot);
   }
-}
-
-std::string safe_file_name(const std::string& name) {
-  std::string out;
-  for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
-  return out;
+  if (!options.output_dir.empty()) outputs.add_folder("--output-dir", options.output_dir);
 }
 
 // The simulated device of --backend sim: --device-profile, else the device
@@ -304,10 +308,8 @@ int run(const RunOptions& options, std::ostream& out) {
   if (!options.dot_path.empty() && schedule_files.size() > 1) {
     user_error("--dot draws one schedule but {} are given; run once per schedule", schedule_files.size());
   }
-  const std::vector<std::string> files_read = input_files(options, schedule_files);
-  if (!options.export_times.empty()) refuse_input_as_output(options.export_times, "--export-times", files_read);
-  if (!options.trace.empty()) refuse_input_as_output(options.trace, "--trace", files_read);
-  if (!options.dot_path.empty()) refuse_input_as_output(options.dot_path, "--dot", files_read);
+  OutputFiles output_paths(input_files(options, schedule_files), options.force);
+  declare_outputs(output_paths, options);
   // Each schedule file is read and parsed once, before the model: a file that
   // is empty, not a schedule or too large is reported as such, and the first
   // one's batch and input shapes (needed before the model's shapes are known)
@@ -333,6 +335,7 @@ int run(const RunOptions& options, std::ostream& out) {
   auto prepared = model::prepare_model(options.model_path, import_options);
   const sched::UnitGraph& units = *prepared->units;
   const sched::ModelInfo model = prepared->info();
+  if (!options.dot_path.empty()) sched::check_picture_size("--dot", options.dot_path, units.size());
 
   std::vector<LoadedSchedule> schedules;
   for (size_t i = 0; i < schedule_files.size(); ++i) {
@@ -449,6 +452,14 @@ int run(const RunOptions& options, std::ostream& out) {
     output_shapes[output_names.back()] = prepared->model.graph.tensor(t).shape;
   }
   for (const auto& [name, shape] : model.inputs) input_names.push_back(name);
+  // --output-dir: one file per output, names made unique, checked now.
+  std::vector<std::pair<std::string, std::string>> output_dir_files;  // output name, file
+  if (!options.output_dir.empty()) {
+    for (const std::string& name : output_names) {
+      output_dir_files.emplace_back(name, output_paths.add_in_folder("--output-dir", options.output_dir,
+                                                                     name, ".npy", OutputKind::kNpy));
+    }
+  }
   auto open_session = [&](const exec::ExecPlan& plan) -> std::unique_ptr<Session> {
     if (on_cpu) return std::make_unique<CpuSession>(units, plan, options.threads);
     if (on_sim) return std::make_unique<SimSession>(*simulated, plan, options.cuda_graph, " (" + sim_note + ")");
@@ -507,12 +518,13 @@ int run(const RunOptions& options, std::ostream& out) {
       }
     }
   }
-  if (!options.output_dir.empty()) {
-    for (const auto& [name, tensor] : outputs[0]) {
-      const auto file = std::filesystem::path(options.output_dir) / (safe_file_name(name) + ".npy");
-      refuse_input_as_output(file.string(), "--output-dir", files_read);
-      create_parent_folder(file);
-      exec::write_npy(file, tensor);
+  for (const auto& [name, file] : output_dir_files) {
+    create_parent_folder(file);
+    exec::write_npy(file, outputs[0].at(name));
+    // A name that is not a file name as it stands is said, so that the user
+    // can find its file.
+    if (std::filesystem::path(file).filename().string() != name + ".npy") {
+      log->info("output '{}' written to {}", name, file);
     }
   }
 

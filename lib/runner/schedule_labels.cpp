@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "core/error.h"
 
@@ -45,20 +47,29 @@ std::vector<LabeledPath> label_schedule_paths(const std::vector<std::string>& sp
   for (size_t i = 0; i < labeled.size(); ++i) {
     if (!named[i]) labeled[i].label = tail(labeled[i].path, 1);
   }
+  // Counting labels in maps keeps this linear in the number of schedules (a
+  // script may pass thousands).
+  std::vector<std::string> normal(labeled.size());
+  for (size_t i = 0; i < labeled.size(); ++i) {
+    if (!named[i]) normal[i] = fs::path(labeled[i].path).lexically_normal().string();
+  }
   for (size_t depth = 2; depth < 64; ++depth) {
     // Decide which labels collide before lengthening any, so that both sides
     // of a collision grow ("a/s.json" and "b/s.json", not "a/s.json" and "s.json").
+    // The same file twice cannot be told apart by its path (see below): a
+    // label collides when it is shared with a named schedule or with
+    // another file.
+    std::map<std::string, int> named_uses;
+    std::map<std::string, std::set<std::string>> files_using;
+    for (size_t i = 0; i < labeled.size(); ++i) {
+      if (named[i]) ++named_uses[labeled[i].label];
+      else files_using[labeled[i].label].insert(normal[i]);
+    }
     std::vector<size_t> colliding;
     for (size_t i = 0; i < labeled.size(); ++i) {
-      for (size_t j = 0; j < labeled.size() && !named[i]; ++j) {
-        // The same file twice cannot be told apart by its path (see below).
-        const bool same_file = !named[j] && fs::path(labeled[j].path).lexically_normal() ==
-                                                fs::path(labeled[i].path).lexically_normal();
-        if (j != i && labeled[j].label == labeled[i].label && !same_file) {
-          colliding.push_back(i);
-          break;
-        }
-      }
+      if (named[i]) continue;
+      const std::string& label = labeled[i].label;
+      if (named_uses.count(label) > 0 || files_using[label].size() > 1) colliding.push_back(i);
     }
     bool changed = false;
     for (size_t i : colliding) {
@@ -69,9 +80,9 @@ std::vector<LabeledPath> label_schedule_paths(const std::vector<std::string>& sp
     if (!changed) break;
   }
   // What is still equal is the same file given twice, or a repeated NAME.
+  std::map<std::string, int> seen;
   for (size_t i = 0; i < labeled.size(); ++i) {
-    int same = 0;
-    for (size_t j = 0; j < i; ++j) same += labeled[j].label == labeled[i].label;
+    const int same = seen[labeled[i].label]++;
     if (same == 0) continue;
     if (named[i])
       user_error("schedule label '{}' is given twice; give each schedule its own NAME=",

@@ -14,8 +14,9 @@ check() {  # check NAME CONDITION...
   if "$@"; then ok; else fail "$name"; fi
 }
 
-# The model, and files of another kind, are refused unless --force.
-expect_error "-o the model" 2 "-o .*m\.onnx is the input model.*--force" -- opt -o "$model"
+# The model is never replaced; files of another kind only with --force.
+expect_error "-o the model" 2 "-o .*m\.onnx is the input model; writing it would destroy it" -- opt -o "$model"
+expect_error "-o the model, even with --force" 2 "-o .*m\.onnx is the input model" -- opt -o "$model" --force
 expect_error "--report-json the model" 2 "--report-json .*m\.onnx is the input model" -- opt --report-json "$model"
 ln "$model" "$WORK/hardlink.onnx"
 expect_error "-o a hard link to the model" 2 "is the input model" -- opt -o "$WORK/hardlink.onnx"
@@ -87,6 +88,6 @@ check "a file of another naming stays" [ -e "$WORK/s.json.tmp-notes" ]
 check "no temporary file of this run is left" [ -z "$(find "$WORK" -name 's.json.tmp-*' ! -name "s.json.tmp-$$-0" ! -name s.json.tmp-notes)" ]
 
 # ios-run never writes over its inputs.
-expect_error "ios-run --export-times the model" 2 "--export-times .*m\.onnx is the input file" -- "$RUN" "$model" "$WORK/s.json" --backend cpu --iterations 1 --export-times "$model"
+expect_error "ios-run --export-times the model" 2 "--export-times .*m\.onnx is the input model" -- "$RUN" "$model" "$WORK/s.json" --backend cpu --iterations 1 --export-times "$model"
 check "the model is still intact" [ "$(sum "$model")" = "$model_sum" ]
 finish
