@@ -7,9 +7,10 @@
 #     committed graphs).
 #  2. The copy builds without CUDA, with -DIOS_SANITIZE=address,undefined
 #     (-fno-sanitize-recover), the two programs and the test programs of the
-#     importer, the schedule file and the .npy reader; then passes, under the
-#     sanitizers, the sched, onnx and exec tests (RandWire Table 1 reads the
-#     committed graphs) and the CLI tests of bad, hostile and output files,
+#     output policy, the importer, the schedule file and the .npy reader; then
+#     passes, under the sanitizers, the core, sched, onnx and exec tests
+#     (RandWire Table 1 reads the committed graphs) and the CLI tests of bad,
+#     hostile and output files (cli: bad_inputs, hostile_*, output_files),
 #     and the README's optimize command. scripts/sanitize.sh runs the whole
 #     host suite under the sanitizers (by hand: about 40 minutes on 2 cores).
 # The copy reuses the exported models (make-models.sh re-exports them if the
@@ -49,18 +50,18 @@ step "the copy exports the same RandWire model"
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOS_ENABLE_CUDA=OFF \
     -DIOS_SANITIZE=address,undefined -DIOS_WARNINGS_AS_ERRORS=OFF >/dev/null
   cmake --build build -j "$(nproc)" \
-    --target ios-optimize ios-run ios_sched_tests ios_onnx_tests ios_exec_tests >/dev/null
+    --target ios-optimize ios-run ios_core_tests ios_sched_tests ios_onnx_tests ios_exec_tests >/dev/null
 )
 step "the copy builds (ASan + UBSan)"
 (
   cd "$copy/build"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  ctest --output-on-failure -j "$(nproc)" -L 'sched|onnx|exec' -E 'matches sequential' >"$tmp/ctest.log" 2>&1 ||
+  ctest --output-on-failure -j "$(nproc)" -L 'core|sched|onnx|exec' -E 'matches sequential' >"$tmp/ctest.log" 2>&1 ||
     { cat "$tmp/ctest.log"; exit 1; }
   grep -E 'tests passed|Total Test time' "$tmp/ctest.log"
   grep -q 'RandWire block ws-32-4-0.75-4 matches Table 1' "$tmp/ctest.log" ||
     { echo "self-contained: FAILED: the RandWire Table 1 test did not run" >&2; exit 1; }
-  ctest --output-on-failure -j "$(nproc)" -R 'cli: (bad_inputs|hostile_inputs|output_files)' \
+  ctest --output-on-failure -j "$(nproc)" -R 'cli: (bad_inputs|hostile_.*|output_files)' \
     >"$tmp/ctest-cli.log" 2>&1 || { cat "$tmp/ctest-cli.log"; exit 1; }
   grep -E 'tests passed|Total Test time' "$tmp/ctest-cli.log"
   cd ..

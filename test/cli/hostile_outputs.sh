@@ -135,6 +135,17 @@ expect_error "-o ''" 2 "^ios-optimize: error: --output needs a file name or -" -
 expect_error "--dot ''" 2 "^ios-optimize: error: --dot needs a file name" -- opt --dot ""
 expect_error "ios-run --trace ''" 2 "^ios-run: error: --trace needs a file name" -- run --trace ""
 expect_error "ios-run --output-dir ''" 2 "^ios-run: error: --output-dir needs a folder name" -- limited "$RUN" "$model" --backend cpu --output-dir ""
+# A full disk names the file asked for, never a temporary one, and leaves no
+# debris (needs a small tmpfs: root, and a mount the sandbox allows).
+mkdir full
+if mount -t tmpfs -o size=16k tmpfs full 2>/dev/null; then
+  dd if=/dev/zero of=full/fill bs=4k count=8 2>/dev/null || true
+  expect_error "a full disk" 2 "^ios-optimize: error: cannot write full/s\.json: No space left on device$" -- opt -o full/s.json --quiet
+  check "a full disk leaves no temporary file" [ -z "$(ls full | grep -v '^fill$')" ]
+  umount full
+else
+  echo "not run: a full disk (cannot mount a tmpfs here)"
+fi
 
 # 7. Many schedules: labels are told apart in linear time.
 many=()
