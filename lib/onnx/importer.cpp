@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <new>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -69,6 +70,9 @@ void onnx_call(const std::string& file, const char* stage, const std::function<v
     call();
   } catch (const Error&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    user_error("{}: {}: not enough memory; lower the memory the model needs (--batch) or raise the "
+               "memory limit (ulimit -v)", file, stage);
   } catch (const std::exception& e) {
     user_error("{}: {}: {}", file, stage, one_line(e.what()));
   }
