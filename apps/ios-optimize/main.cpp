@@ -168,8 +168,8 @@ int main(int argc, char** argv) {
     std::cerr << "ios-optimize: error: " << e.what() << "\n";
     return static_cast<int>(e.exit_code());
   } catch (const std::bad_alloc&) {  // what no size check foresaw: the machine, not ios
-    std::cerr << "ios-optimize: error: not enough memory: an allocation failed; lower --batch or raise the "
-                 "memory limit (ulimit -v)\n";
+    std::cerr << "ios-optimize: error: not enough memory: an allocation failed; lower --batch or "
+                 "raise the memory limit (ulimit -v)\n";
     return static_cast<int>(ios::ExitCode::kInput);
   } catch (const std::exception& e) {
     std::cerr << "ios-optimize: internal error: " << e.what() << "\n";

@@ -134,8 +134,8 @@ int main(int argc, char** argv) {
     std::cerr << "ios-run: error: " << e.what() << "\n";
     return static_cast<int>(e.exit_code());
   } catch (const std::bad_alloc&) {  // what no size check foresaw: the machine, not ios
-    std::cerr << "ios-run: error: not enough memory: an allocation failed; lower --batch or raise the "
-                 "memory limit (ulimit -v)\n";
+    std::cerr << "ios-run: error: not enough memory: an allocation failed; lower --batch or "
+                 "raise the memory limit (ulimit -v)\n";
     return static_cast<int>(ios::ExitCode::kInput);
   } catch (const std::exception& e) {
     std::cerr << "ios-run: internal error: " << e.what() << "\n";

@@ -20,8 +20,8 @@
 
 namespace ios::cpu {
 
-CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan, ExecutorOptions options,
-                         std::optional<MemoryBudget> budget)
+CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan,
+                         ExecutorOptions options, std::optional<MemoryBudget> budget)
     : graph_(graph), ir_(*graph.ir()), storage_(graph, plan) {
   threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   build_program(plan);

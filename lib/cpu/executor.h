@@ -66,8 +66,8 @@ class CpuExecutor {
   // The unit graph (and the IR behind it) must outlive the executor.
   // Refuses (UserError) a plan whose memory does not fit `budget` (unset:
   // the machine's, current_memory_budget()) before allocating it.
-  CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan, ExecutorOptions options = {},
-              std::optional<MemoryBudget> budget = std::nullopt);
+  CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan,
+              ExecutorOptions options = {}, std::optional<MemoryBudget> budget = std::nullopt);
   ~CpuExecutor();
   CpuExecutor(const CpuExecutor&) = delete;
   CpuExecutor& operator=(const CpuExecutor&) = delete;

@@ -48,7 +48,9 @@ std::string node_label(const ::onnx::NodeProto& node) {
   // Plain op types as before ("Conv"); odd ones quoted, escaped and cut.
   const std::string op = quoted_op.size() == node.op_type().size() + 2 ? node.op_type() : quoted_op;
   if (!node.name().empty()) return fmt::format("{} ({})", quote_excerpt(node.name()), op);
-  if (node.output_size() > 0) return fmt::format("making {} ({})", quote_excerpt(node.output(0)), op);
+  if (node.output_size() > 0) {
+    return fmt::format("making {} ({})", quote_excerpt(node.output(0)), op);
+  }
   return fmt::format("(unnamed {})", op);
 }
 

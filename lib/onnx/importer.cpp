@@ -162,9 +162,10 @@ void check_tensors(ModelProto& model, const std::string& path) {
 // garbage output shape (a NaN scale gives a dimension of -2^63); this names
 // the node, the operand and the value instead. Returns "" when every operand
 // is fine or not constant.
+using ConstantMap = std::unordered_map<std::string, const ::onnx::TensorProto*>;
+
 std::string bad_size_operand(const NodeProto& node, int64_t opset, const ShapeMap& shapes,
-                             const std::unordered_map<std::string, const ::onnx::TensorProto*>& constants,
-                             const std::string& path) {
+                             const ConstantMap& constants, const std::string& path) {
   // The values of input `index`, or of attribute `attr` where the opset keeps them there.
   const auto values = [&](int index, const char* attr) -> std::optional<std::vector<double>> {
     if (index < 0) {
@@ -237,7 +238,7 @@ std::string bad_size_operand(const NodeProto& node, int64_t opset, const ShapeMa
                                      const std::string& tensor, const ir::Shape& shape,
                                      const std::string& path) {
   const bool negative = std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
-  std::unordered_map<std::string, const ::onnx::TensorProto*> constants;
+  ConstantMap constants;
   for (const auto& init : model.graph().initializer()) constants.emplace(init.name(), &init);
   for (const NodeProto& node : model.graph().node()) {
     if (std::find(node.output().begin(), node.output().end(), tensor) == node.output().end()) {

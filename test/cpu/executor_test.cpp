@@ -410,7 +410,8 @@ TEST_CASE("executor rejects missing, unknown and misshapen inputs", "[cpu][execu
 
 // The memory check runs before the arena exists: a plan that does not fit is
 // a UserError naming the sizes and the limit, never a std::bad_alloc.
-TEST_CASE("a plan larger than the memory budget is refused before it is allocated", "[cpu][memory]") {
+TEST_CASE("a plan larger than the memory budget is refused before it is allocated",
+          "[cpu][memory]") {
   const ir::Graph g = inception_graph();
   const auto units = sched::UnitGraph::form(g);
   const auto plan = exec::lower(units, sequential(units));
@@ -425,7 +426,8 @@ TEST_CASE("a plan larger than the memory budget is refused before it is allocate
   limited.address_space_limit = int64_t{1} << 30;
   limited.address_space_used = (int64_t{1} << 30) - 100 * (int64_t{1} << 20);
   CHECK_THROWS_WITH(CpuExecutor(units, plan, ExecutorOptions{1}, limited),
-                    Catch::Contains("the address-space limit (ulimit -v) of 1024 MiB leaves 100 MiB"));
+                    Catch::Contains("the address-space limit (ulimit -v) of 1024 MiB leaves "
+                                    "100 MiB"));
   MemoryBudget ample;
   ample.physical_bytes = int64_t{1} << 40;
   ample.address_space_limit = int64_t{1} << 40;
