@@ -320,7 +320,72 @@ def main(argv):
     save("truncated.onnx", good[: len(good) // 2])
     save("not_onnx.onnx", b"this is not an ONNX model, just plain text\n")
     write_hostile(out, save)
+    write_hostile_messages(out, save)
     return 0
+
+
+
+# --- hostile files, second round: honest messages and memory ----------------
+# Each gave a misleading message (a garbage shape "more than 2^34 elements", no
+# file name) or an internal error (bad_alloc); test/cli/hostile_messages.sh
+# expects exit 2 and one line naming the file and the node:
+#   resize_negative_scales.onnx  Resize with scales [1, 1, -2, 2]
+#   resize_nan_scales.onnx       Resize with a NaN scale
+#   resize_inf_scales.onnx       Resize with an infinite scale
+#   resize_negative_sizes.onnx   Resize with sizes [1, 3, -16, 16]
+#   split_negative.onnx          Split with sizes [-1, 4] on the channel axis
+#   pad_negative_beyond.onnx     Pad removing 10 rows of an 8-row input
+#   transpose_short_perm.onnx    Transpose with perm [0, 1, 2] on a 4-D activation
+#   weight_type_17.onnx          a weight of element type 17 (float8)
+#   resize_huge.onnx             legitimate: Resize to 1x3x12000x12000 (1.6 GiB of
+#                                activations), refused for memory under 2 GiB
+
+def one_node_model(graph_name, nodes, inits=(), out_rank=4):
+    g = helper.make_graph(nodes, graph_name,
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT,
+                                                         [f"d{i}" for i in range(out_rank)])],
+                          initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)],
+                          producer_name="ios onnx_models/make_bad_models.py", producer_version="1")
+    m.ir_version = IR_VERSION
+    return m
+
+
+def resize_model(graph_name, scales=None, sizes=None):
+    inits = [numpy_helper.from_array(np.array([], np.float32), "roi"),
+             numpy_helper.from_array(np.array(scales if scales is not None else [], np.float32), "scales")]
+    inputs = ["input", "roi", "scales"]
+    if sizes is not None:
+        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), "sizes"))
+        inputs.append("sizes")
+    node = helper.make_node("Resize", inputs, ["output"], name="resize", mode="nearest")
+    return one_node_model(graph_name, [node], inits)
+
+
+def write_hostile_messages(out, save):
+    models = {
+        "resize_negative_scales": resize_model("resize_negative_scales", scales=[1, 1, -2, 2]),
+        "resize_nan_scales": resize_model("resize_nan_scales", scales=[1, 1, float("nan"), 2]),
+        "resize_inf_scales": resize_model("resize_inf_scales", scales=[1, 1, float("inf"), 2]),
+        "resize_negative_sizes": resize_model("resize_negative_sizes", sizes=[1, 3, -16, 16]),
+        "resize_huge": resize_model("resize_huge", sizes=[1, 3, 12000, 12000]),
+        "split_negative": one_node_model(
+            "split_negative", [helper.make_node("Split", ["input", "split"], ["output", "rest"], name="split", axis=1)],
+            [numpy_helper.from_array(np.array([-1, 4], np.int64), "split")]),
+        "pad_negative_beyond": one_node_model(
+            "pad_negative_beyond", [helper.make_node("Pad", ["input", "pads"], ["output"], name="pad")],
+            [numpy_helper.from_array(np.array([0, 0, -10, 0, 0, 0, 0, 0], np.int64), "pads")]),
+        "transpose_short_perm": one_node_model(
+            "transpose_short_perm",
+            [helper.make_node("Transpose", ["input"], ["t"], name="transpose", perm=[0, 1, 2]),
+             helper.make_node("Relu", ["t"], ["output"], name="relu")], out_rank=3),
+        "weight_type_17": one_node_model(
+            "weight_type_17", [helper.make_node("Add", ["input", "w"], ["output"], name="add")],
+            [TensorProto(name="w", data_type=17, dims=[1], raw_data=b"\0")]),
+    }
+    for name, model in models.items():
+        save(os.path.join("hostile", name + ".onnx"), model.SerializeToString())
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <new>
 
 #include "cli/help_text.h"
 #include "cli/option_rules.h"
@@ -162,6 +163,10 @@ int main(int argc, char** argv) {
   } catch (const ios::Error& e) {
     std::cerr << "ios-optimize: error: " << e.what() << "\n";
     return static_cast<int>(e.exit_code());
+  } catch (const std::bad_alloc&) {  // what no size check foresaw: the machine, not ios
+    std::cerr << "ios-optimize: error: not enough memory: an allocation failed; lower --batch or "
+                 "raise the memory limit (ulimit -v)\n";
+    return static_cast<int>(ios::ExitCode::kInput);
   } catch (const std::exception& e) {
     std::cerr << "ios-optimize: internal error: " << e.what() << "\n";
     return static_cast<int>(ios::ExitCode::kInternal);

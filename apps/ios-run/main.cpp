@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <iostream>
+#include <new>
 
 #include "cli/option_rules.h"
 #include "cli/parse_error.h"
@@ -138,6 +139,10 @@ int main(int argc, char** argv) {
   } catch (const ios::Error& e) {
     std::cerr << "ios-run: error: " << e.what() << "\n";
     return static_cast<int>(e.exit_code());
+  } catch (const std::bad_alloc&) {  // what no size check foresaw: the machine, not ios
+    std::cerr << "ios-run: error: not enough memory: an allocation failed; lower --batch or "
+                 "raise the memory limit (ulimit -v)\n";
+    return static_cast<int>(ios::ExitCode::kInput);
   } catch (const std::exception& e) {
     std::cerr << "ios-run: internal error: " << e.what() << "\n";
     return static_cast<int>(ios::ExitCode::kInternal);

@@ -1,10 +1,14 @@
 #include "cpu/executor.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -16,11 +20,13 @@
 
 namespace ios::cpu {
 
-CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan, ExecutorOptions options)
+CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan,
+                         ExecutorOptions options, std::optional<MemoryBudget> budget)
     : graph_(graph), ir_(*graph.ir()), storage_(graph, plan) {
   threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   build_program(plan);
   place_storages(plan);
+  check_memory(budget ? *budget : current_memory_budget());
   logger("cpu")->debug(
       "memory plan: {} storages in {} buffers, {:.1f} MiB (unshared {:.1f} MiB); {} zero-copy concat inputs, {} "
       "in-place nodes, {} merged kernels",
@@ -30,6 +36,72 @@ CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& pl
 }
 
 CpuExecutor::~CpuExecutor() = default;
+
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+
+// Address space the process needs beyond its buffers: thread stacks, the
+// allocator's per-thread arenas, libraries loaded later.
+constexpr int64_t kAddressSpaceMargin = 256 * kMiB;
+
+std::string mib(int64_t bytes) { return fmt::format("{} MiB", (bytes + kMiB - 1) / kMiB); }
+
+int64_t tensor_bytes(const ir::Tensor& t) {
+  return ir::num_elements(t.shape) * static_cast<int64_t>(sizeof(float));
+}
+
+}  // namespace
+
+MemoryBudget current_memory_budget() {
+  MemoryBudget budget;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) budget.physical_bytes = static_cast<int64_t>(pages) * page;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    budget.address_space_limit = static_cast<int64_t>(
+        std::min<rlim_t>(limit.rlim_cur, static_cast<rlim_t>(std::numeric_limits<int64_t>::max())));
+    // /proc/self/statm's first field: the pages the process maps now.
+    std::ifstream statm("/proc/self/statm");
+    int64_t mapped_pages = 0;
+    if (statm >> mapped_pages && page > 0) budget.address_space_used = mapped_pages * page;
+  }
+  return budget;
+}
+
+void check_memory_budget(int64_t new_bytes, int64_t resident_bytes, const std::string& what,
+                         const MemoryBudget& budget) {
+  if (budget.physical_bytes > 0 && new_bytes + resident_bytes > budget.physical_bytes) {
+    user_error("not enough memory: the CPU backend needs {} ({}) but the machine has {} of "
+               "physical memory; lower --batch or use a smaller input shape",
+               mib(new_bytes + resident_bytes), what, mib(budget.physical_bytes));
+  }
+  if (budget.address_space_limit >= 0) {
+    const int64_t left = budget.address_space_limit - budget.address_space_used;
+    if (new_bytes + kAddressSpaceMargin > left) {
+      user_error("not enough memory: the CPU backend needs {} more ({}) plus {} for threads, but "
+                 "the address-space limit (ulimit -v) of {} leaves {}; lower --batch or raise "
+                 "the limit",
+                 mib(new_bytes), what, mib(kAddressSpaceMargin), mib(budget.address_space_limit),
+                 mib(std::max<int64_t>(left, 0)));
+    }
+  }
+}
+
+// Before anything large is allocated: a plan that does not fit is a user
+// error naming the sizes, not a std::bad_alloc halfway through a run.
+void CpuExecutor::check_memory(const MemoryBudget& budget) const {
+  int64_t weights = 0, inputs = 0, outputs = 0;
+  for (const ir::Tensor& t : ir_.tensors()) {
+    if (t.is_constant()) weights += static_cast<int64_t>(t.data->size() * sizeof(float));
+  }
+  for (ir::TensorId id : ir_.inputs()) inputs += tensor_bytes(ir_.tensor(id));
+  for (ir::TensorId id : ir_.outputs()) outputs += tensor_bytes(ir_.tensor(id));
+  const std::string what =
+      fmt::format("activations {}, outputs {}, weights {}, inputs {}", mib(stats_.buffer_bytes),
+                  mib(outputs), mib(weights), mib(inputs));
+  check_memory_budget(stats_.buffer_bytes + outputs, weights + inputs, what, budget);
+}
 
 // The plan's launches in issue order, flattened into IR nodes; a merged
 // kernel becomes one merged convolution (or matrix product, which also fills

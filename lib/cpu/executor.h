@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,23 @@
 #include "sched/unit_graph.h"
 
 namespace ios::cpu {
+
+// The memory a run may use (docs/cli.md, *Limits*): physical memory, and
+// the address space left under the RLIMIT_AS soft limit (`ulimit -v`).
+struct MemoryBudget {
+  int64_t physical_bytes = -1;       // -1: unknown
+  int64_t address_space_limit = -1;  // the soft limit; -1: unlimited
+  int64_t address_space_used = 0;    // what the process maps already
+};
+MemoryBudget current_memory_budget();
+
+// Refuses (UserError, "not enough memory: ...") a run that would allocate
+// `new_bytes` (the arena and the outputs) on top of `resident_bytes` (weights
+// and inputs, already allocated) when the total exceeds physical memory, or
+// `new_bytes` plus a margin for threads and libraries exceeds the address
+// space left under the limit. `what` lists the parts for the message.
+void check_memory_budget(int64_t new_bytes, int64_t resident_bytes, const std::string& what,
+                         const MemoryBudget& budget);
 
 struct ExecutorOptions {
   int threads = 0;  // 0: all hardware threads
@@ -46,7 +64,10 @@ struct MemoryPlanStats {
 class CpuExecutor {
  public:
   // The unit graph (and the IR behind it) must outlive the executor.
-  CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan, ExecutorOptions options = {});
+  // Refuses (UserError) a plan whose memory does not fit `budget` (unset:
+  // the machine's, current_memory_budget()) before allocating it.
+  CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan,
+              ExecutorOptions options = {}, std::optional<MemoryBudget> budget = std::nullopt);
   ~CpuExecutor();
   CpuExecutor(const CpuExecutor&) = delete;
   CpuExecutor& operator=(const CpuExecutor&) = delete;
@@ -78,6 +99,7 @@ class CpuExecutor {
   };
 
   void build_program(const exec::ExecPlan& plan);
+  void check_memory(const MemoryBudget& budget) const;
   void place_storages(const exec::ExecPlan& plan);
   float* data_of(const exec::Region& region);
   View view_of(ir::TensorId tensor);

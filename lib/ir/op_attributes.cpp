@@ -287,6 +287,9 @@ Attrs transpose(const AttributeReader& r, const Shapes& in) {
   if (a.perm.empty()) {
     for (int64_t d = rank; d-- > 0;) a.perm.push_back(d);
   }
+  if (static_cast<int64_t>(a.perm.size()) != rank) {
+    r.fail("attribute 'perm' has {} entries for an input of rank {}", a.perm.size(), rank);
+  }
   for (int64_t& p : a.perm) p = normalize_axis(r, p, rank);
   return a;
 }

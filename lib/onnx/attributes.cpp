@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/json_limits.h"
+
 namespace ios::onnx {
 
 const ::onnx::AttributeProto* find_attribute(const ::onnx::NodeProto& node, const std::string& name) {
@@ -39,12 +41,17 @@ std::optional<std::vector<float>> attr_floats(const ::onnx::NodeProto& node, con
   return std::vector<float>(a->floats().begin(), a->floats().end());
 }
 
+// Names and op types come from the file: a 50 MB name or one holding a NUL
+// or newline must not make the message long or cut it.
 std::string node_label(const ::onnx::NodeProto& node) {
-  if (!node.name().empty()) return fmt::format("'{}' ({})", node.name(), node.op_type());
+  const std::string quoted_op = quote_excerpt(node.op_type());
+  // Plain op types as before ("Conv"); odd ones quoted, escaped and cut.
+  const std::string op = quoted_op.size() == node.op_type().size() + 2 ? node.op_type() : quoted_op;
+  if (!node.name().empty()) return fmt::format("{} ({})", quote_excerpt(node.name()), op);
   if (node.output_size() > 0) {
-    return fmt::format("making '{}' ({})", node.output(0), node.op_type());
+    return fmt::format("making {} ({})", quote_excerpt(node.output(0)), op);
   }
-  return fmt::format("(unnamed {})", node.op_type());
+  return fmt::format("(unnamed {})", op);
 }
 
 std::string input_or_empty(const ::onnx::NodeProto& node, int index) {

@@ -148,7 +148,16 @@ std::string type_name(int32_t dtype) {
     case TensorProto::UINT64: return "uint64";
     case TensorProto::BOOL: return "bool";
     case TensorProto::STRING: return "string";
-    default: return fmt::format("type {}", dtype);
+    // Read as "element type 17 (float8 e4m3fn)" after "element type".
+    case 14: return "14 (complex64)";
+    case 15: return "15 (complex128)";
+    case 17: return "17 (float8 e4m3fn)";
+    case 18: return "18 (float8 e4m3fnuz)";
+    case 19: return "19 (float8 e5m2)";
+    case 20: return "20 (float8 e5m2fnuz)";
+    case 21: return "21 (uint4)";
+    case 22: return "22 (int4)";
+    default: return fmt::format("{} (not an ONNX element type)", dtype);
   }
 }
 

@@ -6,16 +6,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <climits>
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <new>
 #include <queue>
 #include <set>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_limits.h"
 #include "core/log.h"
 #include "core/sha256.h"
 #include "ir/passes.h"
@@ -67,6 +70,9 @@ void onnx_call(const std::string& file, const char* stage, const std::function<v
     call();
   } catch (const Error&) {
     throw;
+  } catch (const std::bad_alloc&) {
+    user_error("{}: {}: not enough memory; lower the memory the model needs (--batch) or raise the "
+               "memory limit (ulimit -v)", file, stage);
   } catch (const std::exception& e) {
     user_error("{}: {}: {}", file, stage, one_line(e.what()));
   }
@@ -148,6 +154,113 @@ void check_tensors(ModelProto& model, const std::string& path) {
   for_each_tensor(graph, [&](::onnx::TensorProto& t, const std::string& where) {
     check_tensor_proto(t, path, where);
   });
+}
+
+// The size operands of `node` (Resize scales and sizes, Split sizes, Pad
+// amounts, Tile repeats, Expand shapes) whose constant value is negative or
+// not finite. ONNX's shape inference takes such a value as it is and infers a
+// garbage output shape (a NaN scale gives a dimension of -2^63); this names
+// the node, the operand and the value instead. Returns "" when every operand
+// is fine or not constant.
+using ConstantMap = std::unordered_map<std::string, const ::onnx::TensorProto*>;
+
+std::string bad_size_operand(const NodeProto& node, int64_t opset, const ShapeMap& shapes,
+                             const ConstantMap& constants, const std::string& path) {
+  // The values of input `index`, or of attribute `attr` where the opset keeps them there.
+  const auto values = [&](int index, const char* attr) -> std::optional<std::vector<double>> {
+    if (index < 0) {
+      if (const auto v = attr_floats(node, attr); v && !v->empty()) {
+        return std::vector<double>(v->begin(), v->end());
+      }
+      if (const auto v = attr_ints(node, attr)) return std::vector<double>(v->begin(), v->end());
+      return std::nullopt;
+    }
+    const auto it = constants.find(input_or_empty(node, index));
+    if (it == constants.end()) return std::nullopt;
+    const ConstTensor t = decode_tensor(*it->second, path);
+    std::vector<double> out(t.size());
+    for (size_t k = 0; k < t.size(); ++k) out[k] = t.as_double(k);
+    return out;
+  };
+  const auto operand = [&](int index, const char* attr) {
+    return index < 0 ? fmt::format("attribute '{}'", attr)
+                     : fmt::format("input {} ({})", index, quote_excerpt(node.input(index)));
+  };
+  const auto check = [&](int index, const char* attr, std::string_view what, bool positive) {
+    const auto v = values(index, attr);
+    if (!v) return std::string();
+    for (size_t k = 0; k < v->size(); ++k) {
+      const double x = (*v)[k];
+      if (!std::isfinite(x) || x < 0 || (positive && x == 0)) {
+        return fmt::format("{}: node {}: {} holds {} at position {}; {} must be {}", path,
+                           node_label(node), operand(index, attr), x, k, what,
+                           positive ? "positive finite numbers" : "finite numbers >= 0");
+      }
+    }
+    return std::string();
+  };
+  const std::string& op = node.op_type();
+  if (op == "Resize" || op == "Upsample") {
+    const bool upsample = op == "Upsample";
+    const int scales = upsample ? (opset >= 9 ? 1 : -1) : (opset < 11 ? 1 : 2);
+    if (auto m = check(scales, "scales", "scales", true); !m.empty()) return m;
+    if (!upsample && opset >= 11) return check(3, "sizes", "sizes", false);
+  } else if (op == "Split") {
+    return check(opset < 13 ? -1 : 1, "split", "split sizes", false);
+  } else if (op == "Tile") {
+    return check(1, "repeats", "repeats", false);
+  } else if (op == "Expand") {
+    return check(1, "shape", "shape entries", false);
+  } else if (op == "Pad") {
+    const int index = opset < 11 ? -1 : 1;
+    const auto pads = values(index, "pads");
+    const auto in = shapes.find(input_or_empty(node, 0));
+    if (!pads || in == shapes.end() || pads->size() != 2 * in->second.size()) return "";
+    const size_t rank = in->second.size();
+    for (size_t a = 0; a < rank; ++a) {
+      const double begin = (*pads)[a], end = (*pads)[a + rank];
+      if (!std::isfinite(begin) || !std::isfinite(end) ||
+          static_cast<double>(in->second[a]) + begin + end < 0) {
+        return fmt::format("{}: node {}: {} pads axis {} (size {}) by {} and {}, which leaves "
+                           "{} elements; negative pads may remove at most the whole axis",
+                           path, node_label(node), operand(index, "pads"), a, in->second[a], begin,
+                           end, static_cast<double>(in->second[a]) + begin + end);
+      }
+    }
+  }
+  return "";
+}
+
+// A tensor whose inferred shape is negative or over the element cap: the
+// message names the node that makes it and, where one is to blame, its
+// operand and value.
+[[noreturn]] void bad_inferred_shape(const ModelProto& model, const ShapeMap& shapes,
+                                     const std::string& tensor, const ir::Shape& shape,
+                                     const std::string& path) {
+  const bool negative = std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+  ConstantMap constants;
+  for (const auto& init : model.graph().initializer()) constants.emplace(init.name(), &init);
+  for (const NodeProto& node : model.graph().node()) {
+    if (std::find(node.output().begin(), node.output().end(), tensor) == node.output().end()) {
+      continue;
+    }
+    const std::string why = bad_size_operand(node, default_opset(model), shapes, constants, path);
+    if (!why.empty()) throw UserError(why);
+    user_error("{}: node {}: its output {} has shape {}, {}; ios cannot run it", path,
+               node_label(node), quote_excerpt(tensor), ir::to_string(shape),
+               negative ? "a negative dimension" : "more than 2^34 elements");
+  }
+  user_error("{}: tensor {} has shape {}, {}; ios cannot run it", path, quote_excerpt(tensor),
+             ir::to_string(shape), negative ? "a negative dimension" : "more than 2^34 elements");
+}
+
+// IR shape functions name the node but not the file.
+void infer_ir_shapes(ir::Graph& graph, const std::string& path) {
+  try {
+    ir::infer_shapes(graph);
+  } catch (const UserError& e) {
+    user_error("{}: {}", path, e.what());
+  }
 }
 
 // Graph inputs' static shapes come from the file or the options: capped like
@@ -515,17 +628,16 @@ ImportedModel import_model_from_bytes(const std::string& bytes, const std::strin
     int64_t n = 1;
     for (int64_t d : shape) {
       if (d < 0 || (d > 0 && (__builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements))) {
-        user_error("{}: tensor '{}' has shape {}, more than 2^34 elements; ios cannot run it", path,
-                   name, ir::to_string(shape));
+        bad_inferred_shape(model, shapes, name, shape, path);
       }
     }
   }
   result.graph = build_ir(model, shapes, path);
   check_tensor_sizes(result.graph, path);
-  ir::infer_shapes(result.graph);
+  infer_ir_shapes(result.graph, path);
   cross_check(result.graph, shapes, path, "import");
   const ir::PassStats stats = ir::run_import_passes(result.graph);
-  ir::infer_shapes(result.graph);
+  infer_ir_shapes(result.graph, path);
   cross_check(result.graph, shapes, path, "IR passes");
 
   const auto layer_norms = std::count_if(result.graph.nodes().begin(), result.graph.nodes().end(),

@@ -512,6 +512,12 @@ int run(const RunOptions& options, std::ostream& out) {
     }
     for (const auto& [name, file] : parse_named_files(options.references, output_names, "--reference")) {
       const HostTensor expected = exec::read_npy(file);
+      // A reference of another shape is a wrong file (exit 2), not a numerical mismatch.
+      if (const ir::Shape& shape = outputs[0].at(name).shape; expected.shape != shape) {
+        user_error("{}: --reference for output '{}' has shape {}, the output has shape {}; give "
+                   "a .npy of the output's shape", file, name, ir::to_string(expected.shape),
+                   ir::to_string(shape));
+      }
       for (size_t i = 0; i < schedules.size(); ++i) {
         const auto result = exec::compare(outputs[i].at(name), expected, tol, name);
         mismatch |= !report_check(result, schedules[i].name + " vs " + file, options.verbose, out);

@@ -1,12 +1,14 @@
 #include "sched/schedule_io.h"
 
 
+#include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_limits.h"
 #include "sched/validate.h"
 
 namespace ios::sched {
@@ -15,6 +17,18 @@ namespace {
 using nlohmann::json;
 
 std::string_view form_name(const Schedule& s) { return s.is_staged() ? "staged" : "streamed"; }
+
+// What a field holds, for "must be X, got Y". Strings are not echoed (they
+// may be megabytes long); numbers are, unsigned ones above 2^63 as such.
+std::string describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::null: return "null";
+    default: return value.dump();  // booleans and numbers: short
+  }
+}
 
 std::string now_utc() {
   const std::time_t t = std::time(nullptr);
@@ -35,21 +49,26 @@ class Reader {
     if (!value_.is_object()) fail(path_, "an object");
     auto it = value_.find(key);
     if (it == value_.end()) {
-      user_error("{}: field '{}' is missing; the file is not a complete ios schedule", file_,
-                 join(key));
+      user_error("{}: field {} is missing; the file is not a complete ios schedule", file_,
+                 quote_excerpt(join(key), 200));
     }
     const bool ok = type == json::value_t::number_float ? it->is_number()
                     : type == json::value_t::number_integer
                         ? it->is_number_integer()
                         : it->type() == type;
-    if (!ok) fail(join(key), type_name(type));
+    if (!ok) fail(join(key), fmt::format("{}, got {}", type_name(type), describe(*it)));
     return *it;
   }
   std::string string(const std::string& key) const {
     return field(key, json::value_t::string).get<std::string>();
   }
   int64_t integer(const std::string& key) const {
-    return field(key, json::value_t::number_integer).get<int64_t>();
+    const json& value = field(key, json::value_t::number_integer);
+    // get<int64_t>() would wrap an unsigned value above 2^63 - 1 to a negative one.
+    if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX}) {
+      fail(join(key), fmt::format("an integer below 2^63, got {}", value.dump()));
+    }
+    return value.get<int64_t>();
   }
   double number(const std::string& key) const {
     return field(key, json::value_t::number_float).get<double>();
@@ -60,8 +79,9 @@ class Reader {
   }
   std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
+  // `where` may hold an object key from the file: it is echoed as an excerpt.
   [[noreturn]] void fail(const std::string& where, std::string_view expected) const {
-    user_error("{}: field '{}' must be {}", file_, where, expected);
+    user_error("{}: field {} must be {}", file_, quote_excerpt(where, 200), expected);
   }
 
  private:
@@ -83,12 +103,14 @@ class Reader {
 
 UnitId resolve(const json& id, const std::string& where, const UnitGraph& graph,
                const std::string& file) {
-  if (!id.is_string()) user_error("{}: field '{}' must be a unit id (a string)", file, where);
+  if (!id.is_string()) {
+    user_error("{}: field '{}' must be a unit id (a string), got {}", file, where, describe(id));
+  }
   const auto unit = graph.find(id.get<std::string>());
   if (!unit) {
-    user_error("{}: field '{}' names unit '{}', which this model does not have; the schedule "
+    user_error("{}: field '{}' names unit {}, which this model does not have; the schedule "
                "was made for another model or edited by hand",
-               file, where, id.get<std::string>());
+               file, where, quote_excerpt(id.get<std::string>()));
   }
   return *unit;
 }
@@ -161,23 +183,20 @@ json parse_schedule_document(const std::string& json_text, const std::string& pa
   }
   json doc;
   try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    user_error("{}: not valid JSON at byte {} (is the file truncated?); regenerate it with "
-               "ios-optimize",
-               path, e.byte);
-  } catch (const json::exception& e) {  // e.g. out_of_range for a number like 1e400
-    user_error("{}: not a valid schedule ({}); regenerate it with ios-optimize", path, e.what());
+    doc = parse_json_limited(json_text, path, "schedule file");
+  } catch (const UserError& e) {
+    user_error("{}; regenerate it with ios-optimize", e.what());
   }
   const Reader root(doc, "", path);
   if (!doc.is_object() || root.string("format") != "ios-schedule") {
     user_error("{}: not an ios schedule file (field 'format' must be \"ios-schedule\")", path);
   }
-  const int64_t version = root.integer("version");
+  // Compared as JSON, not as int64_t: an unsigned 2^64 - 1 must not read as -1.
+  const json& version = root.field("version", json::value_t::number_integer);
   if (version != kScheduleFormatVersion) {
     user_error("{}: schedule format version {} is not supported (this ios reads version {}); "
                "regenerate it with this ios-optimize",
-               path, version, kScheduleFormatVersion);
+               path, version.dump(), kScheduleFormatVersion);
   }
   return doc;
 }

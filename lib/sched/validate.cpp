@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "sched/merge.h"
 
 namespace ios::sched {
 namespace {
 
-std::string_view unit_name(const UnitGraph& graph, UnitId u) { return graph.unit(u).id; }
+// Unit ids come from the model's node names: quoted, cut and escaped.
+std::string unit_name(const UnitGraph& graph, UnitId u) { return quote_excerpt(graph.unit(u).id); }
 
 void check_unit_in_range(const UnitGraph& graph, UnitId u, const std::string& source) {
   if (u < 0 || u >= graph.size()) {
@@ -35,7 +37,7 @@ void validate_staged(const StagedSchedule& staged, const UnitGraph& graph, const
         check_unit_in_range(graph, u, source);
         Place& p = place[static_cast<size_t>(u)];
         if (p.stage >= 0) {
-          user_error("{}: unit '{}' is scheduled twice (stages {} and {}); each unit must appear "
+          user_error("{}: unit {} is scheduled twice (stages {} and {}); each unit must appear "
                      "exactly once",
                      source, unit_name(graph, u), p.stage, s);
         }
@@ -51,7 +53,7 @@ void validate_staged(const StagedSchedule& staged, const UnitGraph& graph, const
   }
   for (UnitId u = 0; u < graph.size(); ++u) {
     if (place[static_cast<size_t>(u)].stage < 0) {
-      user_error("{}: unit '{}' is missing; each unit must appear exactly once", source,
+      user_error("{}: unit {} is missing; each unit must appear exactly once", source,
                  unit_name(graph, u));
     }
   }
@@ -65,7 +67,7 @@ void validate_staged(const StagedSchedule& staged, const UnitGraph& graph, const
                                     staged.stages[static_cast<size_t>(pv.stage)].strategy ==
                                         Strategy::kConcurrent;
       if (!earlier_stage && !earlier_in_group) {
-        user_error("{}: unit '{}' (stage {}) runs before or beside its input '{}' (stage {}); a "
+        user_error("{}: unit {} (stage {}) runs before or beside its input {} (stage {}); a "
                    "unit must come after the units it reads, in an earlier stage or earlier in "
                    "the same group",
                    source, unit_name(graph, v), pv.stage, unit_name(graph, u), pu.stage);
@@ -84,24 +86,24 @@ void validate_streamed(const StreamedSchedule& streamed, const UnitGraph& graph,
     const auto& launch = streamed.launches[i];
     check_unit_in_range(graph, launch.unit, source);
     if (launch.stream < 0 || launch.stream >= streamed.num_streams) {
-      user_error("{}: unit '{}' is on stream {}, outside 0..{}", source,
+      user_error("{}: unit {} is on stream {}, outside 0..{}", source,
                  unit_name(graph, launch.unit), launch.stream, streamed.num_streams - 1);
     }
     int& pos = position[static_cast<size_t>(launch.unit)];
     if (pos >= 0) {
-      user_error("{}: unit '{}' is launched twice; each unit must appear exactly once", source,
+      user_error("{}: unit {} is launched twice; each unit must appear exactly once", source,
                  unit_name(graph, launch.unit));
     }
     pos = static_cast<int>(i);
   }
   for (UnitId v = 0; v < graph.size(); ++v) {
     if (position[static_cast<size_t>(v)] < 0) {
-      user_error("{}: unit '{}' is missing; each unit must appear exactly once", source,
+      user_error("{}: unit {} is missing; each unit must appear exactly once", source,
                  unit_name(graph, v));
     }
     for (UnitId u : graph.preds(v)) {
       if (position[static_cast<size_t>(u)] > position[static_cast<size_t>(v)]) {
-        user_error("{}: unit '{}' is launched before its input '{}'; the issue order must "
+        user_error("{}: unit {} is launched before its input {}; the issue order must "
                    "respect dependencies",
                    source, unit_name(graph, v), unit_name(graph, u));
       }
@@ -122,10 +124,10 @@ void validate_schedule(const Schedule& schedule, const UnitGraph& graph, const s
 void check_model_hash(const std::string& schedule_sha256, const std::string& schedule_model_path,
                       const ModelInfo& model, const std::string& source, bool force) {
   if (schedule_sha256 != model.sha256 && !force) {
-    user_error("{}: the schedule was made for another model ('{}', sha256 {}...) but '{}' has "
+    user_error("{}: the schedule was made for another model ({}, sha256 {}...) but '{}' has "
                "sha256 {}...; re-run ios-optimize, or pass --force to use it anyway",
-               source, schedule_model_path, schedule_sha256.substr(0, 12), model.path,
-               model.sha256.substr(0, 12));
+               source, quote_excerpt(schedule_model_path), schedule_sha256.substr(0, 12),
+               model.path, model.sha256.substr(0, 12));
   }
 }
 
@@ -145,11 +147,12 @@ void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& mod
     auto it = std::find_if(model.inputs.begin(), model.inputs.end(),
                            [&](const auto& in) { return in.first == name; });
     if (it == model.inputs.end()) {
-      user_error("{}: the schedule names input '{}', which the model does not have", source, name);
+      user_error("{}: the schedule names input {}, which the model does not have", source,
+                 quote_excerpt(name));
     }
     if (it->second != shape) {
-      user_error("{}: input '{}' has shape {} in the schedule but {} in the model", source, name,
-                 ir::to_string(shape), ir::to_string(it->second));
+      user_error("{}: input {} has shape {} in the schedule but {} in the model", source,
+                 quote_excerpt(name), ir::to_string(shape), ir::to_string(it->second));
     }
   }
 }

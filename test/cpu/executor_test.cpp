@@ -408,5 +408,51 @@ TEST_CASE("executor rejects missing, unknown and misshapen inputs", "[cpu][execu
   CHECK_THROWS_WITH(exec.run(inputs), Catch::Contains("'y' is not an input"));
 }
 
+// The memory check runs before the arena exists: a plan that does not fit is
+// a UserError naming the sizes and the limit, never a std::bad_alloc.
+TEST_CASE("a plan larger than the memory budget is refused before it is allocated",
+          "[cpu][memory]") {
+  const ir::Graph g = inception_graph();
+  const auto units = sched::UnitGraph::form(g);
+  const auto plan = exec::lower(units, sequential(units));
+  const int64_t arena = CpuExecutor(units, plan, ExecutorOptions{1}).memory_stats().buffer_bytes;
+  REQUIRE(arena > 0);
+  MemoryBudget small_ram;
+  small_ram.physical_bytes = arena / 2;
+  CHECK_THROWS_WITH(CpuExecutor(units, plan, ExecutorOptions{1}, small_ram),
+                    Catch::StartsWith("not enough memory: the CPU backend needs") &&
+                        Catch::Contains("of physical memory"));
+  MemoryBudget limited;  // ulimit -v: what is mapped already counts against the limit
+  limited.address_space_limit = int64_t{1} << 30;
+  limited.address_space_used = (int64_t{1} << 30) - 100 * (int64_t{1} << 20);
+  CHECK_THROWS_WITH(CpuExecutor(units, plan, ExecutorOptions{1}, limited),
+                    Catch::Contains("the address-space limit (ulimit -v) of 1024 MiB leaves "
+                                    "100 MiB"));
+  MemoryBudget ample;
+  ample.physical_bytes = int64_t{1} << 40;
+  ample.address_space_limit = int64_t{1} << 40;
+  CpuExecutor fits(units, plan, ExecutorOptions{1}, ample);
+  CHECK(fits.run(random_inputs(g, 1)).size() == g.outputs().size());
+}
+
+TEST_CASE("the memory budget compares new and resident bytes with each limit", "[cpu][memory]") {
+  MemoryBudget b;
+  b.physical_bytes = 1000 << 20;
+  CHECK_NOTHROW(check_memory_budget(600 << 20, 400 << 20, "parts", b));
+  CHECK_THROWS_WITH(check_memory_budget(600 << 20, 401 << 20, "parts", b),
+                    Catch::Contains("needs 1001 MiB (parts) but the machine has 1000 MiB"));
+  b.physical_bytes = -1;  // unknown: no physical check
+  b.address_space_limit = 2000 << 20;
+  b.address_space_used = 1000 << 20;
+  CHECK_NOTHROW(check_memory_budget(700 << 20, 1 << 30, "parts", b));
+  CHECK_THROWS_WITH(check_memory_budget(800 << 20, 0, "parts", b),
+                    Catch::Contains("needs 800 MiB more (parts) plus 256 MiB for threads"));
+  // The machine's own budget is plausible: some physical memory, and a
+  // limit (when there is one) above what is mapped.
+  const MemoryBudget here = current_memory_budget();
+  CHECK(here.physical_bytes > 0);
+  if (here.address_space_limit >= 0) CHECK(here.address_space_used < here.address_space_limit);
+}
+
 }  // namespace
 }  // namespace ios::cpu

@@ -2,6 +2,9 @@
 // the file (and the node or tensor) and says what to do.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <utility>
+
 #include "core/error.h"
 #include "import_error.h"
 #include "model_builder.h"
@@ -265,4 +268,101 @@ TEST_CASE("an operator older than the opset range ios follows names the node and
   CHECK(message.find("old_add") != std::string::npos);
   CHECK(message.find("ios supports Add from opset 7") != std::string::npos);
   CHECK(message.find("imports opset 6") != std::string::npos);
+}
+
+// Size operands that are negative or not finite: ONNX's shape inference turns
+// them into garbage shapes, the message names the node, the operand and the
+// value instead (each once read "more than 2^34 elements").
+TEST_CASE("negative and non-finite size operands name the node, the operand and the value",
+          "[onnx][errors][sizes]") {
+  using Catch::Contains;
+  const auto resize_scales = [](float h) {
+    ModelBuilder b;
+    b.input("x", {1, 2, 5, 6});
+    b.weight("scales", {4}, {1.0f, 1.0f, h, 2.0f});
+    b.node("Resize", {"x", "", "scales"}, {"y"}, "up");
+    b.output("y", 4);
+    return b;
+  };
+  CHECK_THAT(import_error(resize_scales(-2.0f).save("neg_scales.onnx")),
+             Contains("node 'up' (Resize): input 2 ('scales') holds -2 at position 2; scales must "
+                      "be positive finite numbers"));
+  CHECK_THAT(import_error(resize_scales(std::nanf("")).save("nan_scales.onnx")),
+             Contains("'scales') holds nan at position 2"));
+  CHECK_THAT(import_error(resize_scales(INFINITY).save("inf_scales.onnx")),
+             Contains("'scales') holds inf at position 2"));
+  {
+    ModelBuilder b;
+    b.input("x", {1, 2, 5, 6});
+    b.int_weight("sizes", {4}, {1, 2, -10, 12});
+    b.node("Resize", {"x", "", "", "sizes"}, {"y"}, "up");
+    b.output("y", 4);
+    CHECK_THAT(import_error(b.save("neg_sizes.onnx")),
+               Contains("node 'up' (Resize): input 3 ('sizes') holds -10 at position 2"));
+  }
+  {
+    ModelBuilder b;
+    b.input("x", {1, 4, 5, 6});
+    b.int_weight("parts", {2}, {-1, 5});
+    ModelBuilder::integer(b.node("Split", {"x", "parts"}, {"y", "z"}, "split"), "axis", 1);
+    b.output("y", 4);
+    b.output("z", 4);
+    CHECK_THAT(import_error(b.save("neg_split.onnx")),
+               Contains("node 'split' (Split): input 1 ('parts') holds -1 at position 0; split "
+                        "sizes must be finite numbers >= 0"));
+  }
+  {
+    ModelBuilder b;
+    b.input("x", {1, 3, 8, 8});
+    b.int_weight("pads", {8}, {0, 0, -10, 0, 0, 0, 0, 0});
+    b.node("Pad", {"x", "pads"}, {"y"}, "pad");
+    b.output("y", 4);
+    CHECK_THAT(import_error(b.save("pad_beyond.onnx")),
+               Contains("node 'pad' (Pad): input 1 ('pads') pads axis 2 (size 8) by -10 and 0, "
+                        "which leaves -2 elements"));
+  }
+}
+
+TEST_CASE("a Transpose whose perm does not fit its input names the file and the node",
+          "[onnx][errors][sizes]") {
+  ModelBuilder b;
+  b.input("x", {1, 3, 8, 8});
+  ModelBuilder::ints(b.node("Transpose", {"x"}, {"t"}, "transpose"), "perm", {0, 1, 2});
+  b.node("Relu", {"t"}, {"y"}, "relu");
+  b.output("y", 3);
+  CHECK_THAT(import_error(b.save("transpose_short_perm.onnx")),
+             Catch::Contains("node 'transpose' (Transpose): attribute 'perm' has 3 entries for an "
+                             "input of rank 4"));
+}
+
+TEST_CASE("element types are named once, with ONNX's code", "[onnx][errors][sizes]") {
+  for (const auto& [code, name] : {std::pair{17, "17 (float8 e4m3fn)"},
+                                   std::pair{99, "99 (not an ONNX element type)"}}) {
+    ModelBuilder b;
+    b.input("x", {1, 3, 8, 8});
+    auto* w = b.model.mutable_graph()->add_initializer();
+    w->set_name("w");
+    w->set_data_type(code);
+    w->add_dims(1);
+    w->set_raw_data(std::string(1, '\0'));
+    b.node("Add", {"x", "w"}, {"y"}, "add");
+    b.output("y", 4);
+    const std::string e = import_error(b.save("type_" + std::to_string(code) + ".onnx"));
+    CHECK_THAT(e, Catch::Contains(std::string("element type ") + name));
+    CHECK_THAT(e, !Catch::Contains("type type"));
+  }
+}
+
+TEST_CASE("a 5 MB node name and a NUL in a name are echoed as short, whole lines",
+          "[onnx][errors][sizes]") {
+  for (const std::string& name : {std::string(5'000'000, 'n'), std::string("bad\0name\n", 9)}) {
+    ModelBuilder b;
+    b.input("x", {1, 3, 8, 8});
+    b.node("LpNormalization", {"x"}, {"y"}, name);
+    b.output("y", 4);
+    const std::string e = import_error(b.save("long_name.onnx"));
+    CHECK(e.size() < 2000);
+    CHECK(e.find('\0') == std::string::npos);
+    CHECK_THAT(e, Catch::Contains("'bad\\x00name\\n'") || Catch::Contains("... (5000000 bytes)"));
+  }
 }

@@ -3,9 +3,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "sched/schedule_io.h"
 #include "sched/validate.h"
 
@@ -190,4 +192,111 @@ TEST_CASE("writes are atomic and leave no temporary file", "[schedule_file]") {
   CHECK_THROWS_WITH(read_schedule((dir / "missing.json").string(), g),
                     Catch::Contains("missing.json: cannot open"));
   fs::remove_all(dir);
+}
+
+// JSON whose parsed form would not fit in memory, and user strings echoed in
+// messages (core/json_limits.h; docs/cli.md, *Limits*).
+TEST_CASE("JSON nesting and value counts are bounded before parsing", "[schedule_file][limits]") {
+  const UnitGraph g = diamond();
+  SECTION("nesting deeper than the limit names the byte where it is crossed") {
+    const std::string deep = std::string(100, '[') + std::string(100, ']');
+    const std::string e = error_of(deep, g);
+    CHECK(e.find("bad.json: the schedule file nests arrays and objects more than 64 levels deep "
+                 "(at byte 64)") != std::string::npos);
+  }
+  SECTION("nesting at the limit parses") {
+    const std::string text = std::string(64, '[') + std::string(64, ']');
+    CHECK(parse_json_limited(text, "x.json", "file").is_array());
+    CHECK_THROWS_WITH(parse_json_limited("[" + text + "]", "x.json", "file"),
+                      Catch::Contains("more than 64 levels deep (at byte 64)"));
+  }
+  SECTION("the value count includes keys, strings, numbers and literals") {
+    const JsonLimits five{64, 5};
+    CHECK(parse_json_limited(R"({"a": [1, true]})", "x.json", "file", five).is_object());
+    CHECK(parse_json_limited(R"([null, "s", 1.5, false])", "x.json", "file", five).size() == 4);
+    CHECK_THROWS_WITH(parse_json_limited("[1, 2, 3, 4, 5]", "x.json", "file", five),
+                      Catch::Contains("x.json: the file holds more than 5 JSON values (the limit "
+                                      "is reached at byte 13)"));
+    CHECK_THROWS_WITH(parse_json_limited(R"({"a": {"b": {}, "c": 1}})", "x.json", "file", five),
+                      Catch::Contains("more than 5 JSON values"));
+  }
+  SECTION("brackets and quotes inside strings are not structure") {
+    const JsonLimits shallow{1, 4};
+    const auto doc = parse_json_limited(R"(["[[[{{", "a\"[[", "\\"])", "x.json", "file", shallow);
+    REQUIRE(doc.size() == 3);
+    CHECK(doc[1] == "a\"[[");
+  }
+  SECTION("a shallow document of many small values is refused at the default limit") {
+    std::string many = "[";
+    for (int i = 0; i < (1 << 22); ++i) many += "[],";
+    many += "[]]";
+    CHECK(error_of(many, g).find("holds more than 4194304 JSON values") != std::string::npos);
+  }
+  SECTION("syntax errors and out-of-range numbers stay user errors with a bounded message") {
+    CHECK_THROWS_WITH(parse_json_limited("[1, ", "x.json", "file"),
+                      Catch::Contains("x.json: not valid JSON at byte"));
+    const std::string big = "[1" + std::string(100000, '0') + "e400]";
+    try {
+      parse_json_limited(big, "x.json", "file");
+      FAIL("no error");
+    } catch (const UserError& e) {
+      CHECK(std::string(e.what()).find("x.json: not a valid file") != std::string::npos);
+      CHECK(std::string(e.what()).size() < 300);
+    }
+  }
+}
+
+TEST_CASE("quote_excerpt quotes, escapes control characters and cuts long strings",
+          "[schedule_file][limits]") {
+  CHECK(quote_excerpt("conv1") == "'conv1'");
+  CHECK(quote_excerpt(std::string("a\0b", 3)) == "'a\\x00b'");
+  CHECK(quote_excerpt("a\nb\tc\x7f") == "'a\\nb\\tc\\x7f'");
+  const std::string long_id(50'000'000, 'x');
+  CHECK(quote_excerpt(long_id) == "'" + std::string(80, 'x') + "'... (50000000 bytes)");
+  // A two-byte UTF-8 character across the cut is left out whole.
+  const std::string accents = std::string(79, 'a') + "\xc3\xa9" + "tail";
+  CHECK(quote_excerpt(accents) == "'" + std::string(79, 'a') + "'... (85 bytes)");
+}
+
+TEST_CASE("schedule messages say what the file holds, briefly", "[schedule_file][limits]") {
+  const UnitGraph g = diamond();
+  SECTION("a version of 2^64 - 1 is shown as such, not as -1") {
+    const std::string text = R"({"format": "ios-schedule", "version": 18446744073709551615})";
+    CHECK(error_of(text, g).find("version 18446744073709551615 is not supported") !=
+          std::string::npos);
+  }
+  SECTION("a string version is named as a string") {
+    const std::string text = R"({"format": "ios-schedule", "version": "1"})";
+    CHECK(error_of(text, g).find("field 'version' must be an integer, got a string") !=
+          std::string::npos);
+  }
+  SECTION("integers above 2^63 - 1 are refused with their value") {
+    auto j = as_json(staged_schedule(), g);
+    j["model"]["units"] = std::numeric_limits<uint64_t>::max();
+    CHECK(error_of(j.dump(), g).find("field 'model.units' must be an integer below 2^63, got "
+                                     "18446744073709551615") != std::string::npos);
+  }
+  SECTION("a 5 MB unit id is echoed as an excerpt") {
+    auto j = as_json(staged_schedule(), g);
+    j["stages"][0]["groups"][0][0] = std::string(5'000'000, 'u');
+    const std::string e = error_of(j.dump(), g);
+    CHECK(e.find("names unit '" + std::string(80, 'u') + "'... (5000000 bytes), which") !=
+          std::string::npos);
+    CHECK(e.size() < 400);
+  }
+  SECTION("a NUL and a newline in a unit id are escaped, the line stays whole") {
+    auto j = as_json(staged_schedule(), g);
+    j["stages"][0]["groups"][0][0] = std::string("u\0x\ny", 5);
+    const std::string e = error_of(j.dump(), g);
+    CHECK(e.find("names unit 'u\\x00x\\ny', which this model does not have") != std::string::npos);
+    CHECK(e.find('\n') == std::string::npos);
+  }
+  SECTION("a long parameter name is cut in the field path") {
+    auto j = as_json(staged_schedule(), g);
+    j["scheduler"]["params"][std::string(1000, 'p')] = 3;
+    const std::string e = error_of(j.dump(), g);
+    CHECK(e.find("field 'scheduler.params.ppp") != std::string::npos);
+    CHECK(e.find("... (1017 bytes) must be a string") != std::string::npos);
+    CHECK(e.size() < 400);
+  }
 }
