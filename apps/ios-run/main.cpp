@@ -5,6 +5,9 @@
 #include <iostream>
 #include <new>
 
+#include <fmt/format.h>
+
+#include "backends/registry.h"
 #include "cli/option_rules.h"
 #include "cli/parse_error.h"
 #include "cli/version_text.h"
@@ -40,7 +43,18 @@ Examples:
   ios-run model.onnx seq.json ios.json --backend sim --device-profile v100 --trace t.json
 )";
 
-// Options that would do nothing with the rest of the command line.
+// The backend list comes from the registry, so --help cannot fall behind it.
+std::string description() {
+  std::string backends;
+  for (const auto& entry : ios::backends::all()) {
+    backends += fmt::format("  {:<6} {}\n", entry.name, entry.traits.description);
+  }
+  return kDescription + std::string("\nBackends (--backend NAME):\n") + backends;
+}
+
+
+// Options that would do nothing with the rest of the command line; which
+// options a backend takes are its traits.
 void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& o) {
   using ios::cli::reject_options_without_effect;
   if (o.quiet) {
@@ -52,23 +66,31 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
         app, "with --dry-run",
         {"--check", "--reference", "--rtol", "--atol", "--input", "--seed", "--warmup", "--iterations",
          "--duration", "--output-dir", "--export-times", "--trace", "--no-cuda-graph", "--precision",
-         "--threads"},
+         "--threads", "--device-profile"},
         "--dry-run validates and prints the plans and runs nothing; drop one of them");
-  } else if (!o.check && o.references.empty()) {
+    return;
+  }
+  if (!o.check && o.references.empty()) {
     reject_options_without_effect(app, "without --check", {"--rtol", "--atol"},
                                   "tolerances apply to --check; add --check or drop it");
   }
-  if (!o.dry_run && o.backend == "cpu") {
-    reject_options_without_effect(app, "with --backend cpu", {"--no-cuda-graph", "--precision", "--trace"},
-                                  "the CPU reference runs FP32 without CUDA; drop it or use --backend cuda or sim");
-  }
-  if (!o.dry_run && o.backend != "cpu") {
-    reject_options_without_effect(app, "with --backend " + o.backend, {"--threads"},
-                                  "--threads sets the CPU backend's threads; drop it or use --backend cpu");
-  }
-  if (!o.dry_run && o.backend != "sim") {
-    reject_options_without_effect(app, "with --backend " + o.backend, {"--device-profile"},
-                                  "a device profile describes the simulated GPU; drop it or use --backend sim");
+  const ios::exec::BackendEntry& backend = ios::backends::find(o.backend);
+  const std::pair<bool ios::exec::BackendTraits::*, const char*> uses[] = {
+      {&ios::exec::BackendTraits::uses_cuda_graph, "--no-cuda-graph"},
+      {&ios::exec::BackendTraits::uses_precision, "--precision"},
+      {&ios::exec::BackendTraits::uses_threads, "--threads"},
+      {&ios::exec::BackendTraits::uses_device_profile, "--device-profile"},
+      {&ios::exec::BackendTraits::traces, "--trace"}};
+  for (const auto& [trait, option] : uses) {
+    if (backend.traits.*trait) continue;
+    std::vector<std::string> takers;
+    for (const auto& entry : ios::backends::all()) {
+      if (entry.traits.*trait) takers.push_back(entry.name);
+    }
+    reject_options_without_effect(
+        app, "with --backend " + backend.name, {option},
+        fmt::format("{} does not use it ({}); drop it or use --backend {}", backend.name,
+                    backend.traits.description, fmt::join(takers, " or ")));
   }
 }
 
@@ -76,14 +98,17 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
 
 int main(int argc, char** argv) {
   ios::runner::RunOptions o;
-  CLI::App app{kDescription, kProgram};
+  o.backend = ios::backends::all().front().name;
+  CLI::App app{description(), kProgram};
   app.get_formatter()->column_width(34);
   app.add_option("model", o.model_path, "ONNX model file")->required();
   app.add_option("schedules", o.schedule_paths,
                  "schedule files, FILE or NAME=FILE (NAME labels it in reports; default: sequential)");
   app.add_flag("--dry-run", o.dry_run, "validate, lower and print the plans; run nothing");
-  app.add_option("--backend", o.backend, "cuda, cpu, or sim (predict with the GPU simulator)")
-      ->check(CLI::IsMember({"cuda", "cpu", "sim"}))->capture_default_str();
+  std::vector<std::string> backend_names;
+  for (const auto& entry : ios::backends::all()) backend_names.push_back(entry.name);
+  app.add_option("--backend", o.backend, "where to run: " + ios::backends::names() + " (see below)")
+      ->check(CLI::IsMember(backend_names))->capture_default_str();
   app.add_option("--device-profile", o.device_profile,
                  "sim: h100, h200, a100, v100 or a profile JSON (default: the schedule's device, else h100)");
   app.add_option("-b,--batch", o.batch, "batch size (default: the schedule's input shapes)")

@@ -26,8 +26,9 @@ namespace ios::exec {
 using TensorMap = std::map<std::string, HostTensor>;
 
 // Per timed iteration, in ms. `latency_ms` is what schedules are compared
-// by (the metric is the backend's traits.latency_metric); `end_to_end_ms`
-// is empty or one per iteration (CUDA: host submit to completion).
+// by (GPU compute time or wall time: the backend's traits say which);
+// `end_to_end_ms` is empty or one per iteration (CUDA: host submit to
+// completion).
 struct TimingSamples {
   std::vector<double> latency_ms;
   std::vector<double> end_to_end_ms;
@@ -41,9 +42,8 @@ struct BackendTraits {
   // Timing repeats: false for a deterministic prediction (--duration is
   // ignored, every iteration is the same).
   bool measured = true;
-  // What latency_ms is: "gpu_compute", "wall" or "predicted_gpu_compute"
-  // (the names --export-times writes).
-  std::string latency_metric = "wall";
+  // latency_ms is GPU compute time (measured or predicted), else wall time.
+  bool gpu_compute_time = false;
   int default_warmup = 1;
   int default_iterations = 5;
   // Which options apply: the others are refused as having no effect.

@@ -40,10 +40,10 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s,
   if (run.predicted) {
     // A prediction is one deterministic number: no spread to report.
     return fmt::format(
-        "=== Predicted performance: {} (sim, {}, batch {}) ===\n"
+        "=== Predicted performance: {} ({}, {}, batch {}) ===\n"
         "Predicted throughput: {:.2f} qps\n"
         "Predicted GPU Compute Time: {:.4f} ms (simulated, not measured)\n",
-        run.name, run.device, run.batch, s.throughput, s.mean);
+        run.name, run.backend, run.device, run.batch, s.throughput, s.mean);
   }
   std::string out =
       fmt::format("=== Performance summary: {} ({}, batch {}, {} iterations) ===\n", run.name,
@@ -63,10 +63,10 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s,
         e.min, e.mean, e.median, e.p99);
   }
   if (s.cv > options.cv_warning) {
-    const char* advice = run.backend == "cpu"
-                             ? "Stop other work on the machine, or raise --iterations."
-                             : "Lock the GPU clocks (nvidia-smi -lgc), stop other GPU work, or "
-                               "raise --iterations.";
+    const char* advice = run.gpu_compute
+                             ? "Lock the GPU clocks (nvidia-smi -lgc), stop other GPU work, or "
+                               "raise --iterations."
+                             : "Stop other work on the machine, or raise --iterations.";
     out += fmt::format("[W] Latency is unstable: coefficient of variation {:.2f}% > {:.0f}%. {}\n",
                        s.cv * 100.0, options.cv_warning * 100.0, advice);
   }

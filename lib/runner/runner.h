@@ -15,9 +15,11 @@ struct RunOptions {
   std::string model_path;
   std::vector<std::string> schedule_paths;  // FILE or NAME=FILE; none: the sequential schedule
   bool dry_run = false;
-  std::string backend = "cuda";  // cuda | cpu | sim (predicted by the GPU simulator)
-  // --backend sim: the device profile; empty: the first schedule's device when
-  // it names a shipped profile, else h100.
+  // A registered backend (backends/registry.h); empty: the default, the first
+  // registered.
+  std::string backend;
+  // For a backend that simulates a device: the device profile; empty: its
+  // choice (the first schedule's device when it names a shipped profile).
   std::string device_profile;
   // Input shapes: with neither batch nor input_shapes, those the first
   // schedule records (the model's own without a schedule).
@@ -25,13 +27,12 @@ struct RunOptions {
   bool rewrite_batch = false;  // batch also replaces a static batch (onnx::ImportOptions)
   std::vector<std::string> input_shapes;
   bool force = false;            // accept schedules made for another model file
-  int warmup = -1;               // -1: backend default (cuda 20, cpu 1)
-  int iterations = -1;           // -1: backend default (cuda 200, cpu 5)
+  int warmup = -1;               // -1: the backend's default
+  int iterations = -1;           // -1: the backend's default
   double duration_s = 0.0;       // keep timing at least this long
   bool check = false;
   std::vector<std::string> references;  // NAME=file.npy or file.npy (single output)
-  // Tolerances of --check; < 0: by backend and precision (docs/cli.md):
-  // cpu 1e-4 / 1e-5, cuda fp32 1e-3 / 1e-3, cuda tf32 5e-2 / 5e-2.
+  // Tolerances of --check; < 0: the backend's, by precision (docs/cli.md).
   double rtol = -1.0;
   double atol = -1.0;
   std::vector<std::string> inputs;      // NAME=file.npy or file.npy (single input)
@@ -42,7 +43,7 @@ struct RunOptions {
   std::string dot_path;  // a picture of the (single) schedule: DOT, or SVG for *.svg
   bool cuda_graph = true;
   std::string precision = "tf32";
-  int threads = 0;  // CPU backend; 0: all cores
+  int threads = 0;  // for a backend that uses threads; 0: all cores
   bool verbose = false;
   bool quiet = false;
 };
