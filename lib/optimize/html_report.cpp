@@ -47,9 +47,9 @@ std::string inline_svg(const std::string& svg) {
 
 }  // namespace
 
-void write_html_report(const std::string& path, const HtmlReport& report,
-                       const sched::Schedule& schedule, const sched::UnitGraph& units,
-                       const sched::SearchStats& stats) {
+void write_html_report(const std::string& path, const OptimizeReport& report,
+                       const sched::Schedule& schedule, const sched::UnitGraph& units) {
+  const std::string title = report.schedule_file.empty() ? report.model_path : report.schedule_file;
   // The page is worth having without its picture: a model too large to
   // draw, or a Graphviz failure, leaves a note in its place.
   std::string picture;
@@ -58,7 +58,7 @@ void write_html_report(const std::string& path, const HtmlReport& report,
                           units.size(), sched::kMaxSvgUnits);
   } else {
     try {
-      picture = inline_svg(sched::render_svg(sched::schedule_to_dot(schedule, units, report.title), path));
+      picture = inline_svg(sched::render_svg(sched::schedule_to_dot(schedule, units, title), path));
     } catch (const sched::GraphvizMissing&) {
       throw;
     } catch (const UserError& e) {
@@ -74,9 +74,9 @@ void write_html_report(const std::string& path, const HtmlReport& report,
       "td:first-child, th:first-child, .text {{ text-align: left; }}\n"
       ".picture {{ overflow: auto; border: 1px solid #ccc; }}\n"
       "</style>\n</head>\n<body>\n<h1>ios-optimize: {0}</h1>\n",
-      escaped(report.title), kHtmlMarker);
+      escaped(title), kHtmlMarker);
   html += "<table id=\"summary\">\n";
-  for (const auto& [label, value] : report.summary) {
+  for (const auto& [label, value] : summary_rows(report)) {
     html += fmt::format("<tr><th>{}</th><td class=\"text\">{}</td></tr>\n", escaped(label),
                         escaped(value));
   }
@@ -85,15 +85,13 @@ void write_html_report(const std::string& path, const HtmlReport& report,
       "<h2>Blocks</h2>\n<table id=\"blocks\">\n<tr><th>block</th><th>first unit</th><th>n</th>"
       "<th>width</th><th>states</th><th>transitions</th><th>stages costed</th><th>search "
       "(ms)</th><th>predicted (ms)</th><th>split by size cap</th></tr>\n";
-  for (size_t b = 0; b < units.blocks().size(); ++b) {
-    const sched::Block& block = units.blocks()[b];
-    const sched::BlockStats* s = b < stats.blocks.size() ? &stats.blocks[b] : nullptr;
+  for (const BlockReport& b : report.blocks) {
+    const sched::BlockStats s = b.search.value_or(sched::BlockStats{});
     html += fmt::format(
         "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
         "<td>{}</td><td>{:.3f}</td><td>{:.4f}</td><td>{}</td></tr>\n",
-        b, escaped(units.unit(block.begin).id), block.size(), block.width, s ? s->states : 0,
-        s ? s->transitions : 0, s ? s->stages_costed : 0, s ? s->search_ms : 0.0,
-        s ? s->predicted_ms : 0.0, block.split_by_cap ? "yes" : "");
+        b.index, escaped(b.first_unit), b.units, b.width, s.states, s.transitions, s.stages_costed,
+        s.search_ms, s.predicted_ms, b.split_by_cap ? "yes" : "");
   }
   html += "</table>\n</body>\n</html>\n";
   create_parent_folder(path);

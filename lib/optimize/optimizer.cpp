@@ -17,6 +17,7 @@
 #include "core/progress.h"
 #include "cost/calibrate.h"
 #include "optimize/html_report.h"
+#include "optimize/optimize_report.h"
 #include "cost/device_profile.h"
 #include "cost/profile_db.h"
 #include "cost/simulated.h"
@@ -69,12 +70,6 @@ void check_outputs(const std::string& output, const OptimizeOptions& options) {
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-std::string format_params(const std::vector<std::pair<std::string, std::string>>& params) {
-  std::string out;
-  for (const auto& [k, v] : params) out += (out.empty() ? "" : ", ") + k + "=" + v;
-  return out.empty() ? "none" : out;
 }
 
 std::string block_kinds(const sched::UnitGraph& units, const sched::Block& block) {
@@ -216,63 +211,6 @@ std::string describe_schedulers() {
 
 namespace {
 
-void write_report_json(const std::string& path, const OptimizeOptions& options,
-                       const model::PreparedModel& prepared, const sched::Schedule& schedule,
-                       const sched::SearchStats& stats, const CostChoice& cost,
-                       double sequential_ms, double import_ms, const std::string& output) {
-  const sched::UnitGraph& units = *prepared.units;
-  nlohmann::json blocks = nlohmann::json::array();
-  for (size_t b = 0; b < units.blocks().size(); ++b) {
-    const sched::Block& block = units.blocks()[b];
-    nlohmann::json entry = {{"index", b},
-                            {"first_unit", units.unit(block.begin).id},
-                            {"units", block.size()},
-                            {"width", block.width},
-                            {"split_by_cap", block.split_by_cap}};
-    if (b < stats.blocks.size()) {
-      const sched::BlockStats& s = stats.blocks[b];
-      entry["states"] = s.states;
-      entry["transitions"] = s.transitions;
-      entry["stages_costed"] = s.stages_costed;
-      entry["search_ms"] = s.search_ms;
-      entry["predicted_ms"] = s.predicted_ms;
-    }
-    blocks.push_back(entry);
-  }
-  int64_t states = 0, transitions = 0, costed = 0;
-  for (const auto& s : stats.blocks) {
-    states += s.states;
-    transitions += s.transitions;
-    costed += s.stages_costed;
-  }
-  nlohmann::json params = nlohmann::json::object();
-  for (const auto& [k, v] : schedule.scheduler.params) params[k] = v;
-  const nlohmann::json doc = {
-      {"format", "ios-optimize-report"},
-      {"version", 1},
-      {"model", prepared.model.path},
-      {"batch", prepared.model.batch},
-      {"units", units.size()},
-      {"blocks", blocks},
-      {"scheduler", schedule.scheduler.name},
-      {"params", params},
-      {"cost_model", cost.model->name()},
-      {"cost_note", cost.note},
-      {"device", schedule.device.name},
-      {"predicted_latency_ms", schedule.predicted_latency_ms},
-      {"sequential_predicted_ms", sequential_ms},
-      {"search_ms", stats.total_search_ms},
-      {"import_ms", import_ms},
-      {"states", states},
-      {"transitions", transitions},
-      {"stages_costed", costed},
-      {"schedule_file", output},
-      {"stages", schedule.is_staged() ? static_cast<int64_t>(schedule.staged().stages.size()) : 0},
-      {"analyze_only", options.analyze}};
-  create_parent_folder(path);
-  write_file_atomically(path, doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-}
-
 // The search's progress line: blocks searched / total, with an ETA that
 // weighs each block by the IOS paper's bound on its transitions (blocks
 // differ in cost by orders of magnitude, so a block count alone misleads).
@@ -386,171 +324,166 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
 
 }  // namespace
 
+namespace {
+
+// The state of one ios-optimize run, filled phase by phase (run_optimize()
+// lists the phases). All text goes to `summary`: standard output, or
+// standard error when an output file is written to standard output.
+struct OptimizeRun {
+  OptimizeRun(const OptimizeOptions& o, std::ostream& out) : options(o), summary(out) {}
+  const OptimizeOptions& options;
+  std::ostream& summary;
+  const sched::SchedulerEntry* entry = nullptr;
+  std::string output;  // the schedule file; empty with --analyze
+  std::unique_ptr<model::PreparedModel> prepared;
+  CostChoice cost;
+  sched::SearchStats stats;
+  sched::Schedule schedule;
+  OptimizeReport report;
+  std::unique_ptr<ProgressLine> progress;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  const sched::UnitGraph& units() const { return *prepared->units; }
+};
+
+// Phase 1: the scheduler, its parameters and every output are checked
+// before the (slow) import, so a refused request costs nothing.
+void check_request(OptimizeRun& r) {
+  const OptimizeOptions& o = r.options;
+  r.entry = &sched::find_scheduler(o.scheduler);
+  sched::Params::parse(r.entry->name, r.entry->params, o.scheduler_params);
+  r.output = o.analyze ? std::string() : o.output_path.empty() ? default_output(o.model_path, r.entry->name)
+                                                              : o.output_path;
+  check_outputs(r.output, o);
+  r.progress = std::make_unique<ProgressLine>(progress_wanted(o.quiet));
+}
+
+// Phase 2: import and unit formation; an SVG too large to draw is refused
+// here, before the search.
+void import_model(OptimizeRun& r) {
+  const OptimizeOptions& o = r.options;
+  sched::FormationOptions formation;
+  formation.max_block_units = o.max_block_units;
+  formation.max_block_log10_bound = o.max_block_log10_bound;
+  r.progress->update(fmt::format("[import] {}", o.model_path), true);
+  r.prepared = model::prepare_model(
+      o.model_path, model::shape_options(o.batch, o.rewrite_batch, o.input_shapes), formation);
+  r.report.import_ms = ms_since(r.start);
+  r.progress->clear();
+  if (!o.dot_path.empty()) sched::check_picture_size("--dot", o.dot_path, r.units().size());
+}
+
+// Phase 3: the cost model (measured on a GPU, or the simulator).
+void choose_cost_model(OptimizeRun& r) {
+  r.cost = make_cost_model(r.units(), r.options, r.progress.get());
+  if (r.options.verbose) log_effective_options(r.options, *r.prepared, r.cost, r.output);
+  if (!r.options.quiet) logger("cli")->info("{}", r.cost.note);
+}
+
+// Phase 4: the search.
+void search(OptimizeRun& r) {
+  r.schedule = schedule_model(*r.prepared, r.options.scheduler, r.options.scheduler_params, r.cost, r.stats,
+                              search_progress(*r.progress, r.units(), r.entry->name));
+  r.progress->clear();
+}
+
+// Phase 5: the report object, from the model, the search and (unless
+// --analyze) the sequential schedule under the same cost model, the
+// reference the summary compares with.
+void fill_report(OptimizeRun& r) {
+  const sched::UnitGraph& units = r.units();
+  OptimizeReport& report = r.report;
+  report.model_path = r.prepared->model.path;
+  report.batch = r.prepared->model.batch;
+  report.sha256 = r.prepared->model.sha256;
+  report.units = units.size();
+  for (size_t b = 0; b < units.blocks().size(); ++b) {
+    const sched::Block& block = units.blocks()[b];
+    BlockReport row{static_cast<int>(b), units.unit(block.begin).id, block.size(), block.width,
+                    block.split_by_cap, block_kinds(units, block), std::nullopt};
+    if (b < r.stats.blocks.size()) row.search = r.stats.blocks[b];
+    report.blocks.push_back(std::move(row));
+    // "Widest" is by width (the concurrency available), then by size.
+    if (block.width > report.widest_width ||
+        (block.width == report.widest_width && block.size() > report.widest_units)) {
+      report.widest_units = block.size();
+      report.widest_width = block.width;
+    }
+  }
+  for (const auto& b : r.stats.blocks) {
+    report.states += b.states;
+    report.transitions += b.transitions;
+    report.stages_costed += b.stages_costed;
+  }
+  report.scheduler = r.entry->name;
+  report.params = r.schedule.scheduler.params;
+  report.cost_model = r.cost.model->name();
+  report.cost_note = r.cost.note;
+  report.device = r.schedule.device.name;
+  report.search_ms = r.stats.total_search_ms;
+  report.analyze_only = r.options.analyze;
+  report.predicted_ms = r.schedule.predicted_latency_ms;
+  report.schedule_file = r.output;
+  report.staged = r.schedule.is_staged();
+  if (report.staged) {
+    report.stages = static_cast<int>(r.schedule.staged().stages.size());
+    for (const auto& s : r.schedule.staged().stages) report.merges += s.strategy == sched::Strategy::kMerge;
+  } else {
+    report.streams = r.schedule.streamed().num_streams;
+  }
+  if (r.options.analyze) return;
+  sched::SearchStats sequential_stats;
+  report.sequential_ms =
+      r.options.scheduler == "sequential"
+          ? r.schedule.predicted_latency_ms
+          : schedule_model(*r.prepared, "sequential", "", r.cost, sequential_stats).predicted_latency_ms;
+  r.progress->clear();  // measuring the sequential stages may have shown it again
+  if (const auto* measured = dynamic_cast<const cuda::MeasuredCostModel*>(r.cost.model.get())) {
+    const cuda::MeasureProgress p = measured->progress();
+    report.measurement = MeasurementReport{p.measured, p.elapsed_s, p.setup_s, p.cache_hits};
+  }
+}
+
+// Phase 6: the files, the schedule first: drawing can fail (Graphviz's
+// limits) and must not cost the schedule.
+void write_outputs(OptimizeRun& r) {
+  const OptimizeOptions& o = r.options;
+  if (!r.output.empty()) sched::write_schedule(r.output, r.schedule, r.units());
+  if (!o.report_json.empty()) {
+    create_parent_folder(o.report_json);
+    write_file_atomically(o.report_json, render_json(r.report));
+  }
+  try {
+    if (!o.dot_path.empty()) {
+      sched::write_schedule_picture(o.dot_path, r.schedule, r.units(),
+                                    r.output.empty() ? o.model_path : r.output);
+    }
+    if (!o.html_path.empty()) write_html_report(o.html_path, r.report, r.schedule, r.units());
+  } catch (const UserError& e) {
+    if (r.output.empty() || is_stdout_path(r.output)) throw;
+    throw UserError(fmt::format("{} (the schedule was written to {})", e.what(), r.output));
+  }
+}
+
+}  // namespace
+
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   if (!options.calibrate_db.empty()) {
     check_outputs(options.output_path, options);
     return run_calibration(options, out);
   }
-  auto log = logger("cli");
-  const auto start = std::chrono::steady_clock::now();
-  // Fail on a bad scheduler name or parameters before the (slow) import.
-  const sched::SchedulerEntry& entry = sched::find_scheduler(options.scheduler);
-  sched::Params::parse(entry.name, entry.params, options.scheduler_params);
-  // Checked before the (slow) import, so a refused output costs nothing.
-  const std::string output = options.analyze ? std::string()
-                             : options.output_path.empty()
-                                 ? default_output(options.model_path, entry.name)
-                                 : options.output_path;
-  check_outputs(output, options);
-  // A file written to standard output must not be mixed with the summary.
-  const bool to_stdout = is_stdout_path(output) || is_stdout_path(options.report_json) ||
-                         is_stdout_path(options.dot_path) || is_stdout_path(options.html_path);
-  std::ostream& summary = to_stdout ? std::cerr : out;
-
-  sched::FormationOptions formation;
-  formation.max_block_units = options.max_block_units;
-  formation.max_block_log10_bound = options.max_block_log10_bound;
-  ProgressLine progress(progress_wanted(options.quiet));
-  progress.update(fmt::format("[import] {}", options.model_path), true);
-  auto prepared = model::prepare_model(
-      options.model_path, model::shape_options(options.batch, options.rewrite_batch, options.input_shapes),
-      formation);
-  const sched::UnitGraph& units = *prepared->units;
-  const double import_ms = ms_since(start);
-  progress.clear();
-  if (!options.dot_path.empty()) sched::check_picture_size("--dot", options.dot_path, units.size());
-  CostChoice cost = make_cost_model(units, options, &progress);
-  if (options.verbose) log_effective_options(options, *prepared, cost, output);
-  if (!options.quiet) log->info("{}", cost.note);
-
-  sched::SearchStats stats;
-  sched::Schedule schedule =
-      schedule_model(*prepared, options.scheduler, options.scheduler_params, cost, stats,
-                     search_progress(progress, units, entry.name));
-  progress.clear();
-  // --html: the summary, the picture and the per-block table on one page.
-  auto write_html = [&](double sequential_ms) {
-    if (options.html_path.empty()) return;
-    HtmlReport report;
-    report.title = output.empty() ? options.model_path : output;
-    report.summary = {
-        {"Model", fmt::format("{} (batch {}, sha256 {})", prepared->model.path,
-                              prepared->model.batch, prepared->model.sha256)},
-        {"Units", fmt::format("{} in {} blocks", units.size(), units.blocks().size())},
-        {"Scheduler", fmt::format("{} ({})", entry.name, format_params(schedule.scheduler.params))},
-        {"Cost model", cost.note},
-        {"Predicted latency", fmt::format("{:.4f} ms", schedule.predicted_latency_ms)}};
-    if (sequential_ms > 0) {
-      report.summary.emplace_back("Sequential", fmt::format("{:.4f} ms ({:.2f}x)", sequential_ms,
-                                                            sequential_ms / std::max(1e-12, schedule.predicted_latency_ms)));
-    }
-    report.summary.emplace_back("Schedule file", output.empty() ? "(none: --analyze)" : output);
-    write_html_report(options.html_path, report, schedule, units, stats);
-  };
-  // The pictures come after the schedule and the report: drawing can fail
-  // (Graphviz's limits), and must not cost the schedule.
-  auto write_pictures = [&](double sequential_ms) {
-    try {
-      if (!options.dot_path.empty()) {
-        sched::write_schedule_picture(options.dot_path, schedule, units,
-                                      output.empty() ? options.model_path : output);
-      }
-      write_html(sequential_ms);
-    } catch (const UserError& e) {
-      if (output.empty() || is_stdout_path(output)) throw;
-      throw UserError(fmt::format("{} (the schedule was written to {})", e.what(), output));
-    }
-  };
-
-  int widest = 0, widest_width = 0;
-  for (const auto& b : units.blocks()) {
-    // "Widest" is by width (the concurrency available), then by size.
-    if (b.width > widest_width || (b.width == widest_width && b.size() > widest)) {
-      widest = b.size();
-      widest_width = b.width;
-    }
-  }
-  int64_t transitions = 0, states = 0, costed = 0;
-  for (const auto& b : stats.blocks) {
-    transitions += b.transitions;
-    states += b.states;
-    costed += b.stages_costed;
-  }
-
-  if (options.analyze) {
-    summary << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10} {:>10}\n", "block",
-                       "n", "width", "units", "states", "transitions", "costed", "search ms",
-                       "latency ms");
-    for (size_t b = 0; b < units.blocks().size(); ++b) {
-      const sched::Block& block = units.blocks()[b];
-      const sched::BlockStats* s = b < stats.blocks.size() ? &stats.blocks[b] : nullptr;
-      summary << fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}{}\n",
-                         b, block.size(), block.width, block_kinds(units, block).substr(0, 34),
-                         s ? s->states : 0, s ? s->transitions : 0, s ? s->stages_costed : 0,
-                         s ? s->search_ms : 0.0, s ? s->predicted_ms : 0.0,
-                         block.split_by_cap ? "  (part of a wider region)" : "");
-    }
-    summary << fmt::format("total  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}\n",
-                       units.size(), widest_width, "", states, transitions, costed,
-                       stats.total_search_ms, schedule.predicted_latency_ms);
-    if (!options.report_json.empty()) {
-      write_report_json(options.report_json, options, *prepared, schedule, stats, cost, 0.0,
-                        import_ms, "");
-    }
-    write_pictures(0.0);
-    return 0;
-  }
-
-  // Sequential under the same cost model, as the reference the summary compares with.
-  sched::SearchStats seq_stats;
-  const double sequential_ms =
-      options.scheduler == "sequential"
-          ? schedule.predicted_latency_ms
-          : schedule_model(*prepared, "sequential", "", cost, seq_stats).predicted_latency_ms;
-  progress.clear();  // measuring the sequential stages may have shown it again
-
-  sched::write_schedule(output, schedule, units);
-  if (!options.report_json.empty()) {
-    write_report_json(options.report_json, options, *prepared, schedule, stats, cost,
-                      sequential_ms, import_ms, output);
-  }
-  write_pictures(sequential_ms);
-
-  if (options.quiet) return 0;
-  int stages = 0, merges = 0, streams = 1;
-  if (schedule.is_staged()) {
-    stages = static_cast<int>(schedule.staged().stages.size());
-    for (const auto& s : schedule.staged().stages) merges += s.strategy == sched::Strategy::kMerge;
-  } else {
-    streams = schedule.streamed().num_streams;
-  }
-  summary << "\n=== ios-optimize summary ===\n";
-  summary << fmt::format("Model            {} (batch {}, sha256 {}...)\n", prepared->model.path,
-                     prepared->model.batch, prepared->model.sha256.substr(0, 12));
-  summary << fmt::format("Units            {} in {} blocks (widest block: {} units, width {})\n",
-                     units.size(), units.blocks().size(), widest, widest_width);
-  summary << fmt::format("Scheduler        {} ({})\n", entry.name, format_params(schedule.scheduler.params));
-  summary << fmt::format("Cost model       {}\n", cost.note);
-  summary << fmt::format("Search           {} states, {} transitions, {} stages costed in {:.3f} s "
-                     "(import {:.2f} s)\n",
-                     states, transitions, costed, stats.total_search_ms / 1000.0, import_ms / 1000.0);
-  if (const auto* measured = dynamic_cast<const cuda::MeasuredCostModel*>(cost.model.get())) {
-    const cuda::MeasureProgress p = measured->progress();
-    summary << fmt::format("Measurement      {} stages timed on the GPU in {:.2f} s ({:.3f} ms setup per stage), "
-                       "{} answered by the profile database or repeats\n",
-                       p.measured, p.elapsed_s, p.measured > 0 ? 1000.0 * p.setup_s / p.measured : 0.0,
-                       p.cache_hits);
-  }
-  if (schedule.is_staged()) {
-    summary << fmt::format("Schedule         {} stages, {} operator merges\n", stages, merges);
-  } else {
-    summary << fmt::format("Schedule         {} units on {} streams\n", units.size(), streams);
-  }
-  summary << fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n",
-                     schedule.predicted_latency_ms,
-                     cost.model->name() == "measured" ? "measured per stage" : "predicted (whole plan simulated)",
-                     sequential_ms, sequential_ms / std::max(1e-12, schedule.predicted_latency_ms));
-  summary << fmt::format("Written          {}\n", output);
+  // A file written to standard output must not be mixed with the text.
+  const bool file_on_stdout = is_stdout_path(options.output_path) || is_stdout_path(options.report_json) ||
+                              is_stdout_path(options.dot_path) || is_stdout_path(options.html_path);
+  OptimizeRun r(options, file_on_stdout ? std::cerr : out);
+  check_request(r);
+  import_model(r);
+  choose_cost_model(r);
+  search(r);
+  fill_report(r);
+  if (options.analyze) r.summary << render_analysis(r.report);
+  write_outputs(r);
+  if (!options.quiet && !options.analyze) r.summary << render_summary(r.report);
   return 0;
 }
 

@@ -99,204 +99,255 @@ bool is_pointwise(const Graph& g, const Node& n) {
          a.stride[1] == 1 && a.pads == std::array<int64_t, 4>{0, 0, 0, 0};
 }
 
-}  // namespace
+// The assignment of nodes to units while the rules run: owner[n] is the
+// anchor node whose unit n belongs to (kNone: undecided).
+class Formation {
+ public:
+  Formation(const Graph& graph, const FormationOptions& options)
+      : graph_(graph),
+        options_(options),
+        order_(graph.topological_order()),
+        owner_(graph.num_nodes(), ir::kNone),
+        prologue_(graph.num_nodes(), 0) {}
 
-UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& options) {
-  const auto num_nodes = static_cast<NodeId>(graph.num_nodes());
-  if (num_nodes == 0) user_error("the model has no operators to schedule");
-  const std::vector<NodeId> order = graph.topological_order();
-
-  // owner[n]: the anchor node whose unit n belongs to (kNone: undecided).
-  std::vector<NodeId> owner(static_cast<size_t>(num_nodes), ir::kNone);
-  std::map<NodeId, UnitKind> kind_of_anchor;
-  std::vector<char> prologue(static_cast<size_t>(num_nodes), 0);
-  auto producer = [&](TensorId t) { return graph.tensor(t).producer; };
-  auto owner_of = [&](NodeId n) { return owner[static_cast<size_t>(n)]; };
-
-  // Rules 1-3, in topological order.
-  for (NodeId n : order) {
-    const Node& node = graph.node(n);
-    if (is_binary_elementwise(graph, node)) continue;  // decided by rules 4-5
-    if (!is_unary_elementwise(graph, node)) {
-      NodeId anchor = n;
-      UnitKind kind = anchor_kind(node.op);
-      if (options.fuse_sepconv && is_pointwise(graph, node)) {
-        const NodeId p = producer(node.inputs[0]);
-        if (p != ir::kNone && is_depthwise(graph, graph.node(p)) &&
-            single_internal_use(graph, node.inputs[0]) && owner_of(p) == p) {
-          anchor = p;  // join the depthwise conv's unit
-          kind = UnitKind::kSepConv;
-        }
+  // Rules 1-3, in topological order: anchors, separable convolutions,
+  // epilogues; marks the Relus that rule 4 makes prologues.
+  void anchors_and_epilogues() {
+    for (NodeId n : order_) {
+      const Node& node = graph_.node(n);
+      if (is_binary_elementwise(graph_, node)) continue;  // decided by rules 4-5
+      if (!is_unary_elementwise(graph_, node)) {
+        anchor(n);
+      } else if (!join_as_epilogue(n, /*into_elementwise=*/false)) {
+        mark_prologue(n);
       }
-      owner[static_cast<size_t>(n)] = anchor;
-      kind_of_anchor[anchor] = kind;
-      continue;
-    }
-    // Unary element-wise: an epilogue of a compute unit when possible.
-    const TensorId in = activation_input(graph, node);
-    const NodeId p = in == ir::kNone ? ir::kNone : producer(in);
-    if (options.fuse_epilogues && p != ir::kNone && owner_of(p) != ir::kNone &&
-        single_internal_use(graph, in)) {
-      const UnitKind k = kind_of_anchor.at(owner_of(p));
-      if (accepts_epilogue(k) && k != UnitKind::kElementwise) {
-        owner[static_cast<size_t>(n)] = owner_of(p);
-        continue;
-      }
-    }
-    // Rule 4: a Relu (a prologue operator in the table) whose only use is a
-    // Conv becomes that Conv's prologue.
-    const TensorId out = node.outputs[0];
-    if (options.fuse_sepconv && ir::op_info(node.op).traits.prologue && single_internal_use(graph, out) &&
-        graph.node(graph.tensor(out).consumers[0]).op == OpKind::kConv) {
-      prologue[static_cast<size_t>(n)] = 1;
     }
   }
 
   // Rule 4, backwards: attach prologue Relus and the Add trees feeding them.
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const NodeId n = *it;
-    const Node& node = graph.node(n);
-    if (owner_of(n) != ir::kNone) continue;
-    const TensorId out = node.outputs[0];
-    if (!single_internal_use(graph, out)) {
-      if (options.fuse_input_sums && is_binary_elementwise(graph, node) && node.op == OpKind::kAdd) {
-        owner[static_cast<size_t>(n)] = n;  // the last Add of a sum chain anchors it
-        kind_of_anchor[n] = UnitKind::kElementwise;
+  void prologues_and_input_sums() {
+    for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+      const NodeId n = *it;
+      if (owner(n) != ir::kNone) continue;
+      const Node& node = graph_.node(n);
+      const TensorId out = node.outputs[0];
+      const bool sum = options_.fuse_input_sums && is_binary_elementwise(graph_, node) &&
+                       node.op == OpKind::kAdd;
+      if (!single_internal_use(graph_, out)) {
+        if (sum) own(n, UnitKind::kElementwise);  // the last Add of a sum chain anchors it
+        continue;
       }
-      continue;
-    }
-    const NodeId consumer = graph.tensor(out).consumers[0];
-    if (prologue[static_cast<size_t>(n)]) {
-      // The consumer Conv's unit (its owner is set: anchors were decided above).
-      owner[static_cast<size_t>(n)] = owner_of(consumer);
-      continue;
-    }
-    // An input sum joins when its only use is a prologue node or the data
-    // input of the Conv that starts a Conv/SepConv unit.
-    const Node& user = graph.node(consumer);
-    const bool feeds_conv_unit =
-        prologue[static_cast<size_t>(consumer)] ||
-        (user.op == OpKind::kConv && user.inputs[0] == out &&
-         kind_of_anchor.at(owner_of(consumer)) != UnitKind::kElementwise);
-    if (!options.fuse_input_sums || !is_binary_elementwise(graph, node) || node.op != OpKind::kAdd) {
-      continue;
-    }
-    if (owner_of(consumer) != ir::kNone && feeds_conv_unit) {
-      owner[static_cast<size_t>(n)] = owner_of(consumer);
-      prologue[static_cast<size_t>(n)] = 1;
-    } else if (user.op == OpKind::kAdd && owner_of(consumer) != ir::kNone &&
-               kind_of_anchor.count(owner_of(consumer)) &&
-               kind_of_anchor.at(owner_of(consumer)) == UnitKind::kElementwise) {
-      // A chain of Adds (the unweighted sum of a RandWire stage's sinks) is
-      // one element-wise unit.
-      owner[static_cast<size_t>(n)] = owner_of(consumer);
-    } else {
-      owner[static_cast<size_t>(n)] = n;
-      kind_of_anchor[n] = UnitKind::kElementwise;
+      const NodeId consumer = graph_.tensor(out).consumers[0];
+      if (prologue_[index(n)]) {
+        // The consumer Conv's unit (its owner is set: anchors were decided above).
+        owner_[index(n)] = owner(consumer);
+        continue;
+      }
+      if (sum) join_sum(n, out, consumer);
     }
   }
 
   // Rule 5: what is left becomes its own element-wise unit (with epilogues).
-  for (NodeId n : order) {
-    if (owner_of(n) != ir::kNone) continue;
-    const Node& node = graph.node(n);
-    if (is_unary_elementwise(graph, node) && options.fuse_epilogues) {
-      const TensorId in = activation_input(graph, node);
-      const NodeId p = in == ir::kNone ? ir::kNone : producer(in);
-      if (p != ir::kNone && owner_of(p) != ir::kNone && single_internal_use(graph, in) &&
-          accepts_epilogue(kind_of_anchor.at(owner_of(p))) && !prologue[static_cast<size_t>(p)]) {
-        owner[static_cast<size_t>(n)] = owner_of(p);
-        continue;
+  void the_rest() {
+    for (NodeId n : order_) {
+      if (owner(n) != ir::kNone) continue;
+      if (!is_unary_elementwise(graph_, graph_.node(n)) || !join_as_epilogue(n, /*into_elementwise=*/true)) {
+        own(n, UnitKind::kElementwise);
       }
     }
-    owner[static_cast<size_t>(n)] = n;
-    kind_of_anchor[n] = UnitKind::kElementwise;
   }
 
-  // Collect units; nodes of a unit in topological order.
-  std::map<NodeId, std::vector<NodeId>> members;
-  for (NodeId n : order) members[owner_of(n)].push_back(n);
+  // The units, their nodes in topological order, unsorted.
+  std::vector<Unit> collect_units() {
+    std::map<NodeId, std::vector<NodeId>> members;
+    for (NodeId n : order_) members[owner(n)].push_back(n);
+    std::vector<Unit> units;
+    for (auto& [anchor, nodes] : members) {
+      Unit unit;
+      unit.kind = kind_of_anchor_.at(anchor);
+      unit.nodes = nodes;
+      unit.anchor = anchor;
+      if (unit.kind == UnitKind::kSepConv) {
+        // The anchor of a separable conv is its pointwise (last) convolution.
+        for (NodeId n : nodes) {
+          if (graph_.node(n).op == OpKind::kConv) unit.anchor = n;
+        }
+      }
+      const Node& last = graph_.node(nodes.back());
+      unit.id = graph_.tensor(last.outputs[0]).name;
+      unit_index_[anchor] = static_cast<int>(units.size());
+      units.push_back(std::move(unit));
+    }
+    return units;
+  }
 
-  std::vector<Unit> raw;
-  std::map<NodeId, int> raw_index;
-  for (auto& [anchor, nodes] : members) {
-    Unit unit;
-    unit.kind = kind_of_anchor.at(anchor);
-    unit.nodes = nodes;
-    unit.anchor = anchor;
-    if (unit.kind == UnitKind::kSepConv) {
-      // The anchor of a separable conv is its pointwise (last) convolution.
-      for (NodeId n : nodes) {
-        if (graph.node(n).op == OpKind::kConv) unit.anchor = n;
+  int unit_of(NodeId n) const { return unit_index_.at(owner(n)); }
+  const std::vector<NodeId>& order() const { return order_; }
+
+ private:
+  static size_t index(NodeId n) { return static_cast<size_t>(n); }
+  NodeId owner(NodeId n) const { return owner_[index(n)]; }
+  NodeId producer(TensorId t) const { return graph_.tensor(t).producer; }
+  void own(NodeId n, UnitKind kind) {
+    owner_[index(n)] = n;
+    kind_of_anchor_[n] = kind;
+  }
+
+  // Rules 1-2: a node that is not element-wise anchors a unit, unless it is
+  // the pointwise half of a separable convolution.
+  void anchor(NodeId n) {
+    const Node& node = graph_.node(n);
+    NodeId anchor = n;
+    UnitKind kind = anchor_kind(node.op);
+    if (options_.fuse_sepconv && is_pointwise(graph_, node)) {
+      const NodeId p = producer(node.inputs[0]);
+      if (p != ir::kNone && is_depthwise(graph_, graph_.node(p)) &&
+          single_internal_use(graph_, node.inputs[0]) && owner(p) == p) {
+        anchor = p;  // join the depthwise conv's unit
+        kind = UnitKind::kSepConv;
       }
     }
-    const Node& last = graph.node(nodes.back());
-    unit.id = graph.tensor(last.outputs[0]).name;
-    raw_index[anchor] = static_cast<int>(raw.size());
-    raw.push_back(std::move(unit));
+    owner_[index(n)] = anchor;
+    kind_of_anchor_[anchor] = kind;
   }
-  auto unit_of_node = [&](NodeId n) { return raw_index.at(owner_of(n)); };
 
-  // Inputs, outputs and edges.
-  const size_t count = raw.size();
-  std::vector<std::vector<int>> succ(count);
-  std::vector<int> indegree(count, 0);
+  // Rule 3 (and rule 5's epilogues): a unary element-wise node joins its
+  // input's unit. Rules 1-3 join compute units only; rule 5 also element-wise
+  // units, but not through a prologue.
+  bool join_as_epilogue(NodeId n, bool into_elementwise) {
+    if (!options_.fuse_epilogues) return false;
+    const TensorId in = activation_input(graph_, graph_.node(n));
+    const NodeId p = in == ir::kNone ? ir::kNone : producer(in);
+    if (p == ir::kNone || owner(p) == ir::kNone || !single_internal_use(graph_, in)) return false;
+    const UnitKind k = kind_of_anchor_.at(owner(p));
+    if (!accepts_epilogue(k)) return false;
+    if (into_elementwise ? prologue_[index(p)] != 0 : k == UnitKind::kElementwise) return false;
+    owner_[index(n)] = owner(p);
+    return true;
+  }
+
+  // Rule 4: a Relu (a prologue operator in the table) whose only use is a
+  // Conv becomes that Conv's prologue.
+  void mark_prologue(NodeId n) {
+    const Node& node = graph_.node(n);
+    const TensorId out = node.outputs[0];
+    if (options_.fuse_sepconv && ir::op_info(node.op).traits.prologue && single_internal_use(graph_, out) &&
+        graph_.node(graph_.tensor(out).consumers[0]).op == OpKind::kConv) {
+      prologue_[index(n)] = 1;
+    }
+  }
+
+  // Rule 4's input sums: an Add whose only use is a prologue node or the
+  // data input of the Conv that starts a Conv/SepConv unit joins that unit; a
+  // chain of Adds (the unweighted sum of a RandWire stage's sinks) is one
+  // element-wise unit; any other Add is its own.
+  void join_sum(NodeId n, TensorId out, NodeId consumer) {
+    const Node& user = graph_.node(consumer);
+    const NodeId unit = owner(consumer);
+    const bool feeds_conv_unit =
+        prologue_[index(consumer)] ||
+        (user.op == OpKind::kConv && user.inputs[0] == out && kind_of_anchor_.at(unit) != UnitKind::kElementwise);
+    if (unit != ir::kNone && feeds_conv_unit) {
+      owner_[index(n)] = unit;
+      prologue_[index(n)] = 1;
+    } else if (user.op == OpKind::kAdd && unit != ir::kNone && kind_of_anchor_.count(unit) &&
+               kind_of_anchor_.at(unit) == UnitKind::kElementwise) {
+      owner_[index(n)] = unit;
+    } else {
+      own(n, UnitKind::kElementwise);
+    }
+  }
+
+  const Graph& graph_;
+  const FormationOptions& options_;
+  const std::vector<NodeId> order_;
+  std::vector<NodeId> owner_;
+  std::map<NodeId, UnitKind> kind_of_anchor_;
+  std::vector<char> prologue_;
+  std::map<NodeId, int> unit_index_;  // anchor -> index in collect_units()
+};
+
+// Each unit's input and output tensors, and the edges between units.
+struct UnitEdges {
+  std::vector<std::vector<int>> succ;
+  std::vector<int> indegree;
+};
+
+UnitEdges connect_units(const Graph& graph, const Formation& formation, std::vector<Unit>& units) {
+  const size_t count = units.size();
+  UnitEdges edges{std::vector<std::vector<int>>(count), std::vector<int>(count, 0)};
   for (size_t u = 0; u < count; ++u) {
-    Unit& unit = raw[u];
+    Unit& unit = units[u];
     for (NodeId n : unit.nodes) {
       for (TensorId t : graph.node(n).inputs) {
         const ir::Tensor& tensor = graph.tensor(t);
         if (tensor.is_constant()) continue;
-        if (tensor.producer != ir::kNone && unit_of_node(tensor.producer) == static_cast<int>(u)) {
+        if (tensor.producer != ir::kNone && formation.unit_of(tensor.producer) == static_cast<int>(u)) {
           continue;
         }
         if (std::find(unit.inputs.begin(), unit.inputs.end(), t) == unit.inputs.end()) {
           unit.inputs.push_back(t);
         }
         if (tensor.producer != ir::kNone) {
-          const int from = unit_of_node(tensor.producer);
-          if (std::find(succ[static_cast<size_t>(from)].begin(), succ[static_cast<size_t>(from)].end(),
-                        static_cast<int>(u)) == succ[static_cast<size_t>(from)].end()) {
-            succ[static_cast<size_t>(from)].push_back(static_cast<int>(u));
-            ++indegree[u];
+          std::vector<int>& from = edges.succ[static_cast<size_t>(formation.unit_of(tensor.producer))];
+          if (std::find(from.begin(), from.end(), static_cast<int>(u)) == from.end()) {
+            from.push_back(static_cast<int>(u));
+            ++edges.indegree[u];
           }
         }
       }
       for (TensorId t : graph.node(n).outputs) {
         bool used_outside = graph.is_graph_output(t);
-        for (NodeId c : graph.tensor(t).consumers) {
-          used_outside |= unit_of_node(c) != static_cast<int>(u);
-        }
+        for (NodeId c : graph.tensor(t).consumers) used_outside |= formation.unit_of(c) != static_cast<int>(u);
         if (used_outside) unit.outputs.push_back(t);
       }
     }
   }
+  return edges;
+}
 
-  // Topological order of units; ties broken by the first node's position.
-  std::vector<int> position(static_cast<size_t>(num_nodes), 0);
-  for (size_t i = 0; i < order.size(); ++i) position[static_cast<size_t>(order[i])] = static_cast<int>(i);
+// A topological order of the units; ties broken by the first node's
+// position in the IR's order.
+std::vector<int> order_units(const Formation& formation, const std::vector<Unit>& units, UnitEdges edges) {
+  std::map<NodeId, size_t> position;
+  for (size_t i = 0; i < formation.order().size(); ++i) position[formation.order()[i]] = i;
   auto later = [&](int a, int b) {
-    return position[static_cast<size_t>(raw[static_cast<size_t>(a)].nodes.front())] >
-           position[static_cast<size_t>(raw[static_cast<size_t>(b)].nodes.front())];
+    return position.at(units[static_cast<size_t>(a)].nodes.front()) >
+           position.at(units[static_cast<size_t>(b)].nodes.front());
   };
   std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
-  for (size_t u = 0; u < count; ++u) {
-    if (indegree[u] == 0) ready.push(static_cast<int>(u));
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (edges.indegree[u] == 0) ready.push(static_cast<int>(u));
   }
-  std::vector<int> new_id(count, -1);
   std::vector<int> sorted;
   while (!ready.empty()) {
     const int u = ready.top();
     ready.pop();
-    new_id[static_cast<size_t>(u)] = static_cast<int>(sorted.size());
     sorted.push_back(u);
-    for (int s : succ[static_cast<size_t>(u)]) {
-      if (--indegree[static_cast<size_t>(s)] == 0) ready.push(s);
+    for (int s : edges.succ[static_cast<size_t>(u)]) {
+      if (--edges.indegree[static_cast<size_t>(s)] == 0) ready.push(s);
     }
   }
-  IOS_ASSERT(sorted.size() == count, "unit graph has a cycle ({} of {} units ordered)",
-             sorted.size(), count);
+  IOS_ASSERT(sorted.size() == units.size(), "unit graph has a cycle ({} of {} units ordered)", sorted.size(),
+             units.size());
+  return sorted;
+}
 
+}  // namespace
+
+UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& options) {
+  if (graph.num_nodes() == 0) user_error("the model has no operators to schedule");
+  Formation formation(graph, options);
+  formation.anchors_and_epilogues();     // rules 1-3
+  formation.prologues_and_input_sums();  // rule 4
+  formation.the_rest();                  // rule 5
+  std::vector<Unit> raw = formation.collect_units();
+  const UnitEdges edges = connect_units(graph, formation, raw);
+  const std::vector<int> sorted = order_units(formation, raw, edges);
+
+  const size_t count = raw.size();
+  std::vector<int> new_id(count, -1);
+  for (size_t i = 0; i < sorted.size(); ++i) new_id[static_cast<size_t>(sorted[i])] = static_cast<int>(i);
   UnitGraph result;
   result.ir_ = &graph;
   result.units_.reserve(count);
@@ -304,7 +355,7 @@ UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& option
   result.preds_.assign(count, {});
   result.succs_.assign(count, {});
   for (size_t u = 0; u < count; ++u) {
-    for (int s : succ[u]) {
+    for (int s : edges.succ[u]) {
       result.succs_[static_cast<size_t>(new_id[u])].push_back(new_id[static_cast<size_t>(s)]);
       result.preds_[static_cast<size_t>(new_id[static_cast<size_t>(s)])].push_back(new_id[u]);
     }
@@ -312,9 +363,7 @@ UnitGraph UnitGraph::form(const ir::Graph& graph, const FormationOptions& option
   result.tensor_producer_.assign(graph.num_tensors(), ir::kNone);
   for (size_t u = 0; u < count; ++u) {
     for (NodeId n : result.units_[u].nodes) {
-      for (TensorId t : graph.node(n).outputs) {
-        result.tensor_producer_[static_cast<size_t>(t)] = static_cast<UnitId>(u);
-      }
+      for (TensorId t : graph.node(n).outputs) result.tensor_producer_[static_cast<size_t>(t)] = static_cast<UnitId>(u);
     }
   }
   result.max_block_units_ = std::clamp(options.max_block_units, 1, 64);

@@ -1,0 +1,122 @@
+#include "optimize/optimize_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace ios::optimize {
+namespace {
+
+std::string format_params(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out;
+  for (const auto& [k, v] : params) out += (out.empty() ? "" : ", ") + k + "=" + v;
+  return out.empty() ? "none" : out;
+}
+
+double speedup(const OptimizeReport& r) { return r.sequential_ms / std::max(1e-12, r.predicted_ms); }
+
+}  // namespace
+
+std::string render_summary(const OptimizeReport& r) {
+  std::string out = "\n=== ios-optimize summary ===\n";
+  out += fmt::format("Model            {} (batch {}, sha256 {}...)\n", r.model_path, r.batch,
+                     r.sha256.substr(0, 12));
+  out += fmt::format("Units            {} in {} blocks (widest block: {} units, width {})\n", r.units,
+                     r.blocks.size(), r.widest_units, r.widest_width);
+  out += fmt::format("Scheduler        {} ({})\n", r.scheduler, format_params(r.params));
+  out += fmt::format("Cost model       {}\n", r.cost_note);
+  out += fmt::format("Search           {} states, {} transitions, {} stages costed in {:.3f} s "
+                     "(import {:.2f} s)\n",
+                     r.states, r.transitions, r.stages_costed, r.search_ms / 1000.0, r.import_ms / 1000.0);
+  if (r.measurement) {
+    const MeasurementReport& m = *r.measurement;
+    out += fmt::format("Measurement      {} stages timed on the GPU in {:.2f} s ({:.3f} ms setup per stage), "
+                       "{} answered by the profile database or repeats\n",
+                       m.measured, m.elapsed_s, m.measured > 0 ? 1000.0 * m.setup_s / m.measured : 0.0,
+                       m.cache_hits);
+  }
+  if (r.staged) {
+    out += fmt::format("Schedule         {} stages, {} operator merges\n", r.stages, r.merges);
+  } else {
+    out += fmt::format("Schedule         {} units on {} streams\n", r.units, r.streams);
+  }
+  out += fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n", r.predicted_ms,
+                     r.cost_model == "measured" ? "measured per stage" : "predicted (whole plan simulated)",
+                     r.sequential_ms, speedup(r));
+  out += fmt::format("Written          {}\n", r.schedule_file);
+  return out;
+}
+
+std::string render_analysis(const OptimizeReport& r) {
+  std::string out = fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10} {:>10}\n", "block", "n",
+                                "width", "units", "states", "transitions", "costed", "search ms", "latency ms");
+  for (const BlockReport& b : r.blocks) {
+    const sched::BlockStats s = b.search.value_or(sched::BlockStats{});
+    out += fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}{}\n", b.index,
+                       b.units, b.width, b.kinds.substr(0, 34), s.states, s.transitions, s.stages_costed,
+                       s.search_ms, s.predicted_ms, b.split_by_cap ? "  (part of a wider region)" : "");
+  }
+  out += fmt::format("total  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}\n", r.units,
+                     r.widest_width, "", r.states, r.transitions, r.stages_costed, r.search_ms, r.predicted_ms);
+  return out;
+}
+
+std::string render_json(const OptimizeReport& r) {
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const BlockReport& b : r.blocks) {
+    nlohmann::json entry = {{"index", b.index},
+                            {"first_unit", b.first_unit},
+                            {"units", b.units},
+                            {"width", b.width},
+                            {"split_by_cap", b.split_by_cap}};
+    if (b.search) {
+      entry["states"] = b.search->states;
+      entry["transitions"] = b.search->transitions;
+      entry["stages_costed"] = b.search->stages_costed;
+      entry["search_ms"] = b.search->search_ms;
+      entry["predicted_ms"] = b.search->predicted_ms;
+    }
+    blocks.push_back(entry);
+  }
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : r.params) params[k] = v;
+  const nlohmann::json doc = {{"format", "ios-optimize-report"},
+                              {"version", 1},
+                              {"model", r.model_path},
+                              {"batch", r.batch},
+                              {"units", r.units},
+                              {"blocks", blocks},
+                              {"scheduler", r.scheduler},
+                              {"params", params},
+                              {"cost_model", r.cost_model},
+                              {"cost_note", r.cost_note},
+                              {"device", r.device},
+                              {"predicted_latency_ms", r.predicted_ms},
+                              {"sequential_predicted_ms", r.sequential_ms},
+                              {"search_ms", r.search_ms},
+                              {"import_ms", r.import_ms},
+                              {"states", r.states},
+                              {"transitions", r.transitions},
+                              {"stages_costed", r.stages_costed},
+                              {"schedule_file", r.schedule_file},
+                              {"stages", r.staged ? r.stages : 0},
+                              {"analyze_only", r.analyze_only}};
+  return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::vector<std::pair<std::string, std::string>> summary_rows(const OptimizeReport& r) {
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"Model", fmt::format("{} (batch {}, sha256 {})", r.model_path, r.batch, r.sha256)},
+      {"Units", fmt::format("{} in {} blocks", r.units, r.blocks.size())},
+      {"Scheduler", fmt::format("{} ({})", r.scheduler, format_params(r.params))},
+      {"Cost model", r.cost_note},
+      {"Predicted latency", fmt::format("{:.4f} ms", r.predicted_ms)}};
+  if (r.sequential_ms > 0) {
+    rows.emplace_back("Sequential", fmt::format("{:.4f} ms ({:.2f}x)", r.sequential_ms, speedup(r)));
+  }
+  rows.emplace_back("Schedule file", r.schedule_file.empty() ? "(none: --analyze)" : r.schedule_file);
+  return rows;
+}
+
+}  // namespace ios::optimize

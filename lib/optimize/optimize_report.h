@@ -1,0 +1,68 @@
+// What one ios-optimize run did, as one object that every report renders:
+// the summary printed at the end, the --analyze table, --report-json and the
+// --html page. The pipeline (optimizer.cpp) fills it phase by phase; nothing
+// else assembles report text.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sched/scheduler.h"
+
+namespace ios::optimize {
+
+struct BlockReport {
+  int index = 0;
+  std::string first_unit;
+  int units = 0;
+  int width = 0;
+  bool split_by_cap = false;
+  std::string kinds;                        // "3 conv, 1 pool"
+  std::optional<sched::BlockStats> search;  // absent for a block the scheduler did not report
+};
+
+// --cost measured: what the GPU timed.
+struct MeasurementReport {
+  int64_t measured = 0;
+  double elapsed_s = 0.0;
+  double setup_s = 0.0;
+  int64_t cache_hits = 0;
+};
+
+struct OptimizeReport {
+  std::string model_path;
+  int64_t batch = 0;
+  std::string sha256;
+  int units = 0;
+  std::vector<BlockReport> blocks;
+  int widest_units = 0, widest_width = 0;  // the widest block: by width, then size
+  std::string scheduler;
+  std::vector<std::pair<std::string, std::string>> params;
+  std::string cost_model;  // "simulated", "measured"
+  std::string cost_note;   // e.g. "predicted: GPU simulator with the 'h100' device profile"
+  std::string device;
+  double import_ms = 0.0;
+  double search_ms = 0.0;
+  int64_t states = 0, transitions = 0, stages_costed = 0;  // over all blocks
+  std::optional<MeasurementReport> measurement;
+  bool analyze_only = false;
+  // The schedule found.
+  bool staged = true;
+  int stages = 0, merges = 0, streams = 1;
+  double predicted_ms = 0.0;
+  double sequential_ms = 0.0;  // 0: not computed (--analyze)
+  std::string schedule_file;   // empty: none written (--analyze)
+};
+
+// "=== ios-optimize summary ===" and its lines.
+std::string render_summary(const OptimizeReport& report);
+// The --analyze table: one row per block, then the totals.
+std::string render_analysis(const OptimizeReport& report);
+// The --report-json document (format "ios-optimize-report", version 1).
+std::string render_json(const OptimizeReport& report);
+// The label/value rows at the top of the --html page.
+std::vector<std::pair<std::string, std::string>> summary_rows(const OptimizeReport& report);
+
+}  // namespace ios::optimize
