@@ -49,6 +49,38 @@ expect_error "ios-run --trace X --export-times X" 2 "--export-times and --trace 
 expect_error "ios-run --trace X --dot X" 2 "--trace and --dot both name t\.json" -- run --trace t.json --dot t.json
 expect_error "ios-run --dot the schedule" 2 "--dot .*s\.json is the schedule file" -- run --dot s.json
 check "the schedule survived ios-run's refusals" [ "$(sum s.json)" = "$schedule_sum" ]
+# Every pair of outputs of each program, on a file that exists (a schedule)
+# and must survive.
+optimize_outputs=(-o --report-json --dot --html)
+for ((i = 0; i < ${#optimize_outputs[@]}; i++)); do
+  for ((j = i + 1; j < ${#optimize_outputs[@]}; j++)); do
+    a=${optimize_outputs[i]} b=${optimize_outputs[j]}
+    other=(); [ "$a" != -o ] && other=(-o w.json)
+    expect_error "ios-optimize $a X $b X" 2 "$a and $b both name pair\.out" -- opt "${other[@]}" "$a" pair.out "$b" pair.out
+  done
+done
+run_outputs=(--export-times --trace --dot)
+for ((i = 0; i < ${#run_outputs[@]}; i++)); do
+  for ((j = i + 1; j < ${#run_outputs[@]}; j++)); do
+    a=${run_outputs[i]} b=${run_outputs[j]}
+    expect_error "ios-run $a X $b X" 2 "$a and $b both name pair\.out" -- run "$a" pair.out "$b" pair.out
+  done
+done
+check "no refused pair wrote anything" [ ! -e pair.out ]
+check "no refused pair wrote a schedule" [ ! -e w.json ]
+# An output tensor's file against another output of the same run.
+mkdir -p outs
+expect_error "--output-dir file and --export-times" 2 "--export-times and --output-dir both name outs/output\.npy" -- limited "$RUN" "$model" --backend cpu --iterations 1 --output-dir outs --export-times outs/output.npy
+# Inputs other than the model and the schedules.
+cp "$IOS_SOURCE_DIR/device_profiles/h100.json" profile.json
+profile_sum=$(sum profile.json)
+expect_error "-o the device profile" 2 "-o profile\.json is the device profile" -- opt --device-profile profile.json -o profile.json
+expect_error "ios-run --trace the device profile" 2 "--trace profile\.json is the device profile" -- run --device-profile profile.json --trace profile.json
+check "the device profile is intact" [ "$(sum profile.json)" = "$profile_sum" ]
+$PY -c 'import numpy; numpy.save("x.npy", numpy.zeros((1, 3, 8, 8), numpy.float32))'
+x_sum=$(sum x.npy)
+expect_error "--output-dir over the --input file" 2 "is the --input file" -- limited "$RUN" "$model" --backend cpu --iterations 1 --input x.npy --export-times x.npy
+check "the input tensor is intact" [ "$(sum x.npy)" = "$x_sum" ]
 
 # 2. An existing file that ios did not write is replaced only with --force;
 #    ios's own outputs are replaced run after run.
