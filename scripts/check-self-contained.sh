@@ -47,8 +47,10 @@ step "the copy exports the same RandWire model"
   cd "$copy"
   # Warnings are not errors here (the regular build has -Werror): under ASan,
   # GCC 12 reports libstdc++'s own <regex> as maybe-uninitialized.
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOS_ENABLE_CUDA=OFF \
-    -DIOS_SANITIZE=address,undefined -DIOS_WARNINGS_AS_ERRORS=OFF >/dev/null
+  # -O1: the optimisation level the sanitizers' authors recommend; it builds
+  # much faster than -O2 and the sanitized tests are small.
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+    -DIOS_ENABLE_CUDA=OFF -DIOS_SANITIZE=address,undefined -DIOS_WARNINGS_AS_ERRORS=OFF >/dev/null
   cmake --build build -j "$(nproc)" \
     --target ios-optimize ios-run ios_core_tests ios_sched_tests ios_onnx_tests ios_exec_tests >/dev/null
 )
