@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -132,4 +133,28 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
   cli.calibrate_db = (dir / "missing.sqlite").string();  // never created by calibration
   CHECK_THROWS_AS(optimize::run_optimize(cli, out), ios::UserError);
   CHECK_FALSE(std::filesystem::exists(dir / "missing.sqlite"));
+}
+
+TEST_CASE("a fit to absurd measurements stays inside the accepted ranges", "[sim][calibration]") {
+  const auto path = test::model("squeezenet1_1-bdyn.onnx");
+  REQUIRE(std::filesystem::exists(path));
+  const auto prepared = model::prepare_model(path.string(), model::shape_options(1, false, {}));
+  const sched::UnitGraph& units = *prepared->units;
+  cost::SimulatedOptions options;
+  options.precision = cost::Precision::kTf32;
+  const cost::DeviceProfile start = cost::load_device_profile("h100");
+  const std::vector<sched::Stage> stages = cost::candidate_stages(units, start, options);
+  // Every stage ten seconds (the knobs want to grow without bound), or a
+  // tenth of a microsecond (they want to vanish): the fit is clamped to the
+  // ranges the parser accepts, so the written profile loads.
+  for (const double ms : {cost::kMaxLatencyMs, 1e-4}) {
+    std::vector<cost::StageSample> samples;
+    for (const sched::Stage& stage : stages) samples.push_back({stage, ms});
+    const cost::CalibrationResult fit = cost::calibrate_profile(units, start, options, samples);
+    INFO("measured " << ms << " ms");
+    CHECK(fit.fitted.size() == 6);  // with the tensor-core efficiency
+    CHECK_NOTHROW(cost::validate_device_profile(fit.profile, "fit"));
+    CHECK_NOTHROW(cost::parse_device_profile(cost::device_profile_json(fit.profile), "fit.json"));
+    CHECK(std::isfinite(fit.mean_error_after));
+  }
 }
