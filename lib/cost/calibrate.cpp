@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "sched/scheduler.h"
@@ -32,12 +34,17 @@ class RecordingCost : public sched::CostModel {
   std::vector<sched::Stage> stages_;
 };
 
-// A fitted field, searched as the logarithm of its value.
+// A fitted field, searched as the logarithm of its value and kept inside
+// the range the profile parser accepts, so that the fit always loads.
 struct Knob {
   const char* name;
   double DeviceProfile::*field;
-  bool fraction;  // an efficiency: at most 1
 };
+
+// Measured latencies below this are treated like 0 (a stage that launches
+// nothing): CUDA events resolve about 0.5 us, and the log ratio of a
+// prediction to a denormal "measurement" would be infinite.
+constexpr double kMinUsableMs = 1e-4;
 
 // Nelder-Mead on f over R^n from x0 (initial steps `step`), at most
 // `max_evaluations` evaluations. Deterministic.
@@ -128,24 +135,43 @@ std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph,
 DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
                           const std::vector<sched::Stage>& candidates, Precision precision,
                           int64_t batch) {
-  // signature -> measured device -> latency, at this precision and batch
-  std::map<std::string, std::map<std::string, double>> measured;
-  for (const auto& [key, entry] : db.entries()) {
-    if (key.precision != precision_name(precision) || key.batch != batch) continue;
-    measured[key.signature][fmt::format("{} (driver {}, cuDNN {})", key.device, key.driver,
-                                        key.cudnn)] = entry.latency_ms;
-  }
-  std::map<std::string, std::vector<StageSample>> by_device;
-  for (const sched::Stage& stage : candidates) {
-    const auto found = measured.find(stage_signature(graph, stage));
-    if (found == measured.end()) continue;
-    for (const auto& [device, latency] : found->second)
-      by_device[device].push_back({stage, latency});
-  }
+  std::unordered_map<std::string, size_t> candidate;  // signature -> index in `candidates`
+  for (size_t i = 0; i < candidates.size(); ++i)
+    candidate.emplace(stage_signature(graph, candidates[i]), i);
+  // Rows are streamed and only those of a candidate stage kept, so memory
+  // follows the model, not the file; the caps bound a file crafted to match.
+  constexpr size_t kMaxRows = 100000;
+  constexpr size_t kMaxDeviceText = 256;
+  using Device = std::tuple<std::string, std::string, std::string>;  // name, driver, cuDNN
+  std::map<Device, std::vector<StageSample>> by_device;
+  size_t kept = 0;
+  db.for_each_entry(
+      precision_name(precision), batch, [&](const ProfileKey& key, const ProfileEntry& entry) {
+        const auto found = candidate.find(key.signature);
+        if (found == candidate.end()) return;
+        if (++kept > kMaxRows) {
+          user_error(
+              "profile database {}: more than {} rows match the model's stages at "
+              "batch {}; calibrate from a database of the one device",
+              db.path().string(), kMaxRows, batch);
+        }
+        if (std::max({key.device.size(), key.driver.size(), key.cudnn.size()}) > kMaxDeviceText) {
+          user_error(
+              "profile database {}: the row of device {}, batch {}, signature {} "
+              "names its device, driver or cuDNN in more than {} bytes",
+              db.path().string(), quoted_excerpt(key.device), key.batch,
+              quoted_excerpt(key.signature), kMaxDeviceText);
+        }
+        by_device[{key.device, key.driver, key.cudnn}].push_back(
+            {candidates[found->second], entry.latency_ms});
+      });
   DbSamples out;
   for (auto& [device, samples] : by_device) {
     if (samples.size() > out.samples.size()) {
-      out.device = device;
+      const auto& [name, driver, cudnn] = device;
+      // Quoted and escaped: the text goes into the profile's description.
+      out.device = fmt::format("{} (driver {}, cuDNN {})", quoted_excerpt(name),
+                               quoted_excerpt(driver), quoted_excerpt(cudnn));
       out.samples = std::move(samples);
     }
   }
@@ -156,19 +182,22 @@ CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceP
                                     const SimulatedOptions& options,
                                     const std::vector<StageSample>& samples) {
   std::vector<Knob> knobs = {
-      {"launch_overhead_us", &DeviceProfile::launch_overhead_us, false},
-      {"event_sync_overhead_us", &DeviceProfile::event_sync_overhead_us, false},
-      {"compute_efficiency", &DeviceProfile::compute_efficiency, true},
-      {"memory_efficiency", &DeviceProfile::memory_efficiency, true},
-      {"concurrency_interference", &DeviceProfile::concurrency_interference, false}};
+      {"launch_overhead_us", &DeviceProfile::launch_overhead_us},
+      {"event_sync_overhead_us", &DeviceProfile::event_sync_overhead_us},
+      {"compute_efficiency", &DeviceProfile::compute_efficiency},
+      {"memory_efficiency", &DeviceProfile::memory_efficiency},
+      {"concurrency_interference", &DeviceProfile::concurrency_interference}};
   if (options.precision == Precision::kTf32 && start.peak_tf32_tflops > 0.0) {
-    knobs.push_back({"tensor_core_efficiency", &DeviceProfile::tensor_core_efficiency, true});
+    knobs.push_back({"tensor_core_efficiency", &DeviceProfile::tensor_core_efficiency});
   }
+  std::vector<const FieldRange*> ranges;
+  for (const Knob& k : knobs) ranges.push_back(&device_profile_range(k.name));
   auto profile_at = [&](const std::vector<double>& x) {
     DeviceProfile p = start;
     for (size_t i = 0; i < knobs.size(); ++i) {
-      const double v = std::exp(x[i]);
-      p.*knobs[i].field = knobs[i].fraction ? std::min(v, 1.0) : v;
+      // exp() of a far-out simplex point may be 0 or inf: the clamp keeps
+      // every evaluated profile one the parser accepts.
+      p.*knobs[i].field = std::clamp(std::exp(x[i]), ranges[i]->min, ranges[i]->max);
     }
     return p;
   };
@@ -179,7 +208,7 @@ CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceP
   CalibrationResult result;
   for (const StageSample& s : samples) {
     const double predicted = initial.stage_latency(s.stage);
-    if (s.measured_ms <= 0.0 || predicted <= 0.0) continue;
+    if (!(s.measured_ms >= kMinUsableMs) || predicted <= 0.0) continue;
     usable.push_back(&s);
     result.mean_error_before += std::abs(predicted / s.measured_ms - 1.0);
   }

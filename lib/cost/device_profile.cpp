@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,24 @@ namespace ios::cost {
 namespace {
 
 using nlohmann::json;
+
+// What a mistyped value was, for a message: its JSON type, or for a scalar a
+// short excerpt. Never the whole value: a deeply nested or huge one would
+// make the message (and dump()'s recursion) unbounded.
+std::string describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::string:
+      return "the string " + quoted_excerpt(value.get_ref<const std::string&>());
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::null:
+      return "null";
+    default:  // boolean or number: a few characters
+      return value.dump();
+  }
+}
 
 // Reads fields off one JSON object, remembering which were used so that
 // unknown (typically misspelled) fields can be reported.
@@ -38,7 +57,8 @@ class FieldReader {
   std::string string(const std::string& field) {
     const json& value = require(field);
     if (!value.is_string() || value.get<std::string>().empty()) {
-      user_error("device profile {}: field '{}' must be a non-empty string", source_, field);
+      user_error("device profile {}: field '{}' must be a non-empty string, got {}", source_, field,
+                 describe(value));
     }
     return value.get<std::string>();
   }
@@ -47,45 +67,43 @@ class FieldReader {
     used_.insert(field);
     auto it = object_.find(field);
     if (it == object_.end()) return {};
-    if (!it->is_string())
-      user_error("device profile {}: field '{}' must be a string", source_, field);
+    if (!it->is_string()) {
+      user_error("device profile {}: field '{}' must be a string, got {}", source_, field,
+                 describe(*it));
+    }
     return it->get<std::string>();
   }
 
-  // A number in [min, max]; `min_exclusive` rejects min itself.
-  double number(const std::string& field, double min, bool min_exclusive, double max) {
+  // A number; its range is checked by validate_device_profile().
+  double number(const std::string& field) {
     const json& value = require(field);
     if (!value.is_number()) {
       user_error("device profile {}: field '{}' must be a number, got {}", source_, field,
-                 value.dump());
+                 describe(value));
     }
-    const double x = value.get<double>();
-    if (x < 0.0) user_error("device profile {}: field '{}' is negative ({})", source_, field, x);
-    if (x < min || (min_exclusive && x == min) || x > max) {
-      user_error("device profile {}: field '{}' = {} is out of range {}{}, {}]", source_, field, x,
-                 min_exclusive ? "(" : "[", min, max);
-    }
-    return x;
+    return value.get<double>();
   }
 
-  int64_t integer(const std::string& field, int64_t min) {
+  int64_t integer(const std::string& field) {
     const json& value = require(field);
     if (!value.is_number_integer()) {
       user_error("device profile {}: field '{}' must be an integer, got {}", source_, field,
-                 value.dump());
+                 describe(value));
     }
-    const auto x = value.get<int64_t>();
-    if (x < 0) user_error("device profile {}: field '{}' is negative ({})", source_, field, x);
-    if (x < min)
-      user_error("device profile {}: field '{}' must be >= {}, got {}", source_, field, min, x);
-    return x;
+    const FieldRange& range = device_profile_range(field);
+    // Above int64's range it would wrap when read as int64.
+    if (value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(range.max)) {
+      user_error("device profile {}: field '{}' = {} is out of range [{}, {}]", source_, field,
+                 value.get<uint64_t>(), range.min, range.max);
+    }
+    return value.get<int64_t>();
   }
 
   void reject_unknown() const {
     for (const auto& [key, value] : object_.items()) {
       if (!used_.count(key)) {
-        user_error("device profile {}: unknown field '{}' (known fields: {})", source_, key,
-                   fmt::join(used_, ", "));
+        user_error("device profile {}: unknown field {} (known fields: {})", source_,
+                   quoted_excerpt(key), fmt::join(used_, ", "));
       }
     }
   }
@@ -96,6 +114,31 @@ class FieldReader {
   std::set<std::string> used_;
 };
 
+void check_range(const std::string& source, std::string_view field, double x) {
+  const FieldRange& r = device_profile_range(field);
+  // NaN cannot come from JSON, but a profile built in code (calibration) is
+  // checked here too: every comparison with NaN is false, so test for it.
+  if (std::isnan(x)) user_error("device profile {}: field '{}' is not a number", source, field);
+  if (x < 0.0) user_error("device profile {}: field '{}' is negative ({})", source, field, x);
+  if (r.zero_allowed && x == 0.0) return;
+  if (x < r.min || x > r.max) {
+    user_error("device profile {}: field '{}' = {} is out of range {}[{}, {}] (docs/cost-model.md)",
+               source, field, x, r.zero_allowed ? "0 or " : "", r.min, r.max);
+  }
+}
+
+// A parser message, at most ~200 characters: it quotes the last token.
+std::string excerpt_of_what(std::string_view what) {
+  constexpr size_t kMax = 200;
+  if (what.size() <= kMax) return std::string(what);
+  return std::string(what.substr(0, kMax)) + "...";
+}
+
+bool has_control_characters(std::string_view text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
+
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -103,6 +146,95 @@ std::string lower(std::string text) {
 }
 
 }  // namespace
+
+const std::vector<FieldRange>& device_profile_ranges() {
+  // Plausible GPU magnitudes with wide margins: today's devices sit well
+  // inside every range. Peaks in TFLOP/s, bandwidth in GB/s, overheads in us.
+  static const std::vector<FieldRange> ranges = {
+      {"sm_count", 1, 10000, false, true},
+      {"peak_fp32_tflops", 0.01, 10000, false, false},
+      {"peak_tf32_tflops", 0.01, 100000, true, false},
+      {"mem_bandwidth_gbs", 1, 100000, false, false},
+      {"launch_overhead_us", 0, 1000, false, false},
+      {"event_sync_overhead_us", 0, 1000, false, false},
+      {"host_launch_us", 0, 1000, false, false},
+      {"max_concurrent_kernels", 1, 4096, false, true},
+      {"compute_efficiency", 0.01, 1, false, false},
+      {"tensor_core_efficiency", 0.01, 1, true, false},
+      {"memory_efficiency", 0.01, 1, false, false},
+      {"blocks_per_sm", 1, 64, false, true},
+      {"outputs_per_block", 1, 1 << 20, false, true},
+      {"split_k_length", 1, 1 << 20, false, true},
+      {"concurrency_interference", 0, 10, false, false},
+  };
+  return ranges;
+}
+
+const FieldRange& device_profile_range(std::string_view field) {
+  for (const FieldRange& r : device_profile_ranges()) {
+    if (r.field == field) return r;
+  }
+  internal_error("no range for device profile field '{}'", field);
+}
+
+std::string quoted_excerpt(std::string_view text, size_t max_chars) {
+  std::string out = "'";
+  size_t shown = 0;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    // Cut only before the first byte of a character, never inside UTF-8.
+    if (shown >= max_chars && (c & 0xc0) != 0x80) {
+      out += "...";
+      break;
+    }
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      if (c == '\\' || c == '\'') out += '\\';
+      out += ch;
+    }
+    if ((c & 0xc0) != 0x80) ++shown;
+  }
+  return out + "'";
+}
+
+void validate_device_profile(const DeviceProfile& p, const std::string& source) {
+  auto check_text = [&](std::string_view field, const std::string& text, size_t limit) {
+    if (text.size() > limit) {
+      user_error("device profile {}: field '{}' is {} bytes long, at most {} are accepted", source,
+                 field, text.size(), limit);
+    }
+    if (has_control_characters(text)) {
+      user_error("device profile {}: field '{}' contains control characters ({})", source, field,
+                 quoted_excerpt(text));
+    }
+  };
+  if (p.name.empty())
+    user_error("device profile {}: field 'name' must be a non-empty string", source);
+  check_text("name", p.name, kMaxProfileNameBytes);
+  check_text("description", p.description, kMaxProfileDescriptionBytes);
+  check_range(source, "sm_count", static_cast<double>(p.sm_count));
+  check_range(source, "peak_fp32_tflops", p.peak_fp32_tflops);
+  check_range(source, "peak_tf32_tflops", p.peak_tf32_tflops);
+  check_range(source, "mem_bandwidth_gbs", p.mem_bandwidth_gbs);
+  check_range(source, "launch_overhead_us", p.launch_overhead_us);
+  check_range(source, "event_sync_overhead_us", p.event_sync_overhead_us);
+  check_range(source, "host_launch_us", p.host_launch_us);
+  check_range(source, "max_concurrent_kernels", static_cast<double>(p.max_concurrent_kernels));
+  check_range(source, "compute_efficiency", p.compute_efficiency);
+  check_range(source, "tensor_core_efficiency", p.tensor_core_efficiency);
+  check_range(source, "memory_efficiency", p.memory_efficiency);
+  check_range(source, "blocks_per_sm", static_cast<double>(p.blocks_per_sm));
+  check_range(source, "outputs_per_block", static_cast<double>(p.outputs_per_block));
+  check_range(source, "split_k_length", static_cast<double>(p.split_k_length));
+  check_range(source, "concurrency_interference", p.concurrency_interference);
+  if (p.peak_tf32_tflops > 0.0 && p.tensor_core_efficiency == 0.0) {
+    user_error(
+        "device profile {}: field 'tensor_core_efficiency' must be > 0 when "
+        "'peak_tf32_tflops' is > 0",
+        source);
+  }
+}
 
 std::vector<std::string> shipped_device_profiles() {
   std::vector<std::string> names;
@@ -112,42 +244,50 @@ std::vector<std::string> shipped_device_profiles() {
 }
 
 DeviceProfile parse_device_profile(std::string_view json_text, const std::string& source) {
+  // The depth limit applies while parsing: a value nested 100,000 levels deep
+  // is refused before anything walks it recursively.
+  const json::parser_callback_t limit_depth = [&source](int depth, json::parse_event_t event,
+                                                        json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxProfileJsonDepth) {
+      user_error(
+          "device profile {}: JSON nested deeper than {} levels (a profile is one flat "
+          "object of numbers and strings)",
+          source, kMaxProfileJsonDepth);
+    }
+    return true;
+  };
   json root;
   try {
-    root = json::parse(json_text);
+    root = json::parse(json_text, limit_depth);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for 1e999
-    user_error("device profile {}: not valid JSON ({})", source, e.what());
+    // The parser quotes the last token read, which may be a megabyte-long string.
+    user_error("device profile {}: not valid JSON ({})", source, excerpt_of_what(e.what()));
   }
   if (!root.is_object())
     user_error("device profile {}: the top level must be a JSON object", source);
 
-  constexpr double kHuge = 1e12;
   FieldReader r(root, source);
   DeviceProfile p;
   p.name = r.string("name");
   p.description = r.optional_string("description");
-  p.sm_count = r.integer("sm_count", 1);
-  p.peak_fp32_tflops = r.number("peak_fp32_tflops", 0.0, true, kHuge);
-  p.peak_tf32_tflops = r.number("peak_tf32_tflops", 0.0, false, kHuge);
-  p.mem_bandwidth_gbs = r.number("mem_bandwidth_gbs", 0.0, true, kHuge);
-  p.launch_overhead_us = r.number("launch_overhead_us", 0.0, false, kHuge);
-  p.event_sync_overhead_us = r.number("event_sync_overhead_us", 0.0, false, kHuge);
-  p.host_launch_us = r.number("host_launch_us", 0.0, false, kHuge);
-  p.max_concurrent_kernels = r.integer("max_concurrent_kernels", 1);
-  p.compute_efficiency = r.number("compute_efficiency", 0.0, true, 1.0);
-  p.tensor_core_efficiency = r.number("tensor_core_efficiency", 0.0, false, 1.0);
-  p.memory_efficiency = r.number("memory_efficiency", 0.0, true, 1.0);
-  p.blocks_per_sm = r.integer("blocks_per_sm", 1);
-  p.outputs_per_block = r.integer("outputs_per_block", 1);
-  p.split_k_length = r.integer("split_k_length", 1);
-  p.concurrency_interference = r.number("concurrency_interference", 0.0, false, 10.0);
+  p.sm_count = r.integer("sm_count");
+  p.peak_fp32_tflops = r.number("peak_fp32_tflops");
+  p.peak_tf32_tflops = r.number("peak_tf32_tflops");
+  p.mem_bandwidth_gbs = r.number("mem_bandwidth_gbs");
+  p.launch_overhead_us = r.number("launch_overhead_us");
+  p.event_sync_overhead_us = r.number("event_sync_overhead_us");
+  p.host_launch_us = r.number("host_launch_us");
+  p.max_concurrent_kernels = r.integer("max_concurrent_kernels");
+  p.compute_efficiency = r.number("compute_efficiency");
+  p.tensor_core_efficiency = r.number("tensor_core_efficiency");
+  p.memory_efficiency = r.number("memory_efficiency");
+  p.blocks_per_sm = r.integer("blocks_per_sm");
+  p.outputs_per_block = r.integer("outputs_per_block");
+  p.split_k_length = r.integer("split_k_length");
+  p.concurrency_interference = r.number("concurrency_interference");
   r.reject_unknown();
-  if (p.peak_tf32_tflops > 0.0 && p.tensor_core_efficiency == 0.0) {
-    user_error(
-        "device profile {}: field 'tensor_core_efficiency' must be > 0 when "
-        "'peak_tf32_tflops' is > 0",
-        source);
-  }
+  validate_device_profile(p, source);
   return p;
 }
 

@@ -33,6 +33,39 @@ struct DeviceProfile {
   double concurrency_interference = 0.0;  // slowdown while kernels share the device
 };
 
+// The accepted values of a numeric field. One definition, shared by the
+// parser and by calibration (which fits knobs inside these ranges), so that a
+// fitted profile always loads. The ranges are physically plausible magnitudes:
+// within them every profile simulates every model to a finite, positive
+// latency (tiny but positive efficiencies or peaks would make kernels take
+// "infinitely" long). docs/cost-model.md lists them.
+struct FieldRange {
+  std::string_view field;
+  double min = 0.0;
+  double max = 0.0;
+  bool zero_allowed = false;  // 0 is accepted besides [min, max] (no tensor cores)
+  bool integer = false;
+};
+const std::vector<FieldRange>& device_profile_ranges();
+const FieldRange& device_profile_range(std::string_view field);
+
+// Longest accepted `name` and `description`, in bytes.
+inline constexpr size_t kMaxProfileNameBytes = 128;
+inline constexpr size_t kMaxProfileDescriptionBytes = 1024;
+
+// Deepest JSON nesting parse_device_profile accepts (a profile is one flat
+// object); deeper input is refused while parsing, before anything recurses.
+inline constexpr int kMaxProfileJsonDepth = 32;
+
+// `text` for a one-line message: quoted, control characters and quotes
+// escaped, at most about `max_chars` characters of it (then "...").
+std::string quoted_excerpt(std::string_view text, size_t max_chars = 60);
+
+// Checks every field of `profile` against its range (and the names against
+// their limits) like parse_device_profile; UserError naming `source` and the
+// field.
+void validate_device_profile(const DeviceProfile& profile, const std::string& source);
+
 // Names of the profiles compiled into the library, sorted ("a100", "h100", ...).
 std::vector<std::string> shipped_device_profiles();
 

@@ -5,17 +5,24 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <utility>
 #include <variant>
 
 #include "core/error.h"
+#include "cost/device_profile.h"
 
 namespace ios::cost {
 namespace {
 
 constexpr int kBusyTimeoutMs = 30000;  // another process may hold the write lock while it stores
+// Reading for --calibrate waits briefly: a lock held longer is reported.
+constexpr int kReadOnlyBusyTimeoutMs = 2000;
 
 // A prepared statement, finalized on scope exit.
 class Statement {
@@ -52,6 +59,52 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// `path` as a file: URI (RFC 3986: every byte but the unreserved ones and
+// '/' percent-encoded, so '?', '#' and '%' in a file name stay literal).
+std::string file_uri(const std::filesystem::path& path) {
+  std::string out = "file:";
+  for (const char ch : std::filesystem::absolute(path).string()) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::string column_text(sqlite3_stmt* q, int column) {
+  const unsigned char* value = sqlite3_column_text(q, column);
+  return value ? std::string(reinterpret_cast<const char*>(value)) : std::string();
+}
+
+// The key of a row whose first six columns are the key's.
+ProfileKey read_key(sqlite3_stmt* q) {
+  return {column_text(q, 0), column_text(q, 1),          column_text(q, 2),
+          column_text(q, 3), sqlite3_column_int64(q, 4), column_text(q, 5)};
+}
+
+// The entry in columns first.. of a row, its latency checked: a number in
+// [0, kMaxLatencyMs] (SQLite stores whatever a writer gave it, NaN as NULL).
+ProfileEntry read_entry(const std::filesystem::path& path, sqlite3_stmt* q, int first,
+                        const ProfileKey& key) {
+  ProfileEntry entry{sqlite3_column_double(q, first), sqlite3_column_int64(q, first + 1),
+                     sqlite3_column_int64(q, first + 2)};
+  const int type = sqlite3_column_type(q, first);
+  const bool number = type == SQLITE_FLOAT || type == SQLITE_INTEGER;
+  if (!number || !std::isfinite(entry.latency_ms) || entry.latency_ms < 0.0 ||
+      entry.latency_ms > kMaxLatencyMs) {
+    user_error(
+        "profile database {}: the row of device {}, batch {}, signature {} has latency_ms {}, "
+        "not a measured latency in [0, {}] ms; delete the row or the database",
+        path.string(), quoted_excerpt(key.device), key.batch, quoted_excerpt(key.signature),
+        number ? fmt::format("{}", entry.latency_ms) : std::string("that is not a number"),
+        kMaxLatencyMs);
+  }
+  return entry;
+}
+
 constexpr const char* kKeyWhere =
     "device = ?1 AND driver = ?2 AND cudnn = ?3 AND precision = ?4 AND batch = ?5 AND "
     "signature = ?6";
@@ -71,7 +124,16 @@ std::filesystem::path ProfileDb::default_path() {
       "give its path explicitly (--profile-db FILE)");
 }
 
-ProfileDb::ProfileDb(const std::filesystem::path& path) : path_(path) {
+ProfileDb::ProfileDb(const std::filesystem::path& path, Access access) : path_(path) {
+  if (access == Access::kReadOnly) {
+    open_read_only();
+  } else {
+    open_read_write();
+  }
+}
+
+void ProfileDb::open_read_write() {
+  const std::filesystem::path& path = path_;
   std::error_code ec;
   if (path.has_parent_path()) {
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -93,18 +155,104 @@ ProfileDb::ProfileDb(const std::filesystem::path& path) : path_(path) {
     // The first statement reads the header: a file that is not SQLite fails here.
     exec("PRAGMA journal_mode = WAL");
     exec("BEGIN IMMEDIATE");
-    {
-      Statement foreign(db_,
-                        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT IN "
-                        "('schema_version', 'stage_latency')");
-      if (!foreign.ok() || foreign.step() != SQLITE_ROW) fail("reading the schema");
-      if (sqlite3_column_int64(foreign.get(), 0) > 0) {
+    check_schema(true);
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_close(db_);  // also rolls back an open transaction
+    db_ = nullptr;
+    throw;
+  }
+}
+
+void ProfileDb::open_read_only() {
+  const std::string name = path_.string();
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path_, ec);
+  if (ec) user_error("profile database {}: cannot read it ({})", name, ec.message());
+  if (size > kMaxReadOnlyBytes) {
+    user_error(
+        "profile database {}: {} bytes, larger than the {} GiB calibration reads; calibrate "
+        "from a database of the one device (--cost measured --profile-db NEW.sqlite)",
+        name, size, kMaxReadOnlyBytes >> 30);
+  }
+  // The header says whether this is SQLite at all and its journal mode,
+  // before SQLite opens anything.
+  std::array<char, 100> header{};
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) user_error("profile database {}: cannot open it for reading", name);
+  in.read(header.data(), header.size());
+  if (size == 0) {
+    user_error(
+        "profile database {}: an empty file, not an ios profile database (fill one with "
+        "--cost measured --profile-db FILE on a GPU)",
+        name);
+  }
+  if (in.gcount() < static_cast<std::streamsize>(header.size()) ||
+      std::string_view(header.data(), 16) != std::string_view("SQLite format 3\0", 16)) {
+    user_error("profile database {}: not an SQLite file, so not an ios profile database", name);
+  }
+  // A WAL database with no -wal file beside it has no open connection and
+  // every change in the main file. Opening it with mode=ro would still create
+  // the -wal and -shm files (and leave them behind); immutable=1 reads the
+  // file as it is without them. Otherwise mode=ro: it takes the shared locks
+  // that keep a concurrent writer's half-written pages out of sight.
+  const bool wal = header[18] == 2 && header[19] == 2;
+  const bool wal_file = std::filesystem::exists(name + "-wal", ec);
+  const std::string uri = file_uri(path_) + (wal && !wal_file ? "?immutable=1" : "?mode=ro");
+  if (sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=
+      SQLITE_OK) {
+    const std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    user_error("profile database {}: cannot open it read-only ({})", name, message);
+  }
+  sqlite3_busy_timeout(db_, kReadOnlyBusyTimeoutMs);
+  // No single value of a database ios wrote comes near this: a larger one
+  // fails to read instead of being allocated.
+  sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
+  try {
+    check_schema(false);
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+void ProfileDb::check_schema(bool create) {
+  {
+    Statement tables(db_, "SELECT name FROM sqlite_master WHERE type = 'table'");
+    if (!tables.ok()) fail("reading the schema");
+    bool latency = false, version = false;
+    int rc = SQLITE_ROW;
+    while ((rc = tables.step()) == SQLITE_ROW) {
+      const auto* text = sqlite3_column_text(tables.get(), 0);
+      const std::string table = text ? reinterpret_cast<const char*>(text) : "";
+      if (table == "stage_latency") {
+        latency = true;
+      } else if (table == "schema_version") {
+        version = true;
+      } else if (create) {
         user_error(
             "profile database {}: is an SQLite file but not an ios profile database; "
             "delete it or choose another path (--profile-db)",
             path_.string());
+      } else {
+        user_error(
+            "profile database {}: an SQLite file but not an ios profile database (it has "
+            "a table {})",
+            path_.string(), quoted_excerpt(table));
       }
     }
+    if (rc != SQLITE_DONE) fail("reading the schema");
+    if (!create && !(latency && version)) {
+      user_error(
+          "profile database {}: an SQLite file but not an ios profile database (no table "
+          "'{}'; fill one with --cost measured --profile-db FILE on a GPU)",
+          path_.string(), latency ? "schema_version" : "stage_latency");
+    }
+  }
+  if (create) {
     exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
     exec(
         "CREATE TABLE IF NOT EXISTS stage_latency ("
@@ -112,27 +260,25 @@ ProfileDb::ProfileDb(const std::filesystem::path& path) : path_(path) {
         " precision TEXT NOT NULL, batch INTEGER NOT NULL, signature TEXT NOT NULL,"
         " latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
         " PRIMARY KEY (device, driver, cudnn, precision, batch, signature)) WITHOUT ROWID");
-    Statement version(db_, "SELECT version FROM schema_version");
-    if (!version.ok()) fail("reading the schema version");
-    const int rc = version.step();
-    if (rc == SQLITE_ROW) {
-      const int64_t found = sqlite3_column_int64(version.get(), 0);
-      if (found != kSchemaVersion) {
-        user_error(
-            "profile database {}: schema version {} (this ios uses {}); delete the file "
-            "to start a new database",
-            path_.string(), found, kSchemaVersion);
-      }
-    } else if (rc == SQLITE_DONE) {
-      exec(fmt::format("INSERT INTO schema_version (version) VALUES ({})", kSchemaVersion).c_str());
-    } else {
-      fail("reading the schema version");
+  }
+  Statement version(db_, "SELECT version FROM schema_version");
+  if (!version.ok()) fail("reading the schema version");
+  const int rc = version.step();
+  if (rc == SQLITE_ROW) {
+    const int64_t found = sqlite3_column_int64(version.get(), 0);
+    if (found != kSchemaVersion) {
+      user_error(
+          "profile database {}: schema version {} (this ios uses {}); delete the file "
+          "to start a new database",
+          path_.string(), found, kSchemaVersion);
     }
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_close(db_);  // also rolls back an open transaction
-    db_ = nullptr;
-    throw;
+  } else if (rc == SQLITE_DONE && create) {
+    exec(fmt::format("INSERT INTO schema_version (version) VALUES ({})", kSchemaVersion).c_str());
+  } else if (rc == SQLITE_DONE) {
+    user_error("profile database {}: not an ios profile database (no schema version)",
+               path_.string());
+  } else {
+    fail("reading the schema version");
   }
 }
 
@@ -153,6 +299,16 @@ ProfileDb& ProfileDb::operator=(ProfileDb&& other) noexcept {
 void ProfileDb::fail(const char* what) const {
   const int code = sqlite3_extended_errcode(db_) & 0xff;
   const std::string message = sqlite3_errmsg(db_);
+  if (code == SQLITE_BUSY || code == SQLITE_LOCKED) {
+    user_error(
+        "profile database {}: locked by another process ({} while {}); retry when it has "
+        "finished",
+        path_.string(), message, what);
+  }
+  if (code == SQLITE_TOOBIG) {
+    user_error("profile database {}: a value larger than {} bytes ({}), not written by ios",
+               path_.string(), kMaxValueBytes, what);
+  }
   if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
     user_error(
         "profile database {}: not a valid profile database ({} while {}); delete the "
@@ -178,11 +334,7 @@ std::optional<ProfileEntry> ProfileDb::find(const ProfileKey& key) const {
   const int rc = q.step();
   if (rc == SQLITE_DONE) return std::nullopt;
   if (rc != SQLITE_ROW) fail("looking up a stage");
-  ProfileEntry entry;
-  entry.latency_ms = sqlite3_column_double(q.get(), 0);
-  entry.repetitions = sqlite3_column_int64(q.get(), 1);
-  entry.measured_at = sqlite3_column_int64(q.get(), 2);
-  return entry;
+  return read_entry(path_, q.get(), 0, key);
 }
 
 std::optional<double> ProfileDb::lookup(const ProfileKey& key) const {
@@ -239,20 +391,33 @@ std::vector<std::pair<ProfileKey, ProfileEntry>> ProfileDb::entries() const {
               "SELECT device, driver, cudnn, precision, batch, signature, latency_ms, repetitions, "
               "measured_at FROM stage_latency ORDER BY device, driver, cudnn, precision, batch, signature");
   if (!q.ok()) fail("preparing a listing");
-  auto text = [&](int column) {
-    const unsigned char* value = sqlite3_column_text(q.get(), column);
-    return value ? std::string(reinterpret_cast<const char*>(value)) : std::string();
-  };
   std::vector<std::pair<ProfileKey, ProfileEntry>> out;
   int rc = SQLITE_ROW;
   while ((rc = q.step()) == SQLITE_ROW) {
-    ProfileKey key{text(0), text(1), text(2), text(3), sqlite3_column_int64(q.get(), 4), text(5)};
-    ProfileEntry entry{sqlite3_column_double(q.get(), 6), sqlite3_column_int64(q.get(), 7),
-                       sqlite3_column_int64(q.get(), 8)};
+    ProfileKey key = read_key(q.get());
+    const ProfileEntry entry = read_entry(path_, q.get(), 6, key);
     out.emplace_back(std::move(key), entry);
   }
   if (rc != SQLITE_DONE) fail("listing the stages");
   return out;
+}
+
+void ProfileDb::for_each_entry(
+    std::string_view precision, int64_t batch,
+    const std::function<void(const ProfileKey&, const ProfileEntry&)>& visit) const {
+  IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
+  Statement q(db_,
+              "SELECT device, driver, cudnn, precision, batch, signature, latency_ms, repetitions, "
+              "measured_at FROM stage_latency WHERE precision = ?1 AND batch = ?2");
+  if (!q.ok()) fail("preparing a listing");
+  q.bind(1, std::string(precision));
+  q.bind(2, batch);
+  int rc = SQLITE_ROW;
+  while ((rc = q.step()) == SQLITE_ROW) {
+    const ProfileKey key = read_key(q.get());
+    visit(key, read_entry(path_, q.get(), 6, key));
+  }
+  if (rc != SQLITE_DONE) fail("listing the stages");
 }
 
 void ProfileDb::clear() { exec("DELETE FROM stage_latency"); }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,9 +40,24 @@ struct ProfileEntry {
   int64_t measured_at = 0;  // Unix time, seconds; 0 in store() means "now"
 };
 
+// Accepted measured latencies, in ms: [0, kMaxLatencyMs]. Ten seconds is far
+// beyond any one stage of a CNN; 0 is what CUDA events read for a stage that
+// launches nothing. A row outside (or not a number) is refused naming it.
+inline constexpr double kMaxLatencyMs = 1e4;
+
 class ProfileDb {
  public:
   static constexpr int kSchemaVersion = 1;
+
+  // kReadWrite: `--cost measured`, which creates and fills the database.
+  // kReadOnly: `--calibrate`, which must leave its input as it was: the file
+  // is opened read-only (never created, no schema, no journal-mode switch, no
+  // files beside it), a database locked by another process is reported after
+  // a short wait, and files over kMaxReadOnlyBytes or values over
+  // kMaxValueBytes are refused.
+  enum class Access { kReadWrite, kReadOnly };
+  static constexpr uint64_t kMaxReadOnlyBytes = uint64_t{1} << 30;
+  static constexpr int kMaxValueBytes = 1 << 20;
 
   // $XDG_CACHE_HOME/ios/profile.sqlite, else ~/.cache/ios/profile.sqlite.
   // Throws UserError when neither XDG_CACHE_HOME nor HOME is set.
@@ -50,7 +66,7 @@ class ProfileDb {
   // Opens (creating the file, its directories and the schema when absent).
   // A file that is not an ios profile database is a UserError naming the path
   // and suggesting to delete it.
-  explicit ProfileDb(const std::filesystem::path& path);
+  explicit ProfileDb(const std::filesystem::path& path, Access access = Access::kReadWrite);
   ~ProfileDb();
   ProfileDb(const ProfileDb&) = delete;
   ProfileDb& operator=(const ProfileDb&) = delete;
@@ -67,11 +83,19 @@ class ProfileDb {
   // Many entries in one transaction (faster than one store() each).
   void store_all(const std::vector<std::pair<ProfileKey, ProfileEntry>>& entries);
   int64_t count() const;
-  // Every entry, ordered by key (calibration reads them all).
+  // Every entry, ordered by key.
   std::vector<std::pair<ProfileKey, ProfileEntry>> entries() const;
+  // Calls `visit` for each entry at `precision` and `batch`, one row at a
+  // time (calibration reads these without holding the whole file in memory).
+  void for_each_entry(
+      std::string_view precision, int64_t batch,
+      const std::function<void(const ProfileKey&, const ProfileEntry&)>& visit) const;
   void clear();
 
  private:
+  void open_read_write();
+  void open_read_only();
+  void check_schema(bool create);
   void exec(const char* sql) const;
   [[noreturn]] void fail(const char* what) const;
 

@@ -284,7 +284,8 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   cost::SimulatedOptions simulated;
   simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
 
-  const cost::ProfileDb db(options.calibrate_db);
+  // Read-only: calibration must leave its input exactly as it was.
+  const cost::ProfileDb db(options.calibrate_db, cost::ProfileDb::Access::kReadOnly);
   const cost::DbSamples found = cost::samples_from_db(
       units, db, cost::candidate_stages(units, start, simulated), simulated.precision, prepared->model.batch);
   if (found.samples.empty()) {
@@ -294,13 +295,26 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
                prepared->model.path, prepared->model.batch, options.calibrate_db);
   }
   cost::CalibrationResult fit = cost::calibrate_profile(units, start, simulated, found.samples);
-  fit.profile.name = start.name + "-calibrated";
+  const std::string_view suffix = "-calibrated";
+  std::string base = start.name.substr(0, cost::kMaxProfileNameBytes - suffix.size());
+  while (!base.empty() && (static_cast<unsigned char>(start.name[base.size()]) & 0xc0) == 0x80)
+    base.pop_back();  // a cut inside a UTF-8 character
+  fit.profile.name = base + std::string(suffix);
   fit.profile.description = fmt::format(
-      "'{}' fitted to {} stages of {} measured on {} (mean error {:.1f}% -> {:.1f}%)", start.name,
-      fit.samples, std::filesystem::path(prepared->model.path).filename().string(), found.device,
-      100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after);
+      "{} fitted to {} stages of {} measured on {} (mean error {:.1f}% -> {:.1f}%)",
+      cost::quoted_excerpt(start.name), fit.samples,
+      cost::quoted_excerpt(std::filesystem::path(prepared->model.path).filename().string()),
+      found.device, 100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after);
+  // The fit stays inside the parser's ranges; checking the text the parser
+  // will read makes sure --device-profile accepts what is written.
+  const std::string profile_text = cost::device_profile_json(fit.profile);
+  try {
+    (void)cost::parse_device_profile(profile_text, options.output_path);
+  } catch (const UserError& e) {
+    internal_error("the calibrated profile fails its own checks: {}", e.what());
+  }
   create_parent_folder(options.output_path);
-  write_file_atomically(options.output_path, cost::device_profile_json(fit.profile));
+  write_file_atomically(options.output_path, profile_text);
 
   if (options.quiet) return 0;
   out << "\n=== ios-optimize calibration ===\n";

@@ -153,3 +153,84 @@ TEST_CASE("profile validation names the file and the field", "[cost][profile]") 
     CHECK_THAT(error_of(path), Contains(path));
   }
 }
+
+TEST_CASE("hostile profiles: deep nesting and long values give short messages", "[cost][profile]") {
+  nlohmann::json good = shipped_json("h100");
+  const std::string text = good.dump();
+  const std::string field = "\"sm_count\":132";
+  REQUIRE(text.find(field) != std::string::npos);
+  auto with_sm_count = [&](const std::string& value) {
+    std::string t = text;
+    t.replace(t.find(field), field.size(), "\"sm_count\":" + value);
+    return t;
+  };
+  auto message_of = [](const std::string& json_text) {
+    try {
+      ios::cost::parse_device_profile(json_text, "p.json");
+    } catch (const ios::UserError& e) {
+      return std::string(e.what());
+    }
+    FAIL("no UserError");
+    return std::string();
+  };
+  SECTION("100,000 levels: refused while parsing") {
+    const std::string message =
+        message_of(with_sm_count(std::string(100000, '[') + std::string(100000, ']')));
+    CHECK_THAT(message, Contains("p.json"));
+    CHECK_THAT(message, Contains("nested deeper than 32 levels"));
+  }
+  SECTION("within the depth limit: named by its type") {
+    const std::string message =
+        message_of(with_sm_count(std::string(30, '[') + std::string(30, ']')));
+    CHECK_THAT(message, Contains("'sm_count' must be an integer, got an array"));
+    CHECK(message.size() < 200);
+  }
+  SECTION("a long string with control characters: an escaped excerpt") {
+    const std::string message =
+        message_of(with_sm_count("\"\\n" + std::string(100000, 'x') + "\""));
+    CHECK_THAT(message, Contains("got the string '\\x0axxx"));
+    CHECK_THAT(message, Contains("...'"));
+    CHECK(message.size() < 250);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("excerpts escape and cut at a character", "[cost][profile]") {
+  using ios::cost::quoted_excerpt;
+  CHECK(quoted_excerpt("abc") == "'abc'");
+  CHECK(quoted_excerpt("a'b\\c\n") == "'a\\'b\\\\c\\x0a'");
+  CHECK(quoted_excerpt(std::string(100, 'y'), 10) == "'yyyyyyyyyy...'");
+  // "é" is two bytes: never cut between them.
+  CHECK(quoted_excerpt("ééé", 2) == "'éé...'");
+}
+
+TEST_CASE("every knob has a range; the shipped profiles are inside them", "[cost][profile]") {
+  nlohmann::json good = shipped_json("h100");
+  for (const ios::cost::FieldRange& range : ios::cost::device_profile_ranges()) {
+    INFO(range.field);
+    CHECK(good.contains(std::string(range.field)));
+    CHECK(range.min >= 0.0);
+    CHECK(range.min < range.max);
+  }
+  for (const std::string& name : ios::cost::shipped_device_profiles()) {
+    INFO(name);
+    CHECK_NOTHROW(ios::cost::validate_device_profile(load_device_profile(name), name));
+  }
+  // Tiny positive values (denormals) are outside, and so are NaN and huge ones.
+  for (const char* field : {"compute_efficiency", "memory_efficiency", "peak_fp32_tflops",
+                            "mem_bandwidth_gbs", "peak_tf32_tflops", "tensor_core_efficiency"}) {
+    for (const double value : {1e-310, 5e-324, 1e-300}) {
+      nlohmann::json j = good;
+      j[field] = value;
+      INFO(field << " = " << value);
+      CHECK_THROWS_AS(ios::cost::parse_device_profile(j.dump(), "p.json"), ios::UserError);
+    }
+  }
+  DeviceProfile p = load_device_profile("h100");
+  p.compute_efficiency = std::nan("");
+  CHECK_THROWS_WITH(ios::cost::validate_device_profile(p, "p"),
+                    Contains("'compute_efficiency' is not a number"));
+  p = load_device_profile("h100");
+  p.launch_overhead_us = 1e300;
+  CHECK_THROWS_WITH(ios::cost::validate_device_profile(p, "p"), Contains("'launch_overhead_us'"));
+}

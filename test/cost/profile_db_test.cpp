@@ -4,8 +4,10 @@
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 
 #include "core/error.h"
 #include "cost/ir_builder.h"
@@ -224,4 +226,143 @@ TEST_CASE("stage signatures: identical Inception modules share keys", "[cost][si
   const Stage shared = stage(Strategy::kConcurrent, {{unit(g, "m1_b1")}, {unit(g, "m1_b3a")}});
   const Stage apart = stage(Strategy::kConcurrent, {{unit(g, "m1_b1")}, {unit(g, "m2_b3a")}});
   CHECK(stage_signature(g, shared) != stage_signature(g, apart));
+}
+
+namespace {
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+size_t files_in(const std::filesystem::path& dir) {
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+}
+
+std::string read_only_error(const std::filesystem::path& path) {
+  try {
+    ProfileDb db(path, ProfileDb::Access::kReadOnly);
+    db.for_each_entry("fp32", 1, [](const ProfileKey&, const ProfileEntry&) {});
+  } catch (const ios::UserError& e) {
+    return e.what();
+  }
+  FAIL("no UserError reading " << path);
+  return {};
+}
+
+void sql(const std::filesystem::path& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  CHECK(sqlite3_exec(db, statement.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+}
+
+}  // namespace
+
+TEST_CASE("profile db: read-only access changes nothing", "[cost][profile_db]") {
+  TempDir dir;
+  const auto path = dir / "profile.sqlite";
+  {
+    ProfileDb db(path);
+    db.store(key("a"), 0.5, 10);
+    db.store(key("b", 8), 0.75, 10);
+    db.store(ProfileKey{"Other", "1", "1", "tf32", 1, "c"}, 1.0, 10);
+  }
+  const std::string before = read_bytes(path);
+  const size_t files = files_in(dir.path());
+  {
+    const ProfileDb db(path, ProfileDb::Access::kReadOnly);
+    std::vector<std::string> seen;
+    db.for_each_entry("fp32", 1, [&](const ProfileKey& k, const ProfileEntry& e) {
+      seen.push_back(k.signature);
+      CHECK(e.latency_ms == 0.5);
+    });
+    CHECK(seen == std::vector<std::string>{"a"});
+    CHECK(db.count() == 3);
+    // While it is open, another process may still write.
+    ProfileDb writer(path);
+    writer.store(key("d"), 0.25, 3);
+  }
+  // The writer changed the file; without it, reading leaves it as it was.
+  const std::string after_write = read_bytes(path);
+  CHECK(after_write != before);
+  { const ProfileDb db(path, ProfileDb::Access::kReadOnly); }
+  CHECK(read_bytes(path) == after_write);
+  CHECK(files_in(dir.path()) == files);
+
+  SECTION("an empty file is not made a database") {
+    const auto empty = dir / "empty.sqlite";
+    std::ofstream(empty).close();
+    CHECK_THAT(read_only_error(empty), Contains("not an ios profile database"));
+    CHECK(std::filesystem::file_size(empty) == 0);
+    CHECK(files_in(dir.path()) == files + 1);
+  }
+  SECTION("a database of the rollback journal stays in that mode") {
+    const auto rollback = dir / "rollback.sqlite";
+    sql(rollback,
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+        "INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE stage_latency (device TEXT, driver TEXT, cudnn TEXT, "
+        "precision TEXT, batch INTEGER, signature TEXT, latency_ms REAL, "
+        "repetitions INTEGER, measured_at INTEGER)");
+    const std::string rollback_before = read_bytes(rollback);
+    { const ProfileDb db(rollback, ProfileDb::Access::kReadOnly); }
+    CHECK(read_bytes(rollback) == rollback_before);
+    CHECK(rollback_before[18] == 1);  // the header's journal mode: not WAL
+  }
+  SECTION("only the two tables of the schema: nothing is created") {
+    const auto half = dir / "half.sqlite";
+    sql(half, "CREATE TABLE schema_version (version INTEGER NOT NULL)");
+    CHECK_THAT(read_only_error(half), Contains("no table 'stage_latency'"));
+  }
+}
+
+TEST_CASE("profile db: latencies that are not measurements name their row", "[cost][profile_db]") {
+  TempDir dir;
+  const auto path = dir / "profile.sqlite";
+  { ProfileDb db(path); }
+  SECTION("1e300") {
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', 1e300, 1, 0)");
+  }
+  SECTION("infinity") {
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', 1e999, 1, 0)");
+  }
+  SECTION("negative") {
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', -1, 1, 0)");
+  }
+  SECTION("text") {
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', 'fast', 1, 0)");
+  }
+  const std::string message = read_only_error(path);
+  CHECK_THAT(message, Contains(path.string()));
+  CHECK_THAT(message, Contains("device 'GPU', batch 1, signature 'sig'"));
+  CHECK_THAT(message, Contains("not a measured latency in [0, 10000] ms"));
+  // The read-write path (--cost measured) refuses the cached value too.
+  ProfileDb db(path);
+  CHECK_THROWS_WITH(db.lookup(ProfileKey{"GPU", "1", "1", "fp32", 1, "sig"}),
+                    Contains("not a measured latency"));
+}
+
+TEST_CASE("profile db: a database locked by another connection is reported promptly",
+          "[cost][profile_db]") {
+  TempDir dir;
+  const auto path = dir / "locked.sqlite";
+  sql(path,
+      "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+      "INSERT INTO schema_version VALUES (1);"
+      "CREATE TABLE stage_latency (device TEXT, driver TEXT, cudnn TEXT, precision TEXT, "
+      "batch INTEGER, signature TEXT, latency_ms REAL, repetitions INTEGER, "
+      "measured_at INTEGER)");
+  sqlite3* holder = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &holder) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = read_only_error(path);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  sqlite3_exec(holder, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(holder);
+  CHECK_THAT(message, Contains("locked by another process"));
+  CHECK_THAT(message, Contains("retry"));
+  CHECK(seconds < 5.0);
 }

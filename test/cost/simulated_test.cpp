@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "core/error.h"
 #include "cost/device_profile.h"
@@ -251,4 +252,63 @@ TEST_CASE("zero-copy units cost nothing; a faster device is faster", "[cost][sim
 TEST_CASE("the simulated model needs an IR-backed unit graph", "[cost][simulated]") {
   const UnitGraph g = UnitGraph::from_edges(3, {{0, 1}, {1, 2}});
   CHECK_THROWS_AS(SimulatedCostModel(g, load_device_profile("h100")), ios::InternalError);
+}
+
+TEST_CASE("every profile the parser accepts simulates to a finite, positive latency",
+          "[cost][simulated][profile]") {
+  // Corners of the knob ranges (all low, all high) and deterministic random
+  // profiles inside them, on concurrent, merged and sequential stages of a
+  // large and a tiny pair of convolutions.
+  const DeviceProfile base = load_device_profile("h100");
+  auto set = [](DeviceProfile& p, std::string_view field, double v) {
+    if (field == "sm_count") p.sm_count = static_cast<int64_t>(v);
+    if (field == "peak_fp32_tflops") p.peak_fp32_tflops = v;
+    if (field == "peak_tf32_tflops") p.peak_tf32_tflops = v;
+    if (field == "mem_bandwidth_gbs") p.mem_bandwidth_gbs = v;
+    if (field == "launch_overhead_us") p.launch_overhead_us = v;
+    if (field == "event_sync_overhead_us") p.event_sync_overhead_us = v;
+    if (field == "host_launch_us") p.host_launch_us = v;
+    if (field == "max_concurrent_kernels") p.max_concurrent_kernels = static_cast<int64_t>(v);
+    if (field == "compute_efficiency") p.compute_efficiency = v;
+    if (field == "tensor_core_efficiency") p.tensor_core_efficiency = v;
+    if (field == "memory_efficiency") p.memory_efficiency = v;
+    if (field == "blocks_per_sm") p.blocks_per_sm = static_cast<int64_t>(v);
+    if (field == "outputs_per_block") p.outputs_per_block = static_cast<int64_t>(v);
+    if (field == "split_k_length") p.split_k_length = static_cast<int64_t>(v);
+    if (field == "concurrency_interference") p.concurrency_interference = v;
+  };
+  std::vector<DeviceProfile> profiles;
+  uint64_t state = 12345;
+  auto uniform = [&] {  // [0, 1), a fixed LCG: the same profiles every run
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  for (int i = 0; i < 42; ++i) {
+    DeviceProfile p = base;
+    for (const ios::cost::FieldRange& r : ios::cost::device_profile_ranges()) {
+      const double lo = std::max(r.min, r.zero_allowed ? r.min : 1e-3);
+      double v = i == 0 ? r.min : i == 1 ? r.max : lo * std::pow(r.max / lo, uniform());
+      if (r.integer) v = std::round(v);
+      set(p, r.field, std::clamp(v, r.min, r.max));
+    }
+    REQUIRE_NOTHROW(ios::cost::validate_device_profile(p, "generated"));
+    profiles.push_back(p);
+  }
+  for (const auto& [input, cout] : {std::pair<ios::ir::Shape, int64_t>{{1, 3, 4, 4}, 2},
+                                    std::pair<ios::ir::Shape, int64_t>{{8, 256, 56, 56}, 512}}) {
+    IrBuilder b = two_convs(input, cout, 3);
+    const UnitGraph g = UnitGraph::form(b.graph);
+    const UnitId a = unit(g, "a"), c = unit(g, "b");
+    for (const auto precision : {ios::cost::Precision::kFp32, ios::cost::Precision::kTf32}) {
+      for (const DeviceProfile& p : profiles) {
+        SimulatedCostModel model(g, p, {precision});
+        for (const Stage& stage : {concurrent({{a}, {c}}), concurrent({{a, c}}), merge({a, c})}) {
+          const double ms = model.stage_latency(stage);
+          INFO("sm_count " << p.sm_count << " compute_efficiency " << p.compute_efficiency);
+          CHECK(std::isfinite(ms));
+          CHECK(ms > 0.0);
+        }
+      }
+    }
+  }
 }

@@ -5,8 +5,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <sstream>
+#include <vector>
 
 #include "core/error.h"
 #include "cost/temp_dir.h"
@@ -14,6 +19,23 @@
 #include "test_paths.h"
 
 using namespace ios;
+
+namespace {
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> file_names(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
 
 TEST_CASE("calibration recovers known knobs from a simulated profile database",
           "[sim][calibration]") {
@@ -58,10 +80,17 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
     stored = stages.size();
   }
 
-  const cost::ProfileDb db(db_path);
-  const cost::DbSamples found = cost::samples_from_db(
-      units, db, cost::candidate_stages(units, start, options), cost::Precision::kFp32, 1);
-  CHECK(found.device == "Synthetic V100 (driver 1.0, cuDNN 9.0)");
+  // Calibration reads the database read-only: the file is byte-identical
+  // afterwards and nothing appears beside it (no -wal or -shm file).
+  const std::string bytes_before = read_bytes(db_path);
+  const std::vector<std::string> files_before = file_names(dir.path());
+  cost::DbSamples found;
+  {
+    const cost::ProfileDb db(db_path, cost::ProfileDb::Access::kReadOnly);
+    found = cost::samples_from_db(units, db, cost::candidate_stages(units, start, options),
+                                  cost::Precision::kFp32, 1);
+  }
+  CHECK(found.device == "'Synthetic V100' (driver '1.0', cuDNN '9.0')");
   CHECK(found.samples.size() > 50);
   CHECK(found.samples.size() <= stored);
 
@@ -95,8 +124,37 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
   const cost::DeviceProfile written = cost::load_device_profile(cli.output_path);
   CHECK(written.name == "v100-calibrated");
   CHECK(written.compute_efficiency == Approx(truth.compute_efficiency).epsilon(0.05));
+  CHECK(read_bytes(db_path) == bytes_before);
+  std::vector<std::string> files_after = file_names(dir.path());
+  files_after.erase(std::remove(files_after.begin(), files_after.end(), "fitted.json"),
+                    files_after.end());
+  CHECK(files_after == files_before);
 
   cli.calibrate_db = (dir / "missing.sqlite").string();  // never created by calibration
   CHECK_THROWS_AS(optimize::run_optimize(cli, out), ios::UserError);
   CHECK_FALSE(std::filesystem::exists(dir / "missing.sqlite"));
+}
+
+TEST_CASE("a fit to absurd measurements stays inside the accepted ranges", "[sim][calibration]") {
+  const auto path = test::model("squeezenet1_1-bdyn.onnx");
+  REQUIRE(std::filesystem::exists(path));
+  const auto prepared = model::prepare_model(path.string(), model::shape_options(1, false, {}));
+  const sched::UnitGraph& units = *prepared->units;
+  cost::SimulatedOptions options;
+  options.precision = cost::Precision::kTf32;
+  const cost::DeviceProfile start = cost::load_device_profile("h100");
+  const std::vector<sched::Stage> stages = cost::candidate_stages(units, start, options);
+  // Every stage ten seconds (the knobs want to grow without bound), or a
+  // tenth of a microsecond (they want to vanish): the fit is clamped to the
+  // ranges the parser accepts, so the written profile loads.
+  for (const double ms : {cost::kMaxLatencyMs, 1e-4}) {
+    std::vector<cost::StageSample> samples;
+    for (const sched::Stage& stage : stages) samples.push_back({stage, ms});
+    const cost::CalibrationResult fit = cost::calibrate_profile(units, start, options, samples);
+    INFO("measured " << ms << " ms");
+    CHECK(fit.fitted.size() == 6);  // with the tensor-core efficiency
+    CHECK_NOTHROW(cost::validate_device_profile(fit.profile, "fit"));
+    CHECK_NOTHROW(cost::parse_device_profile(cost::device_profile_json(fit.profile), "fit.json"));
+    CHECK(std::isfinite(fit.mean_error_after));
+  }
 }
