@@ -37,6 +37,16 @@ struct Params {
 IOS_HOST_DEVICE inline float min_of(float a, float b) { return b < a ? b : a; }  // std::min
 IOS_HOST_DEVICE inline float max_of(float a, float b) { return a < b ? b : a; }  // std::max
 
+// The library functions for float (the kernels) and for double (constant
+// folding at import, which computes in double as before it shared this
+// math): the functors below that folding uses are templates over the two.
+IOS_HOST_DEVICE inline float sqrt_of(float x) { return ::sqrtf(x); }
+IOS_HOST_DEVICE inline double sqrt_of(double x) { return ::sqrt(x); }
+IOS_HOST_DEVICE inline float erf_of(float x) { return ::erff(x); }
+IOS_HOST_DEVICE inline double erf_of(double x) { return ::erf(x); }
+IOS_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
+IOS_HOST_DEVICE inline double exp_of(double x) { return ::exp(x); }
+
 // --- Unary: y = f(x, params). ---------------------------------------------
 
 struct Relu {
@@ -62,16 +72,20 @@ struct Tanh {
   IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::tanhf(x); }
 };
 struct Sqrt {
-  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::sqrtf(x); }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T x, const Params&) const { return sqrt_of(x); }
 };
 struct Reciprocal {
-  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return 1.0f / x; }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T x, const Params&) const { return T(1) / x; }
 };
 struct Erf {
-  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::erff(x); }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T x, const Params&) const { return erf_of(x); }
 };
 struct Exp {
-  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return ::expf(x); }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T x, const Params&) const { return exp_of(x); }
 };
 struct Gelu {  // p0 = 0: x/2 (1 + erf(x/sqrt(2))); p0 = 1: the tanh approximation
   IOS_HOST_DEVICE float operator()(float x, const Params& p) const {
@@ -83,18 +97,22 @@ struct Gelu {  // p0 = 0: x/2 (1 + erf(x/sqrt(2))); p0 = 1: the tanh approximati
 // --- Binary: y = f(a, b), operands broadcast by the kernel. ------------------
 
 struct Add {
-  IOS_HOST_DEVICE float operator()(float a, float b) const { return a + b; }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
 };
 struct Mul {
-  IOS_HOST_DEVICE float operator()(float a, float b) const { return a * b; }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T a, T b) const { return a * b; }
 };
 // Sub, Div and Pow are not commutative: a is the node's input 0, b its input 1
 // (a fused step whose chain value is input 1 says so, cuda::EwStep).
 struct Sub {
-  IOS_HOST_DEVICE float operator()(float a, float b) const { return a - b; }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T a, T b) const { return a - b; }
 };
 struct Div {
-  IOS_HOST_DEVICE float operator()(float a, float b) const { return a / b; }
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T a, T b) const { return a / b; }
 };
 struct Pow {  // b: the constant exponent; a square (LayerNorm's variance) is a * a on every backend
   IOS_HOST_DEVICE float operator()(float a, float b) const { return b == 2.0f ? a * a : ::powf(a, b); }

@@ -4,10 +4,12 @@
 #include <limits>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <unordered_set>
 
 #include "core/error.h"
+#include "ir/elementwise.h"
 #include "ir/shape_inference.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
@@ -27,19 +29,6 @@ constexpr int64_t kMaxFoldElements = int64_t{1} << 22;
 constexpr int64_t kMaxFoldTotalElements = int64_t{1} << 26;
 // Shape arithmetic has small ranks; a hostile Unsqueeze could grow them.
 constexpr size_t kMaxFoldRank = 64;
-
-const std::unordered_set<std::string>& foldable_ops() {
-  static const std::unordered_set<std::string> ops = {
-      "Constant", "Shape",    "Size",   "Gather", "Unsqueeze",       "Squeeze", "Concat",
-      "Cast",     "Reshape",  "Flatten", "Transpose", "Slice",       "Expand",  "ConstantOfShape",
-      "Range",    "Identity", "Dropout", "Add",    "Sub",            "Mul",     "Div",
-      "Neg",      "Abs",      "Floor",  "Ceil",   "Sqrt",            "Min",     "Max",
-      "Equal",    "Less",     "Greater", "Not",   "Where",
-      // Element-wise arithmetic that also runs on activations, folded when
-      // every input is constant (a ViT's 1 / sqrt(head dim), say).
-      "Pow",      "Reciprocal", "Erf",  "Exp"};
-  return ops;
-}
 
 struct Context {
   const NodeProto& node;
@@ -155,10 +144,10 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
       const double x = a.as_double(ia), y = b.as_double(ib);
       double r = 0;
       switch (op) {
-        case Binary::kAdd: r = x + y; break;
-        case Binary::kSub: r = x - y; break;
-        case Binary::kMul: r = x * y; break;
-        case Binary::kDiv: r = x / y; break;
+        case Binary::kAdd: r = ir::ew::Add{}(x, y); break;
+        case Binary::kSub: r = ir::ew::Sub{}(x, y); break;
+        case Binary::kMul: r = ir::ew::Mul{}(x, y); break;
+        case Binary::kDiv: r = ir::ew::Div{}(x, y); break;
         case Binary::kPow: break;  // above
         case Binary::kMin: r = std::min(x, y); break;
         case Binary::kMax: r = std::max(x, y); break;
@@ -423,188 +412,265 @@ std::vector<int64_t> axes_input_or_attr(const Context& ctx, const Values& in, in
   return attr_ints(ctx.node, "axes").value_or(std::vector<int64_t>{});
 }
 
+using Folded = std::optional<std::vector<ConstTensor>>;
+using Shape = std::optional<ir::Shape>;
+
+Folded one(ConstTensor t) { return std::vector<ConstTensor>{std::move(t)}; }
+
+Folded fold_constant(const Context& ctx, const Values&, const Shape&) { return one(constant_node(ctx)); }
+
+Folded fold_shape(const Context& ctx, const Values&, const Shape& input_shape) {
+  const auto rank = static_cast<int64_t>(input_shape->size());
+  int64_t start = attr_int(ctx.node, "start", 0), end = attr_int(ctx.node, "end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<int64_t> dims(input_shape->begin() + start, input_shape->begin() + end);
+  const auto n = static_cast<int64_t>(dims.size());
+  return one(ConstTensor::of_ints(std::move(dims), {n}));
+}
+
+Folded fold_size(const Context& ctx, const Values&, const Shape& input_shape) {
+  int64_t n = 1;
+  for (int64_t d : *input_shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) ctx.fail("the input's size overflows");
+  }
+  return one(ConstTensor::of_ints({n}, {}));
+}
+
+Folded fold_identity(const Context& ctx, const Values& in, const Shape&) { return one(need(ctx, in, 0)); }
+
+Folded fold_dropout(const Context& ctx, const Values& in, const Shape&) {
+  if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty()) return std::nullopt;  // mask wanted
+  return one(need(ctx, in, 0));
+}
+
+Folded fold_cast(const Context& ctx, const Values& in, const Shape&) {
+  return one(cast(need(ctx, in, 0), static_cast<int32_t>(attr_int(ctx.node, "to", TensorProto::FLOAT))));
+}
+
+Folded fold_gather(const Context& ctx, const Values& in, const Shape&) {
+  return one(gather(ctx, need(ctx, in, 0), need(ctx, in, 1), attr_int(ctx.node, "axis", 0)));
+}
+
+Folded fold_concat(const Context& ctx, const Values& in, const Shape&) {
+  for (size_t k = 0; k < in.size(); ++k) need(ctx, in, k);
+  return one(concat(ctx, in, attr_int(ctx.node, "axis", 0)));
+}
+
+Folded fold_unsqueeze(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor& data = need(ctx, in, 0);
+  const std::vector<int64_t> axes = axes_input_or_attr(ctx, in, 13);
+  const auto rank = static_cast<int64_t>(data.dims.size() + axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  if (static_cast<size_t>(rank) > kMaxFoldRank) ctx.fail("the result has rank {}, more than {}", rank, kMaxFoldRank);
+  for (int64_t a : axes) {
+    const auto d = static_cast<size_t>(normalize_axis(ctx, a, rank));
+    if (inserted[d]) ctx.fail("axis {} is given twice", a);
+    inserted[d] = true;
+  }
+  ir::Shape dims;
+  size_t next = 0;
+  for (int64_t d = 0; d < rank; ++d) dims.push_back(inserted[static_cast<size_t>(d)] ? 1 : data.dims.at(next++));
+  return one(reshaped(data, dims));
+}
+
+Folded fold_squeeze(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor& data = need(ctx, in, 0);
+  const std::vector<int64_t> axes = axes_input_or_attr(ctx, in, 13);
+  const auto rank = static_cast<int64_t>(data.dims.size());
+  std::vector<bool> removed(static_cast<size_t>(rank), axes.empty());
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) removed[static_cast<size_t>(d)] = data.dims[static_cast<size_t>(d)] == 1;
+  }
+  for (int64_t a : axes) {
+    const auto d = static_cast<size_t>(normalize_axis(ctx, a, rank));
+    if (data.dims[d] != 1) ctx.fail("cannot squeeze axis {} of size {}", d, data.dims[d]);
+    removed[d] = true;
+  }
+  ir::Shape dims;
+  for (size_t d = 0; d < data.dims.size(); ++d) {
+    if (!removed[d]) dims.push_back(data.dims[d]);
+  }
+  return one(reshaped(data, dims));
+}
+
+Folded fold_reshape(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor& data = need(ctx, in, 0);
+  return one(reshaped(
+      data, reshape_target(ctx, data.dims, need(ctx, in, 1).ints(), attr_int(ctx.node, "allowzero", 0) != 0)));
+}
+
+Folded fold_flatten(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor& data = need(ctx, in, 0);
+  const auto rank = static_cast<int64_t>(data.dims.size());
+  int64_t axis = attr_int(ctx.node, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) ctx.fail("axis out of range");
+  const ir::Shape head(data.dims.begin(), data.dims.begin() + axis), tail(data.dims.begin() + axis, data.dims.end());
+  return one(reshaped(data, {ir::num_elements(head), ir::num_elements(tail)}));
+}
+
+Folded fold_transpose(const Context& ctx, const Values& in, const Shape&) {
+  return one(transpose(ctx, need(ctx, in, 0), attr_ints(ctx.node, "perm").value_or(std::vector<int64_t>{})));
+}
+
+Folded fold_slice(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor& data = need(ctx, in, 0);
+  if (ctx.opset < 10) {
+    return one(slice(ctx, data, attr_ints(ctx.node, "starts").value_or(std::vector<int64_t>{}),
+                     attr_ints(ctx.node, "ends").value_or(std::vector<int64_t>{}),
+                     attr_ints(ctx.node, "axes").value_or(std::vector<int64_t>{}), {}));
+  }
+  auto opt = [&](size_t k) { return k < in.size() && in[k] ? in[k]->ints() : std::vector<int64_t>{}; };
+  return one(slice(ctx, data, need(ctx, in, 1).ints(), need(ctx, in, 2).ints(), opt(3), opt(4)));
+}
+
+Folded fold_expand(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor& data = need(ctx, in, 0);
+  const ir::Shape dims = broadcast(ctx, data.dims, need(ctx, in, 1).ints());
+  std::vector<size_t> idx(folded_count(ctx, dims));
+  for (size_t k = 0; k < idx.size(); ++k) idx[k] = broadcast_index(k, dims, data.dims);
+  return one(gather_elements(data, dims, idx));
+}
+
+Folded fold_constant_of_shape(const Context& ctx, const Values& in, const Shape&) {
+  const ir::Shape dims = need(ctx, in, 0).ints();
+  ConstTensor fill = ConstTensor::of_floats({0.0}, {1}, TensorProto::FLOAT);
+  if (const auto* a = find_attribute(ctx.node, "value")) fill = decode_tensor(a->t(), ctx.file);
+  if (fill.size() != 1) ctx.fail("value must have one element");
+  std::vector<size_t> idx(folded_count(ctx, dims), 0);
+  return one(gather_elements(fill, dims, idx));
+}
+
+Folded fold_range(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor& start = need(ctx, in, 0);
+  for (size_t k = 0; k < 3; ++k) {
+    if (need(ctx, in, k).size() != 1) ctx.fail("Range input {} must have one element", k);
+  }
+  const double s = start.as_double(0), limit = need(ctx, in, 1).as_double(0), delta = need(ctx, in, 2).as_double(0);
+  if (delta == 0) ctx.fail("Range with delta 0");
+  const double count = std::max(0.0, std::ceil((limit - s) / delta));
+  if (!(count <= static_cast<double>(kMaxFoldElements))) ctx.fail("Range of {} elements is too large to fold", count);
+  const auto n = static_cast<int64_t>(count);
+  ConstTensor out;
+  out.dtype = start.dtype;
+  out.dims = {n};
+  const int64_t first = start.as_int(0), step = need(ctx, in, 2).as_int(0);
+  for (int64_t k = 0; k < n; ++k) {
+    if (out.is_float()) {
+      out.f.push_back(s + static_cast<double>(k) * delta);
+      continue;
+    }
+    int64_t v = 0;
+    if (__builtin_mul_overflow(k, step, &v) || __builtin_add_overflow(first, v, &v)) {
+      ctx.fail("Range overflows int64");
+    }
+    out.i.push_back(v);
+  }
+  return one(out);
+}
+
+Folded fold_where(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor &c = need(ctx, in, 0), &x = need(ctx, in, 1), &y = need(ctx, in, 2);
+  const ir::Shape dims = broadcast(ctx, broadcast(ctx, c.dims, x.dims), y.dims);
+  const size_t n = folded_count(ctx, dims);
+  ConstTensor out;
+  out.dtype = x.dtype;
+  out.dims = dims;
+  for (size_t k = 0; k < n; ++k) {
+    const ConstTensor& pick = c.as_int(broadcast_index(k, dims, c.dims)) ? x : y;
+    const size_t at = broadcast_index(k, dims, pick.dims);
+    if (out.is_float()) out.f.push_back(pick.as_double(at));
+    else out.i.push_back(pick.as_int(at));
+  }
+  return one(out);
+}
+
+// A unary operator, in double (integers through double, range-checked).
+template <double (*F)(double)>
+Folded fold_unary(const Context& ctx, const Values& in, const Shape&) {
+  return one(unary(ctx, need(ctx, in, 0), F));
+}
+
+// The math the kernels run, in double (ir/elementwise.h).
+template <typename Functor>
+double kernel_math(double v) {
+  return Functor{}(v, ir::ew::Params{});
+}
+double negate(double v) { return -v; }
+double absolute(double v) { return std::abs(v); }
+double round_down(double v) { return std::floor(v); }
+double round_up(double v) { return std::ceil(v); }
+double logical_not(double v) { return v == 0.0 ? 1.0 : 0.0; }
+
+// A binary operator over its inputs, left to right (Min and Max take any
+// number of inputs, one included).
+template <Binary kind>
+Folded fold_binary(const Context& ctx, const Values& in, const Shape&) {
+  ConstTensor acc = need(ctx, in, 0);
+  if (in.size() < 2 && kind != Binary::kMin && kind != Binary::kMax) ctx.fail("needs two inputs");
+  for (size_t k = 1; k < in.size(); ++k) acc = binary(ctx, kind, acc, need(ctx, in, k));
+  return one(acc);
+}
+
+using FoldFn = Folded (*)(const Context& ctx, const Values& in, const Shape& input_shape);
+
+// Every operator ios folds when its inputs are constant, and how: the
+// exporter's shape arithmetic, and element-wise arithmetic that also runs on
+// activations (a ViT's 1 / sqrt(head dim), say), whose math is the kernels'.
+const std::map<std::string, FoldFn>& fold_table() {
+  static const std::map<std::string, FoldFn> table = {
+      {"Constant", fold_constant},
+      {"Shape", fold_shape},
+      {"Size", fold_size},
+      {"Identity", fold_identity},
+      {"Dropout", fold_dropout},
+      {"Cast", fold_cast},
+      {"Gather", fold_gather},
+      {"Concat", fold_concat},
+      {"Unsqueeze", fold_unsqueeze},
+      {"Squeeze", fold_squeeze},
+      {"Reshape", fold_reshape},
+      {"Flatten", fold_flatten},
+      {"Transpose", fold_transpose},
+      {"Slice", fold_slice},
+      {"Expand", fold_expand},
+      {"ConstantOfShape", fold_constant_of_shape},
+      {"Range", fold_range},
+      {"Where", fold_where},
+      {"Neg", fold_unary<negate>},
+      {"Abs", fold_unary<absolute>},
+      {"Floor", fold_unary<round_down>},
+      {"Ceil", fold_unary<round_up>},
+      {"Not", fold_unary<logical_not>},
+      {"Sqrt", fold_unary<kernel_math<ir::ew::Sqrt>>},
+      {"Reciprocal", fold_unary<kernel_math<ir::ew::Reciprocal>>},
+      {"Erf", fold_unary<kernel_math<ir::ew::Erf>>},
+      {"Exp", fold_unary<kernel_math<ir::ew::Exp>>},
+      {"Add", fold_binary<Binary::kAdd>},
+      {"Sub", fold_binary<Binary::kSub>},
+      {"Mul", fold_binary<Binary::kMul>},
+      {"Div", fold_binary<Binary::kDiv>},
+      {"Pow", fold_binary<Binary::kPow>},
+      {"Min", fold_binary<Binary::kMin>},
+      {"Max", fold_binary<Binary::kMax>},
+      {"Equal", fold_binary<Binary::kEqual>},
+      {"Less", fold_binary<Binary::kLess>},
+      {"Greater", fold_binary<Binary::kGreater>}};
+  return table;
+}
+
 // Evaluates one node; std::nullopt when it cannot be folded.
-std::optional<std::vector<ConstTensor>> evaluate(const Context& ctx, const Values& in,
-                                                 const std::optional<ir::Shape>& input_shape) {
-  const NodeProto& node = ctx.node;
-  const std::string& op = node.op_type();
-  auto one = [](ConstTensor t) { return std::optional<std::vector<ConstTensor>>(std::vector<ConstTensor>{std::move(t)}); };
-
-  if (op == "Constant") return one(constant_node(ctx));
-  if (op == "Shape") {
-    const auto rank = static_cast<int64_t>(input_shape->size());
-    int64_t start = attr_int(node, "start", 0), end = attr_int(node, "end", rank);
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, start, rank);
-    std::vector<int64_t> dims(input_shape->begin() + start, input_shape->begin() + end);
-    const auto n = static_cast<int64_t>(dims.size());
-    return one(ConstTensor::of_ints(std::move(dims), {n}));
-  }
-  if (op == "Size") {
-    int64_t n = 1;
-    for (int64_t d : *input_shape) {
-      if (d < 0 || __builtin_mul_overflow(n, d, &n)) ctx.fail("the input's size overflows");
-    }
-    return one(ConstTensor::of_ints({n}, {}));
-  }
-  if (op == "Identity") return one(need(ctx, in, 0));
-  if (op == "Dropout") {
-    if (node.output_size() > 1 && !node.output(1).empty()) return std::nullopt;  // mask wanted
-    return one(need(ctx, in, 0));
-  }
-  if (op == "Cast") return one(cast(need(ctx, in, 0), static_cast<int32_t>(attr_int(node, "to", TensorProto::FLOAT))));
-  if (op == "Gather") return one(gather(ctx, need(ctx, in, 0), need(ctx, in, 1), attr_int(node, "axis", 0)));
-  if (op == "Concat") {
-    for (size_t k = 0; k < in.size(); ++k) need(ctx, in, k);
-    return one(concat(ctx, in, attr_int(node, "axis", 0)));
-  }
-  if (op == "Unsqueeze") {
-    const ConstTensor& data = need(ctx, in, 0);
-    const std::vector<int64_t> axes = axes_input_or_attr(ctx, in, 13);
-    const auto rank = static_cast<int64_t>(data.dims.size() + axes.size());
-    std::vector<bool> inserted(static_cast<size_t>(rank), false);
-    if (static_cast<size_t>(rank) > kMaxFoldRank) ctx.fail("the result has rank {}, more than {}", rank, kMaxFoldRank);
-    for (int64_t a : axes) {
-      const auto d = static_cast<size_t>(normalize_axis(ctx, a, rank));
-      if (inserted[d]) ctx.fail("axis {} is given twice", a);
-      inserted[d] = true;
-    }
-    ir::Shape dims;
-    size_t next = 0;
-    for (int64_t d = 0; d < rank; ++d) dims.push_back(inserted[static_cast<size_t>(d)] ? 1 : data.dims.at(next++));
-    return one(reshaped(data, dims));
-  }
-  if (op == "Squeeze") {
-    const ConstTensor& data = need(ctx, in, 0);
-    const std::vector<int64_t> axes = axes_input_or_attr(ctx, in, 13);
-    const auto rank = static_cast<int64_t>(data.dims.size());
-    std::vector<bool> removed(static_cast<size_t>(rank), axes.empty());
-    if (axes.empty()) {
-      for (int64_t d = 0; d < rank; ++d) removed[static_cast<size_t>(d)] = data.dims[static_cast<size_t>(d)] == 1;
-    }
-    for (int64_t a : axes) {
-      const auto d = static_cast<size_t>(normalize_axis(ctx, a, rank));
-      if (data.dims[d] != 1) ctx.fail("cannot squeeze axis {} of size {}", d, data.dims[d]);
-      removed[d] = true;
-    }
-    ir::Shape dims;
-    for (size_t d = 0; d < data.dims.size(); ++d) {
-      if (!removed[d]) dims.push_back(data.dims[d]);
-    }
-    return one(reshaped(data, dims));
-  }
-  if (op == "Reshape") {
-    const ConstTensor& data = need(ctx, in, 0);
-    return one(reshaped(data, reshape_target(ctx, data.dims, need(ctx, in, 1).ints(), attr_int(node, "allowzero", 0) != 0)));
-  }
-  if (op == "Flatten") {
-    const ConstTensor& data = need(ctx, in, 0);
-    const auto rank = static_cast<int64_t>(data.dims.size());
-    int64_t axis = attr_int(node, "axis", 1);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis > rank) ctx.fail("axis out of range");
-    const ir::Shape head(data.dims.begin(), data.dims.begin() + axis), tail(data.dims.begin() + axis, data.dims.end());
-    return one(reshaped(data, {ir::num_elements(head), ir::num_elements(tail)}));
-  }
-  if (op == "Transpose") {
-    return one(transpose(ctx, need(ctx, in, 0), attr_ints(node, "perm").value_or(std::vector<int64_t>{})));
-  }
-  if (op == "Slice") {
-    const ConstTensor& data = need(ctx, in, 0);
-    if (ctx.opset < 10) {
-      return one(slice(ctx, data, attr_ints(node, "starts").value_or(std::vector<int64_t>{}),
-                       attr_ints(node, "ends").value_or(std::vector<int64_t>{}),
-                       attr_ints(node, "axes").value_or(std::vector<int64_t>{}), {}));
-    }
-    auto opt = [&](size_t k) { return k < in.size() && in[k] ? in[k]->ints() : std::vector<int64_t>{}; };
-    return one(slice(ctx, data, need(ctx, in, 1).ints(), need(ctx, in, 2).ints(), opt(3), opt(4)));
-  }
-  if (op == "Expand") {
-    const ConstTensor& data = need(ctx, in, 0);
-    const ir::Shape dims = broadcast(ctx, data.dims, need(ctx, in, 1).ints());
-    std::vector<size_t> idx(folded_count(ctx, dims));
-    for (size_t k = 0; k < idx.size(); ++k) idx[k] = broadcast_index(k, dims, data.dims);
-    return one(gather_elements(data, dims, idx));
-  }
-  if (op == "ConstantOfShape") {
-    const ir::Shape dims = need(ctx, in, 0).ints();
-    ConstTensor fill = ConstTensor::of_floats({0.0}, {1}, TensorProto::FLOAT);
-    if (const auto* a = find_attribute(node, "value")) fill = decode_tensor(a->t(), ctx.file);
-    if (fill.size() != 1) ctx.fail("value must have one element");
-    std::vector<size_t> idx(folded_count(ctx, dims), 0);
-    return one(gather_elements(fill, dims, idx));
-  }
-  if (op == "Range") {
-    const ConstTensor& start = need(ctx, in, 0);
-    for (size_t k = 0; k < 3; ++k) {
-      if (need(ctx, in, k).size() != 1) ctx.fail("Range input {} must have one element", k);
-    }
-    const double s = start.as_double(0), limit = need(ctx, in, 1).as_double(0), delta = need(ctx, in, 2).as_double(0);
-    if (delta == 0) ctx.fail("Range with delta 0");
-    const double count = std::max(0.0, std::ceil((limit - s) / delta));
-    if (!(count <= static_cast<double>(kMaxFoldElements))) ctx.fail("Range of {} elements is too large to fold", count);
-    const auto n = static_cast<int64_t>(count);
-    ConstTensor out;
-    out.dtype = start.dtype;
-    out.dims = {n};
-    const int64_t first = start.as_int(0), step = need(ctx, in, 2).as_int(0);
-    for (int64_t k = 0; k < n; ++k) {
-      if (out.is_float()) {
-        out.f.push_back(s + static_cast<double>(k) * delta);
-        continue;
-      }
-      int64_t v = 0;
-      if (__builtin_mul_overflow(k, step, &v) || __builtin_add_overflow(first, v, &v)) {
-        ctx.fail("Range overflows int64");
-      }
-      out.i.push_back(v);
-    }
-    return one(out);
-  }
-  if (op == "Where") {
-    const ConstTensor &c = need(ctx, in, 0), &x = need(ctx, in, 1), &y = need(ctx, in, 2);
-    const ir::Shape dims = broadcast(ctx, broadcast(ctx, c.dims, x.dims), y.dims);
-    const size_t n = folded_count(ctx, dims);
-    ConstTensor out;
-    out.dtype = x.dtype;
-    out.dims = dims;
-    for (size_t k = 0; k < n; ++k) {
-      const ConstTensor& pick = c.as_int(broadcast_index(k, dims, c.dims)) ? x : y;
-      const size_t at = broadcast_index(k, dims, pick.dims);
-      if (out.is_float()) out.f.push_back(pick.as_double(at));
-      else out.i.push_back(pick.as_int(at));
-    }
-    return one(out);
-  }
-  if (op == "Neg") return one(unary(ctx, need(ctx, in, 0), [](double v) { return -v; }));
-  if (op == "Abs") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::abs(v); }));
-  if (op == "Floor") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::floor(v); }));
-  if (op == "Ceil") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::ceil(v); }));
-  if (op == "Sqrt") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::sqrt(v); }));
-  if (op == "Reciprocal") return one(unary(ctx, need(ctx, in, 0), [](double v) { return 1.0 / v; }));
-  if (op == "Erf") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::erf(v); }));
-  if (op == "Exp") return one(unary(ctx, need(ctx, in, 0), [](double v) { return std::exp(v); }));
-  if (op == "Not") return one(unary(ctx, need(ctx, in, 0), [](double v) { return v == 0.0 ? 1.0 : 0.0; }));
-
-  static const std::vector<std::pair<std::string, Binary>> binaries = {
-      {"Add", Binary::kAdd}, {"Sub", Binary::kSub}, {"Mul", Binary::kMul},
-      {"Div", Binary::kDiv}, {"Pow", Binary::kPow}, {"Min", Binary::kMin}, {"Max", Binary::kMax},
-      {"Equal", Binary::kEqual}, {"Less", Binary::kLess}, {"Greater", Binary::kGreater}};
-  for (const auto& [name, kind] : binaries) {
-    if (op != name) continue;
-    ConstTensor acc = need(ctx, in, 0);
-    if (in.size() < 2 && kind != Binary::kMin && kind != Binary::kMax) ctx.fail("needs two inputs");
-    for (size_t k = 1; k < in.size(); ++k) acc = binary(ctx, kind, acc, need(ctx, in, k));
-    return one(acc);
-  }
-  return std::nullopt;
+Folded evaluate(const Context& ctx, const Values& in, const Shape& input_shape) {
+  const auto it = fold_table().find(ctx.node.op_type());
+  return it == fold_table().end() ? std::nullopt : it->second(ctx, in, input_shape);
 }
 
 }  // namespace
 
-bool is_foldable_op(const std::string& op_type) { return foldable_ops().count(op_type) > 0; }
+bool is_foldable_op(const std::string& op_type) { return fold_table().count(op_type) > 0; }
 
 int64_t default_opset(const ::onnx::ModelProto& model) {
   for (const auto& imp : model.opset_import()) {
