@@ -183,8 +183,8 @@ db others_wal wal 'row(0.05); row(0.0, "merge|zero-copy")'
 calibrate others_wal 2 "none of .*tiny_conv\.onnx's stages at batch 1"
 # SQLite opens a WAL when byte 19 of the header (the write version) is 2,
 # whatever byte 18 says: with 1 there, a check of both bytes took mode=ro,
-# which left -wal and -shm files beside the database (found by
-# profile_db_fuzzer).
+# which left -wal and -shm files beside the database (seen in the folder
+# of a profile_db_fuzzer run).
 db wal_read_version wal 'row(0.05)'
 printf '\001' | dd of="$WORK/db/wal_read_version.sqlite" bs=1 seek=18 conv=notrunc status=none
 calibrate wal_read_version 2 "none of .*tiny_conv\.onnx's stages at batch 1"
