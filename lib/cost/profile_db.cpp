@@ -196,7 +196,9 @@ void ProfileDb::open_read_only() {
   // the -wal and -shm files (and leave them behind); immutable=1 reads the
   // file as it is without them. Otherwise mode=ro: it takes the shared locks
   // that keep a concurrent writer's half-written pages out of sight.
-  const bool wal = header[18] == 2 && header[19] == 2;
+  // Byte 19 of the header (the write version) decides, as in SQLite's own
+  // check: 2 opens a WAL, whatever the read version in byte 18 says.
+  const bool wal = header[19] == 2;
   const bool wal_file = std::filesystem::exists(name + "-wal", ec);
   const std::string uri = file_uri(path_) + (wal && !wal_file ? "?immutable=1" : "?mode=ro");
   if (sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) !=

@@ -181,6 +181,13 @@ calibrate half 2 "not an ios profile database \(no table 'stage_latency'"
 # in either journal mode (the rollback-journal one is not switched to WAL).
 db others_wal wal 'row(0.05); row(0.0, "merge|zero-copy")'
 calibrate others_wal 2 "none of .*tiny_conv\.onnx's stages at batch 1"
+# SQLite opens a WAL when byte 19 of the header (the write version) is 2,
+# whatever byte 18 says: with 1 there, a check of both bytes took mode=ro,
+# which left -wal and -shm files beside the database (seen in the folder
+# of a profile_db_fuzzer run).
+db wal_read_version wal 'row(0.05)'
+printf '\001' | dd of="$WORK/db/wal_read_version.sqlite" bs=1 seek=18 conv=notrunc status=none
+calibrate wal_read_version 2 "none of .*tiny_conv\.onnx's stages at batch 1"
 db others_delete delete 'row(0.05)'
 calibrate others_delete 2 "none of .*tiny_conv\.onnx's stages at batch 1"
 $PY -c "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('PRAGMA journal_mode').fetchone()[0])" "$WORK/db/others_delete.sqlite" | grep -qx delete && ok || fail "calibrate switched the journal mode"
