@@ -114,6 +114,18 @@ int Lowerer::add_value(const std::string& name, const ir::Shape& shape, int buff
   return static_cast<int>(p_.values.size() - 1);
 }
 
+int Lowerer::scratch(Launch& launch, const std::string& name, const ir::Shape& shape) {
+  const std::ptrdiff_t kernel = &launch - p_.launches.data();
+  IOS_ASSERT(kernel >= 0 && kernel < static_cast<std::ptrdiff_t>(p_.launches.size()),
+             "scratch '{}' requested outside the program's launches", name);
+  const int storage =
+      storage_.add_scratch(name, ir::num_elements(shape), static_cast<int>(kernel));
+  const int v = p_.add_scratch(name, shape);
+  IOS_ASSERT(val(v).buffer == storage, "scratch '{}' is buffer {} but storage {}", name,
+             val(v).buffer, storage);
+  return v;
+}
+
 int Lowerer::merged_value(int kernel) {
   const exec::Region& whole = storage_.merged_region(kernel);
   return add_value(storage_.storages().at(static_cast<size_t>(whole.storage)).name, whole.shape,

@@ -6,7 +6,7 @@
 // its in-place epilogue, and the Lowerer turns regions into Values. What it
 // decides is which GPU operations compute each launch: lowering.cpp is the
 // driver (launches, values from the storage plan, constants, scratch
-// buffers) and dispatches each node through the kernel table
+// buffers requested from it) and dispatches each node through the kernel table
 // (lowering_table.cpp) to the lowering function of its operator, which lives
 // with the operation it emits in op_<name>.cpp. The element-wise chain that
 // every operator's epilogue becomes is the Lowerer's own (op_elementwise.cpp).
@@ -67,6 +67,9 @@ class Lowerer {
   // The value of a merged launch's whole output (the storage plan's region).
   int merged_value(int kernel);
   const Value& val(int v) const { return p_.values.at(static_cast<size_t>(v)); }
+  // A dense scratch value of `shape` used inside `launch` only, requested
+  // from the storage plan (exec::StoragePlan::add_scratch).
+  int scratch(Launch& launch, const std::string& name, const ir::Shape& shape);
   TensorId member_output(sched::UnitId u) const;
   int constant(TensorId t, const ir::Shape& shape);
   int constant(TensorId t);

@@ -128,11 +128,11 @@ void ConvOp::prepare(Preparation& prep) {
   auto chosen = std::make_shared<const ConvChoice>(choose_conv(prep.ctx, shape, label));
   if (chosen->x_dense && shape.x_batch_stride != shape.c * shape.h * shape.w) {
     const ir::Shape xs = prep.program.values.at(static_cast<size_t>(x)).shape;
-    x_dense = prep.program.add_temp(label + ":x_dense", xs);
+    x_dense = prep.program.add_scratch(label + ":x_dense", xs);
   }
   if (chosen->y_dense && shape.y_batch_stride != shape.k * shape.oh * shape.ow) {
     const ir::Shape ys = prep.program.values.at(static_cast<size_t>(y)).shape;
-    y_dense = prep.program.add_temp(label + ":y_dense", ys);
+    y_dense = prep.program.add_scratch(label + ":y_dense", ys);
   }
   prep.workspace = std::max(prep.workspace, chosen->workspace);
   ++prep.stats.convolutions;

@@ -127,7 +127,7 @@ CopyOp Lowerer::strided_copy(int src, int dst, const ir::Shape& dims) {
 // A dense copy of value `v` (when it is a strided slice) for operations that need one.
 int Lowerer::dense(Launch& launch, int v) {
   if (val(v).dense()) return v;
-  const int t = p_.add_temp(val(v).name + ":dense", val(v).shape);
+  const int t = scratch(launch, val(v).name + ":dense", val(v).shape);
   emit(launch, strided_copy(v, t, val(v).shape));
   return t;
 }

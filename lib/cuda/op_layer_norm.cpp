@@ -89,7 +89,7 @@ void lower_layer_norm(Lowerer& lw, Launch& launch, NodeId n, int y) {
     emit(launch, op);
     return;
   }
-  op.y = lw.program().add_temp(lw.val(y).name + ":dense", lw.val(y).shape);
+  op.y = lw.scratch(launch, lw.val(y).name + ":dense", lw.val(y).shape);
   emit(launch, op);
   emit(launch, lw.strided_copy(op.y, y, lw.val(y).shape));
 }

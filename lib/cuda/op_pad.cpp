@@ -68,7 +68,7 @@ int Lowerer::explicit_pad(Launch& launch, int x, std::array<int64_t, 4>& pads,
                           const std::string& name) {
   if (pads[0] == pads[2] && pads[1] == pads[3]) return x;
   const ir::Shape& s = val(x).shape;
-  const int t = p_.add_temp(name + ":padded",
+  const int t = scratch(launch, name + ":padded",
                             {s[0], s[1], s[2] + pads[0] + pads[2], s[3] + pads[1] + pads[3]});
   PadOp op;
   op.x = x;

@@ -83,7 +83,7 @@ void lower_softmax(Lowerer& lw, Launch& launch, NodeId n, int y) {
     emit(launch, SoftmaxOp(x, y, axis));
     return;
   }
-  const int t = lw.program().add_temp(lw.val(y).name + ":dense", lw.val(y).shape);
+  const int t = lw.scratch(launch, lw.val(y).name + ":dense", lw.val(y).shape);
   emit(launch, SoftmaxOp(x, t, axis));
   CopyOp copy;
   copy.src = t;

@@ -11,7 +11,7 @@
 
 namespace ios::cuda {
 
-int Program::add_temp(const std::string& name, const ir::Shape& shape) {
+int Program::add_scratch(const std::string& name, const ir::Shape& shape) {
   Buffer buffer;
   buffer.name = name;
   buffer.elements = ir::num_elements(shape);

@@ -5,9 +5,9 @@
 // Storage comes from the storage plan (exec/storage_plan.h), the same one
 // the CPU executor uses: each of its storages is a Buffer here (same index),
 // each activation a Value at its Region (zero-copy concat slices, merged
-// convolutions' slices, in-place epilogues). The lowering adds scratch
-// buffers of its own (explicit pads, dense copies) after them. Buffers are
-// then placed in one arena by liveness (exec/memory_layout.h).
+// convolutions' slices, in-place epilogues). Scratch buffers (explicit
+// pads, dense copies, staging) follow them (add_scratch). Buffers are then
+// placed in one arena by liveness (exec/memory_layout.h).
 //
 // Each GPU operation is an Operation (below): one class per kind in its own
 // file, op_<name>.cpp, holding its lowerings, the values it uses and its
@@ -138,9 +138,14 @@ struct Program {
   int concat_inputs_zero_copy = 0;
   int concat_inputs_copied = 0;
 
-  // A dense value in a buffer of its own, read and written by `launch` only
-  // (a scratch tensor inside one launch).
-  int add_temp(const std::string& name, const ir::Shape& shape);
+  // A scratch value: dense, in a non-persistent buffer of its own, used
+  // inside one launch. The lowering's scratch is requested from the storage
+  // plan (Lowerer::scratch), which sizes it with the plan's storages and
+  // mirrors it here at the same index; a convolution's staging buffers,
+  // chosen on the device after lowering (ConvOp::prepare), are added here
+  // directly. Either way the memory plan places them by the launches whose
+  // operations declare them (memory_requests()).
+  int add_scratch(const std::string& name, const ir::Shape& shape);
   // Names for describe(): a value's, "const <name>" for a constant, "-" for none.
   std::string value_name(int v) const;
   std::string ref_name(const Ref& r) const;
