@@ -18,6 +18,7 @@
 
 #ifdef IOS_HAVE_CUDA
 #include "exec/memory_layout.h"
+#include "cuda/launch.h"
 #include "cuda/operations.h"
 #include "cuda/program.h"
 #endif
@@ -340,6 +341,24 @@ TEST_CASE("a stage lowers with its external tensors as inputs and its results as
     CHECK(p.values[static_cast<size_t>(v)].dense());
     CHECK(p.buffers[static_cast<size_t>(p.values[static_cast<size_t>(v)].buffer)].persistent);
   }
+}
+
+TEST_CASE("an operation's launch gets the pointers of the values it declared only", "[host]") {
+  cuda::Program p;
+  for (int i = 0; i < 3; ++i) p.add_scratch("v" + std::to_string(i), {1, 4});
+  std::vector<float> memory(12);
+  const std::vector<float*> values{memory.data(), memory.data() + 4, memory.data() + 8};
+  const std::vector<const float*> constants;
+  cuda::Uses uses;
+  uses.read(0);
+  uses.write(1);
+  const cuda::Binding binding(p, values, constants, uses);
+  CHECK(binding.in(0) == values[0]);
+  CHECK(binding.in(1) == values[1]);  // a written value may be read back
+  CHECK(binding.out(1) == values[1]);
+  CHECK_THROWS_AS(binding.out(0), InternalError);  // read-only
+  CHECK_THROWS_AS(binding.in(2), InternalError);   // undeclared
+  CHECK(binding.in(cuda::Ref{}) == nullptr);
 }
 
 #endif  // IOS_HAVE_CUDA
