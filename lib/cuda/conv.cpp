@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
-#include "cuda/program.h"
+#include "cuda/operations.h"
 
 namespace ios::cuda {
 namespace {

@@ -43,7 +43,7 @@ struct ConvDescriptors {
 };
 // Descriptors for `shape` with the given math type.
 struct Program;
-struct ConvOp;
+class ConvOp;
 // The shape, strides and pointer alignments of `op` in `program`.
 ConvShape conv_shape(const Program& program, const ConvOp& op);
 

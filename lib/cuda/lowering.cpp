@@ -1,6 +1,6 @@
 // The lowering driver (lowering.h): one Launch per plan kernel, values at the
 // storage plan's regions, constants, and each node lowered through the
-// kernel table (lowering_table.cpp).
+// kernel table (lowering_table.cpp) by its operator's op_<name>.cpp.
 #include "cuda/lowering.h"
 
 #include <algorithm>
@@ -45,7 +45,12 @@ Program Lowerer::run() {
       launch.name += (i ? "+" : "") + ug_.unit(kernel.units[i]).id;
     }
     if (kernel.merged) {
-      lower_merged(launch, static_cast<int>(k));
+      const int index = static_cast<int>(k);
+      if (storage_.merge_spec(index).kind == sched::MergeKind::kMatMul) {
+        lower_merged_product(*this, launch, index);
+      } else {
+        lower_merged_conv(*this, launch, index);
+      }
     } else {
       IOS_ASSERT(kernel.units.size() == 1, "launch {} has {} units but is not a merge", k,
                  kernel.units.size());
@@ -76,13 +81,13 @@ void Lowerer::lower_node(Launch& launch, NodeId n, const std::vector<NodeId>& ch
     user_error("node '{}' ({}) is not supported by the CUDA backend", node.name,
                ir::op_name(node.op));
   if (lowering.whole != nullptr) {
-    (this->*lowering.whole)(launch, n, chain);
+    lowering.whole(*this, launch, n, chain);
     return;
   }
   // The node writes its one output at the chain's target, and the chain then
   // runs on it in place.
   const int y = chain_target(n, chain);
-  (this->*lowering.into)(launch, n, y);
+  lowering.into(*this, launch, n, y);
   in_place_steps(launch, y, n, chain, 0);
 }
 
@@ -107,6 +112,24 @@ int Lowerer::add_value(const std::string& name, const ir::Shape& shape, int buff
   v.batch_stride = batch_stride;
   p_.values.push_back(std::move(v));
   return static_cast<int>(p_.values.size() - 1);
+}
+
+int Lowerer::scratch(Launch& launch, const std::string& name, const ir::Shape& shape) {
+  const std::ptrdiff_t kernel = &launch - p_.launches.data();
+  IOS_ASSERT(kernel >= 0 && kernel < static_cast<std::ptrdiff_t>(p_.launches.size()),
+             "scratch '{}' requested outside the program's launches", name);
+  const int storage =
+      storage_.add_scratch(name, ir::num_elements(shape), static_cast<int>(kernel));
+  const int v = p_.add_scratch(name, shape);
+  IOS_ASSERT(val(v).buffer == storage, "scratch '{}' is buffer {} but storage {}", name,
+             val(v).buffer, storage);
+  return v;
+}
+
+int Lowerer::merged_value(int kernel) {
+  const exec::Region& whole = storage_.merged_region(kernel);
+  return add_value(storage_.storages().at(static_cast<size_t>(whole.storage)).name, whole.shape,
+                   whole.storage, whole.offset, whole.batch_stride);
 }
 
 TensorId Lowerer::member_output(sched::UnitId u) const {

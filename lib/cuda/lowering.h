@@ -4,22 +4,22 @@
 // Where tensors live is not decided here: the storage plan
 // (exec/storage_plan.h) gives every activation its region and every node
 // its in-place epilogue, and the Lowerer turns regions into Values. What it
-// decides is which GPU operations compute each launch:
-//  - lowering.cpp: the driver (launches, values from the storage plan,
-//    constants) and the dispatch through the kernel table;
-//  - lowering_table.cpp: the kernel table, the lowering of each ir::OpKind;
-//  - lower_elementwise.cpp: element-wise chains fused into one operation;
-//  - lower_conv.cpp: convolutions (cuDNN, fused epilogues) and merges;
-//  - lower_compute.cpp: pooling, reductions, softmax, GEMM;
-//  - lower_norm.cpp: layer normalization;
-//  - lower_data.cpp: data movement (slices, splits, concats, pads, copies).
+// decides is which GPU operations compute each launch: lowering.cpp is the
+// driver (launches, values from the storage plan, constants, scratch
+// buffers requested from it) and dispatches each node through the kernel table
+// (lowering_table.cpp) to the lowering function of its operator, which lives
+// with the operation it emits in op_<name>.cpp. The element-wise chain that
+// every operator's epilogue becomes is the Lowerer's own (op_elementwise.cpp).
 #pragma once
 
+#include <array>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cuda/operations.h"
 #include "cuda/program.h"
 #include "exec/storage_plan.h"
 
@@ -27,13 +27,17 @@ namespace ios::cuda {
 
 class Lowerer;
 
-// An operator's entry in the kernel table. `whole` lowers node n with the
-// element-wise chain that runs in place after it; `into` writes node n's
-// one output at value y, and the driver adds the chain after it.
+// A kernel-table lowering: node n with the element-wise chain that runs in
+// place after it (`Whole`), or node n's one output written at value y, the
+// driver adding the chain after it (`Into`).
+using LowerWhole = void (*)(Lowerer& lw, Launch& launch, ir::NodeId n,
+                            const std::vector<ir::NodeId>& chain);
+using LowerInto = void (*)(Lowerer& lw, Launch& launch, ir::NodeId n, int y);
+
+// An operator's entry in the kernel table.
 struct OpLowering {
-  void (Lowerer::*whole)(Launch& launch, ir::NodeId n,
-                         const std::vector<ir::NodeId>& chain) = nullptr;
-  void (Lowerer::*into)(Launch& launch, ir::NodeId n, int y) = nullptr;
+  LowerWhole whole = nullptr;
+  LowerInto into = nullptr;
   explicit operator bool() const { return whole != nullptr || into != nullptr; }
 };
 
@@ -48,6 +52,11 @@ class Lowerer {
   Lowerer(const sched::UnitGraph& units, const exec::ExecPlan& plan, const LowerOptions& options);
   Program run();
 
+  const ir::Graph& graph() const { return g_; }
+  const sched::UnitGraph& units() const { return ug_; }
+  const exec::StoragePlan& storage() const { return storage_; }
+  Program& program() { return p_; }
+
   // --- Driver (lowering.cpp) --------------------------------------------------
   void lower_unit(Launch& launch, const sched::Unit& unit);
   void lower_node(Launch& launch, NodeId n, const std::vector<NodeId>& chain);
@@ -55,7 +64,12 @@ class Lowerer {
   int value_for(TensorId t);
   int add_value(const std::string& name, const ir::Shape& shape, int buffer, int64_t offset,
                 int64_t batch_stride);
+  // The value of a merged launch's whole output (the storage plan's region).
+  int merged_value(int kernel);
   const Value& val(int v) const { return p_.values.at(static_cast<size_t>(v)); }
+  // A dense scratch value of `shape` used inside `launch` only, requested
+  // from the storage plan (exec::StoragePlan::add_scratch).
+  int scratch(Launch& launch, const std::string& name, const ir::Shape& shape);
   TensorId member_output(sched::UnitId u) const;
   int constant(TensorId t, const ir::Shape& shape);
   int constant(TensorId t);
@@ -64,41 +78,24 @@ class Lowerer {
   static ir::Shape channel_shape(int64_t channels, size_t rank);
   Ref ref_for(TensorId t);
 
-  // --- Element-wise chains (lower_elementwise.cpp) ----------------------------
+  // --- Element-wise chains (op_elementwise.cpp) -------------------------------
   void append_steps(NodeId m, TensorId cur, std::vector<EwStep>& steps);
   static void push_elementwise(Launch& launch, Ref x, int y, std::vector<EwStep> steps);
   TensorId chain_input(NodeId anchor, const std::vector<NodeId>& chain, size_t i) const;
   int chain_target(NodeId anchor, const std::vector<NodeId>& chain);
   void in_place_steps(Launch& launch, int y, NodeId anchor, const std::vector<NodeId>& chain,
                       size_t from, std::vector<EwStep> steps = {});
-  void lower_elementwise(Launch& launch, NodeId n, const std::vector<NodeId>& chain);
 
-  // --- Convolutions (lower_conv.cpp) --------------------------------------------
-  int explicit_pad(Launch& launch, int x, std::array<int64_t, 4>& pads, const std::string& name);
-  void lower_conv(Launch& launch, NodeId n, const std::vector<NodeId>& chain);
-  void lower_merged(Launch& launch, int kernel);
-
-  // --- Pooling, reductions, softmax, GEMM (lower_compute.cpp) -----------------
-  void lower_pool(Launch& launch, NodeId n, int y);
-  void lower_reduce(Launch& launch, NodeId n, int y);
-  void lower_softmax(Launch& launch, NodeId n, int y);
-  void lower_gemm(Launch& launch, NodeId n, int y);
-  void lower_merged_product(Launch& launch, int kernel);
-
-  // --- Normalization (lower_norm.cpp) -------------------------------------------
-  void lower_layer_norm(Launch& launch, NodeId n, int y);
-
-  // --- Data movement (lower_data.cpp) ----------------------------------------------
-  void lower_transpose(Launch& launch, NodeId n, int y);
+  // --- Operations other lowerings emit ------------------------------------------
+  // A copy of `dims` elements from `src` to `dst`, each with its own dense
+  // strides (op_copy.cpp).
   CopyOp strided_copy(int src, int dst, const ir::Shape& dims);
-  void lower_slice(Launch& launch, NodeId n, int y);
-  void lower_split(Launch& launch, NodeId n, const std::vector<NodeId>& chain);
-  void lower_concat(Launch& launch, NodeId n, const std::vector<NodeId>& chain);
-  void lower_pad(Launch& launch, NodeId n, int y);
-  void lower_resize(Launch& launch, NodeId n, int y);
+  // Value `v`, or a dense copy of it when it is a strided slice (op_copy.cpp).
   int dense(Launch& launch, int v);
-  void lower_reshape_node(Launch& launch, NodeId n, int y);
-  void lower_reshape(Launch& launch, int x, int y);
+  // Pads made explicit when they are asymmetric (op_pad.cpp).
+  int explicit_pad(Launch& launch, int x, std::array<int64_t, 4>& pads, const std::string& name);
+  // y = the mean of 4-D x over H and W, by cuDNN pooling (op_pool.cpp).
+  void global_average_pool(Launch& launch, int x, int y);
 
  private:
   const sched::UnitGraph& ug_;
@@ -111,13 +108,15 @@ class Lowerer {
   std::map<std::pair<TensorId, ir::Shape>, int> const_of_;
 };
 
-// Appends operation `op` to `launch`, constructed in place: with no
-// temporary Op to move, GCC's -Wmaybe-uninitialized cannot misread the
-// temporary's inactive alternatives (it does at -O3 when these small
-// functions are inlined).
+// Merged launches (IOS operator merge), which the driver lowers itself:
+// convolutions (op_conv.cpp) and matrix products (op_gemm.cpp).
+void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel);
+void lower_merged_product(Lowerer& lw, Launch& launch, int kernel);
+
+// Appends operation `op` to `launch`.
 template <typename T>
 void emit(Launch& launch, T op) {
-  launch.ops.emplace_back(std::in_place_type<T>, std::move(op));
+  launch.ops.push_back(std::make_unique<T>(std::move(op)));
 }
 
 // Shared by the lowering files.

@@ -5,14 +5,15 @@
 // Storage comes from the storage plan (exec/storage_plan.h), the same one
 // the CPU executor uses: each of its storages is a Buffer here (same index),
 // each activation a Value at its Region (zero-copy concat slices, merged
-// convolutions' slices, in-place epilogues). The lowering adds scratch
-// buffers of its own (explicit pads, dense copies) after them. Buffers are
-// then placed in one arena by liveness (exec/memory_layout.h).
+// convolutions' slices, in-place epilogues). Scratch buffers (explicit
+// pads, dense copies, staging) follow them (add_scratch). Buffers are then
+// placed in one arena by liveness (exec/memory_layout.h).
 //
-// The lowering itself is split by concept: lowering.h (the Lowerer: values,
-// constants, element-wise chains), lower_conv.cpp, lower_compute.cpp and
-// lower_data.cpp (per-operator lowerings), lowering_table.cpp (which
-// function lowers which ir::OpKind: the backend's kernel table).
+// Each GPU operation is an Operation (below): one class per kind in its own
+// file, op_<name>.cpp, holding its lowerings, the values it uses and its
+// launch. lowering.h is the driver that turns plan launches into them,
+// lowering_table.cpp the kernel table (which function lowers which
+// ir::OpKind).
 #pragma once
 
 #include <array>
@@ -20,7 +21,6 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
-#include <variant>
 #include <vector>
 
 #include "exec/memory_layout.h"
@@ -76,124 +76,53 @@ struct Ref {
   explicit operator bool() const { return kind != Kind::kNone; }
 };
 
-// y = conv(x, w), cuDNN. Pads are symmetric (asymmetric padding is made
-// explicit by a PadOp in front). With `fused`, y = relu(conv + bias [+ z]) in
-// one cudnnConvolutionBiasActivationForward (if cuDNN rejects the fused call
-// for these shapes, the engine runs the convolution and then that epilogue
-// with its own kernel); otherwise the bias and the rest of the unit's
-// element-wise chain are an EwOp that follows, in place on y.
-struct ConvOp {
-  int x = -1, y = -1;
-  int weight = -1;  // constant [M, C/group, kh, kw]
-  int bias = -1;    // constant [M] (fused convolutions always have one)
-  int z = -1;       // value added before the ReLU (fused only)
-  bool relu = false;
-  bool fused = false;
-  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, dilation{1, 1}, pad{0, 0};
-  int64_t group = 1;
-  // Filled by the engine when cuDNN supports no algorithm for a strided x or
-  // y: x is first copied to `x_dense`, y computed in `y_dense` then copied.
-  int x_dense = -1, y_dense = -1;
-  std::string label;  // for messages: the node's output tensor
+class GpuOp;        // launch.h: what runs on a stream
+class Binding;      // launch.h: the device pointers an operation's launch may use
+struct Preparation; // launch.h: device-side choices made before memory is planned
+struct Program;
+
+// The values an operation reads and writes, declared by the operation
+// itself (Operation::uses): the memory plan's users of each buffer, and the
+// only values whose device pointers its launch gets (Binding refuses any
+// other), so an operation cannot use a buffer it did not declare.
+struct Uses {
+  std::vector<int> reads, writes;
+  void read(int v) {
+    if (v >= 0) reads.push_back(v);
+  }
+  void read(const Ref& r) {
+    if (r.is_value()) reads.push_back(r.index);
+  }
+  void write(int v) {
+    if (v >= 0) writes.push_back(v);
+  }
 };
 
-// Steps one element-wise kernel launch applies (kernels::kMaxEwSteps, which
-// also bounds its operands). The lowering splits longer chains into several
-// EwOps, the later ones in place on y.
-constexpr int kMaxEwStepsPerOp = 8;
-struct EwStep {
-  ir::OpKind kind = ir::OpKind::kRelu;  // an element-wise operator of ir/elementwise.h
-  float p0 = 0.0f, p1 = 0.0f;           // Clip: min, max; HardSigmoid: alpha, beta
-  Ref operand;                 // binary operators: broadcast to y's shape (ONNX rules)
-  // The operand is the left one: y = f(operand, v), as in c - x or c / x
-  // (the chain value v is the node's input 1).
-  bool operand_first = false;
+// One GPU operation of a launch. Each kind is one class in its own file,
+// op_<name>.cpp, with the lowerings that emit it and its launch; the ones
+// other lowerings emit too (and the host tests inspect) are declared in
+// operations.h. Lowering, describing and the memory plan are CUDA-free (and
+// run on machines without a GPU); prepare() and launch() run in the Runtime.
+class Operation {
+ public:
+  virtual ~Operation() = default;
+  virtual void uses(Uses& uses) const = 0;
+  // One line of describe_program() (without indentation).
+  virtual std::string describe(const Program& program) const = 0;
+  // Before memory is planned: device-dependent choices that may add
+  // buffers (a convolution's algorithm and staging copies). Most have none.
+  virtual void prepare(Preparation& /*prep*/) {}
+  // What runs on the stream: the kernel or library call with its parameters
+  // and device pointers.
+  virtual std::unique_ptr<GpuOp> launch(const Binding& binding) const = 0;
 };
-// y = steps(x), element-wise; x broadcast to y's shape. y may be x (in place).
-// At most kMaxEwStepsPerOp steps.
-struct EwOp {
-  Ref x;
-  int y = -1;
-  std::vector<EwStep> steps;
-};
-
-struct PoolOp {
-  enum class Mode { kMax, kAverageIncludePad, kAverageExcludePad };
-  Mode mode = Mode::kMax;
-  int x = -1, y = -1;
-  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1};
-  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
-  bool ceil_mode = false;
-  // cuDNN when pads are symmetric and the output size is cuDNN's; otherwise
-  // the backend's own kernel.
-  bool use_cudnn = true;
-};
-
-struct SoftmaxOp {
-  int x = -1, y = -1;
-  int64_t axis = 1;
-};
-
-// y[b] = alpha * A[b] * B[b] + beta * C, with element strides per operand
-// (transposes and broadcast batches are strides). Own kernel, FP32.
-struct GemmOp {
-  Ref a, b, c;
-  int y = -1;
-  int64_t m = 0, n = 0, k = 0, batch = 1;
-  float alpha = 1.0f, beta = 0.0f;
-  bool trans_a = false, trans_b = false;
-  // Batch handling for MatMul: per operand whether its batch index advances.
-  bool a_batched = false, b_batched = false;
-};
-
-// dst[i] = src[src_offset + sum_d i_d * src_strides[d]] over `dims`, written
-// at dst_offset + sum_d i_d * dst_strides[d] (elements, relative to the
-// values' first elements). Slice, Split, Transpose, Reshape, concat copies.
-struct CopyOp {
-  int src = -1, dst = -1;
-  std::vector<int64_t> dims, src_strides, dst_strides;
-  int64_t src_offset = 0, dst_offset = 0;
-};
-
-struct PadOp {
-  enum class Mode { kConstant, kReflect, kEdge };
-  Mode mode = Mode::kConstant;
-  int x = -1, y = -1;
-  std::vector<int64_t> begin;  // per dimension
-  float value = 0.0f;
-};
-
-// Mean over `axes` of x (any rank); y holds the kept dimensions.
-struct ReduceOp {
-  int x = -1, y = -1;
-  std::vector<int64_t> axes;
-};
-
-// Resize of H and W of a 4-D x into y (own kernel).
-struct ResizeOp {
-  int x = -1, y = -1;
-  ir::ResizeAttrs attrs;
-};
-
-// LayerNormalization of dense x into dense y over the dims from `axis` on
-// (own kernel); scale and bias are constants of one value per normalized
-// element (bias may be absent).
-struct LayerNormOp {
-  int x = -1, y = -1;
-  int64_t axis = 1;
-  float epsilon = 1e-5f;
-  Ref scale, bias;
-};
-
-using Op = std::variant<ConvOp, EwOp, PoolOp, SoftmaxOp, GemmOp, CopyOp, PadOp, ReduceOp, ResizeOp,
-                        LayerNormOp>;
 
 struct Launch {
   std::string name;  // unit id(s)
   int stream = 0;
   std::vector<sched::UnitId> units;
   bool merged = false;
-  std::vector<Op> ops;
+  std::vector<std::unique_ptr<Operation>> ops;
 };
 
 struct Program {
@@ -209,9 +138,17 @@ struct Program {
   int concat_inputs_zero_copy = 0;
   int concat_inputs_copied = 0;
 
-  // A dense value in a buffer of its own, read and written by `launch` only
-  // (a scratch tensor inside one launch).
-  int add_temp(const std::string& name, const ir::Shape& shape);
+  // A scratch value: dense, in a non-persistent buffer of its own, used
+  // inside one launch. The lowering's scratch is requested from the storage
+  // plan (Lowerer::scratch), which sizes it with the plan's storages and
+  // mirrors it here at the same index; a convolution's staging buffers,
+  // chosen on the device after lowering (ConvOp::prepare), are added here
+  // directly. Either way the memory plan places them by the launches whose
+  // operations declare them (memory_requests()).
+  int add_scratch(const std::string& name, const ir::Shape& shape);
+  // Names for describe(): a value's, "const <name>" for a constant, "-" for none.
+  std::string value_name(int v) const;
+  std::string ref_name(const Ref& r) const;
   // Buffer index -> launches that read or write any value in it.
   std::vector<std::vector<int>> buffer_users() const;
   // What the memory plan places: one request per buffer (bytes, persistence, users).

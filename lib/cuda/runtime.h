@@ -3,7 +3,6 @@
 // capture); afterwards an iteration allocates nothing.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,34 +10,11 @@
 #include "cuda/context.h"
 #include "cuda/conv.h"
 #include "cuda/device_pool.h"
+#include "cuda/launch.h"
 #include "cuda/program.h"
 #include "cuda/resources.h"
 
 namespace ios::cuda {
-
-// What one GPU operation needs at issue time.
-struct IssueContext {
-  cudaStream_t stream = nullptr;
-  cudnnHandle_t cudnn = nullptr;
-  void* workspace = nullptr;
-  size_t workspace_bytes = 0;
-};
-
-class GpuOp {
- public:
-  virtual ~GpuOp() = default;
-  virtual void issue(const IssueContext& ctx) const = 0;
-  virtual std::string describe() const = 0;
-};
-
-struct RuntimeStats {
-  int convolutions = 0;
-  int fused_convolutions = 0;
-  size_t weights_bytes = 0;
-  size_t arena_bytes = 0;
-  size_t arena_unshared_bytes = 0;
-  size_t workspace_bytes = 0;
-};
 
 class Runtime {
  public:
@@ -73,13 +49,14 @@ class Runtime {
 
  private:
   float* value_ptr(int v) const { return value_ptrs_.at(static_cast<size_t>(v)); }
-  const float* ref_ptr(const Ref& r) const;
-  std::unique_ptr<GpuOp> make_op(const Op& op, int launch, size_t index);
+  void prepare_operations(bool pooled);
+  void place_buffers(DevicePool* pool);
+  void place_weights(DevicePool* pool);
+  void fill_inputs(bool pooled);
   void capture();
 
   Context& ctx_;
   Program program_;
-  std::map<std::pair<int, size_t>, ConvChoice> conv_choices_;  // (launch, op) -> algorithm
   DeviceBuffer arena_, weights_;
   std::vector<float*> value_ptrs_;
   std::vector<const float*> const_ptrs_;

@@ -432,6 +432,14 @@ const Region& StoragePlan::merged_region(int kernel) const {
   return merged_regions_[static_cast<size_t>(m)];
 }
 
+int StoragePlan::add_scratch(std::string name, int64_t elements, int kernel) {
+  IOS_ASSERT(elements >= 0 && kernel >= 0, "scratch '{}' of {} elements for launch {}", name,
+             elements, kernel);
+  storages_.push_back({std::move(name), elements, false});
+  users_.push_back({kernel});
+  return static_cast<int>(storages_.size() - 1);
+}
+
 std::vector<MemoryRequest> StoragePlan::memory_requests() const {
   std::vector<MemoryRequest> requests(storages_.size());
   for (size_t s = 0; s < storages_.size(); ++s) {

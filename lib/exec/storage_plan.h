@@ -72,6 +72,13 @@ class StoragePlan {
 
   const std::vector<Storage>& storages() const { return storages_; }
 
+  // A backend's scratch storage: a temporary of `elements` floats that only
+  // launch `kernel` (ExecPlan::kernels index) reads and writes (a dense copy
+  // of a strided tensor, an explicit pad). Appended after the plan's own
+  // storages and sized and placed with them by memory_requests(); never
+  // persistent. Returns its storage index. (The CPU executor requests none.)
+  int add_scratch(std::string name, int64_t elements, int kernel);
+
   // The region of an activation tensor the plan reads or writes.
   bool has_region(ir::TensorId t) const { return regions_.at(static_cast<size_t>(t)).placed(); }
   const Region& region(ir::TensorId t) const;

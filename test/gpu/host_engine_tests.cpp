@@ -19,6 +19,7 @@
 #ifdef IOS_HAVE_CUDA
 #include "cuda/conv.h"
 #include "exec/memory_layout.h"
+#include "cuda/operations.h"
 #include "cuda/program.h"
 #include "cuda/residency.h"
 #endif
@@ -93,8 +94,8 @@ TEST_CASE("a present but unusable GPU is told apart from no GPU", "[host]") {
 
 std::vector<const cuda::EwOp*> elementwise_ops(const cuda::Launch& launch) {
   std::vector<const cuda::EwOp*> ops;
-  for (const cuda::Op& op : launch.ops) {
-    if (const auto* ew = std::get_if<cuda::EwOp>(&op)) ops.push_back(ew);
+  for (const auto& op : launch.ops) {
+    if (const auto* ew = dynamic_cast<const cuda::EwOp*>(op.get())) ops.push_back(ew);
   }
   return ops;
 }
@@ -163,8 +164,8 @@ TEST_CASE("slice pointers report their real alignment, and algorithm choice is k
   const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
   std::map<std::string, cuda::ConvShape> shapes;
   for (const cuda::Launch& l : p.launches) {
-    for (const cuda::Op& op : l.ops) {
-      if (const auto* conv = std::get_if<cuda::ConvOp>(&op)) shapes[conv->label] = cuda::conv_shape(p, *conv);
+    for (const auto& op : l.ops) {
+      if (const auto* conv = dynamic_cast<const cuda::ConvOp*>(op.get())) shapes[conv->label] = cuda::conv_shape(p, *conv);
     }
   }
   REQUIRE(shapes.size() == 2);

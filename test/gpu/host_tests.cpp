@@ -18,6 +18,8 @@
 
 #ifdef IOS_HAVE_CUDA
 #include "exec/memory_layout.h"
+#include "cuda/launch.h"
+#include "cuda/operations.h"
 #include "cuda/program.h"
 #endif
 
@@ -128,8 +130,8 @@ TEST_CASE("concat inputs are written in place as strided channel slices", "[host
     // The conv of unit a writes the slice and ReLU is fused by cuDNN.
     bool found = false;
     for (const cuda::Launch& l : p.launches) {
-      for (const cuda::Op& op : l.ops) {
-        if (const auto* conv = std::get_if<cuda::ConvOp>(&op); conv && conv->label == "a_conv") {
+      for (const auto& op : l.ops) {
+        if (const auto* conv = dynamic_cast<const cuda::ConvOp*>(op.get()); conv && conv->label == "a_conv") {
           found = true;
           CHECK(p.values[static_cast<size_t>(conv->y)].buffer == cat.buffer);
           CHECK(conv->fused);
@@ -157,9 +159,9 @@ TEST_CASE("element-wise chains after a convolution run in place in one operation
   REQUIRE(p.launches.size() == 1);
   const auto& ops = p.launches[0].ops;
   REQUIRE(ops.size() == 3);
-  const auto* pad = std::get_if<cuda::PadOp>(&ops[0]);
-  const auto* conv = std::get_if<cuda::ConvOp>(&ops[1]);
-  const auto* ew = std::get_if<cuda::EwOp>(&ops[2]);
+  const auto* pad = dynamic_cast<const cuda::PadOp*>(ops[0].get());
+  const auto* conv = dynamic_cast<const cuda::ConvOp*>(ops[1].get());
+  const auto* ew = dynamic_cast<const cuda::EwOp*>(ops[2].get());
   REQUIRE(pad != nullptr);
   REQUIRE(conv != nullptr);
   REQUIRE(ew != nullptr);
@@ -195,8 +197,8 @@ TEST_CASE("a fused Sub or Div keeps the node's operand order", "[host]") {
   const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
   REQUIRE(p.launches.size() == 1);
   const cuda::EwOp* ew = nullptr;
-  for (const cuda::Op& op : p.launches[0].ops) {
-    if (const auto* e = std::get_if<cuda::EwOp>(&op)) ew = e;
+  for (const auto& op : p.launches[0].ops) {
+    if (const auto* e = dynamic_cast<const cuda::EwOp*>(op.get())) ew = e;
   }
   REQUIRE(ew != nullptr);
   REQUIRE(ew->steps.size() == 3);  // bias, c - y, y / c
@@ -214,7 +216,7 @@ TEST_CASE("a fused Sub or Div keeps the node's operand order", "[host]") {
   const sched::UnitGraph alone_units = sched::UnitGraph::form(alone.graph());
   const cuda::Program q = cuda::lower_program(alone_units, exec::lower(alone_units, sequential_schedule(alone_units)));
   REQUIRE(q.launches.size() == 1);
-  const auto* sub = std::get_if<cuda::EwOp>(&q.launches[0].ops.at(0));
+  const auto* sub = dynamic_cast<const cuda::EwOp*>(q.launches[0].ops.at(0).get());
   REQUIRE(sub != nullptr);
   REQUIRE(sub->steps.size() == 1);
   CHECK(sub->x.is_value());
@@ -247,7 +249,7 @@ TEST_CASE("a merged convolution writes one buffer whose slices are the members' 
   CHECK(p.buffers[static_cast<size_t>(va.buffer)].persistent);  // graph outputs live in it
   REQUIRE(p.launches.size() == 1);
   REQUIRE(p.launches[0].ops.size() == 1);
-  const auto* conv = std::get_if<cuda::ConvOp>(&p.launches[0].ops[0]);
+  const auto* conv = dynamic_cast<const cuda::ConvOp*>(p.launches[0].ops[0].get());
   REQUIRE(conv != nullptr);
   CHECK(conv->fused);  // both epilogues are exactly ReLU
   CHECK(conv->kernel == std::array<int64_t, 2>{3, 3});
@@ -275,7 +277,7 @@ TEST_CASE("a merged matrix product is one GEMM whose columns are copied to the m
   REQUIRE(p.launches.size() == 1);
   const auto& ops = p.launches[0].ops;
   REQUIRE(!ops.empty());
-  const auto* gemm = std::get_if<cuda::GemmOp>(&ops[0]);
+  const auto* gemm = dynamic_cast<const cuda::GemmOp*>(ops[0].get());
   REQUIRE(gemm != nullptr);
   CHECK(gemm->m == 10);
   CHECK(gemm->n == 40);
@@ -288,11 +290,11 @@ TEST_CASE("a merged matrix product is one GEMM whose columns are copied to the m
   std::vector<int64_t> offsets;
   int adds = 0;
   for (size_t i = 1; i < ops.size(); ++i) {
-    if (const auto* copy = std::get_if<cuda::CopyOp>(&ops[i])) {
+    if (const auto* copy = dynamic_cast<const cuda::CopyOp*>(ops[i].get())) {
       CHECK(copy->src == gemm->y);
       CHECK(copy->src_strides == std::vector<int64_t>{5 * 40, 40, 1});
       offsets.push_back(copy->src_offset);
-    } else if (const auto* ew = std::get_if<cuda::EwOp>(&ops[i])) {
+    } else if (const auto* ew = dynamic_cast<const cuda::EwOp*>(ops[i].get())) {
       CHECK(ew->y == ew->x.index);  // in place
       ++adds;
     }
@@ -339,6 +341,24 @@ TEST_CASE("a stage lowers with its external tensors as inputs and its results as
     CHECK(p.values[static_cast<size_t>(v)].dense());
     CHECK(p.buffers[static_cast<size_t>(p.values[static_cast<size_t>(v)].buffer)].persistent);
   }
+}
+
+TEST_CASE("an operation's launch gets the pointers of the values it declared only", "[host]") {
+  cuda::Program p;
+  for (int i = 0; i < 3; ++i) p.add_scratch("v" + std::to_string(i), {1, 4});
+  std::vector<float> memory(12);
+  const std::vector<float*> values{memory.data(), memory.data() + 4, memory.data() + 8};
+  const std::vector<const float*> constants;
+  cuda::Uses uses;
+  uses.read(0);
+  uses.write(1);
+  const cuda::Binding binding(p, values, constants, uses);
+  CHECK(binding.in(0) == values[0]);
+  CHECK(binding.in(1) == values[1]);  // a written value may be read back
+  CHECK(binding.out(1) == values[1]);
+  CHECK_THROWS_AS(binding.out(0), InternalError);  // read-only
+  CHECK_THROWS_AS(binding.in(2), InternalError);   // undeclared
+  CHECK(binding.in(cuda::Ref{}) == nullptr);
 }
 
 #endif  // IOS_HAVE_CUDA

@@ -14,6 +14,7 @@
 
 #ifdef IOS_HAVE_CUDA
 #include "cuda/program.h"
+#include "exec/storage_plan.h"
 #endif
 
 namespace ios::gputest {
@@ -53,6 +54,42 @@ TEST_CASE("every case of the operator suite lowers for the CUDA backend", "[host
   for (const ir::OpInfo& info : ir::all_ops()) {
     INFO(info.onnx_name);
     CHECK(lowered.count(info.kind) == 1);
+  }
+}
+
+// Each operation declares the values it uses (the memory plan's only source
+// of a buffer's users, and all that its launch may touch on the device).
+// Every case's operations declare what they write, every buffer has a user,
+// and the buffers past the storage plan's own are the lowering's scratch:
+// requested from the storage plan, non-persistent, used by one launch.
+TEST_CASE("every CUDA operation of the operator suite declares its buffers", "[host][ops]") {
+  for (const optest::OpCase& c : optest::all_op_cases()) {
+    INFO(c.name);
+    const sched::UnitGraph units = sched::UnitGraph::form(c.graph);
+    const exec::ExecPlan plan = exec::lower(units, sequential_schedule(units));
+    const cuda::Program p = cuda::lower_program(units, plan);
+    for (const cuda::Launch& launch : p.launches) {
+      for (const auto& op : launch.ops) {
+        INFO(op->describe(p));
+        cuda::Uses uses;
+        op->uses(uses);
+        CHECK_FALSE(uses.writes.empty());
+        for (const std::vector<int>* list : {&uses.reads, &uses.writes}) {
+          for (int v : *list) CHECK((v >= 0 && v < static_cast<int>(p.values.size())));
+        }
+      }
+    }
+    const size_t planned = exec::StoragePlan(units, plan).storages().size();
+    REQUIRE(p.buffers.size() >= planned);
+    const std::vector<std::vector<int>> users = p.buffer_users();
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+      INFO(p.buffers[b].name);
+      CHECK_FALSE(users[b].empty());
+      if (b >= planned) {
+        CHECK_FALSE(p.buffers[b].persistent);
+        CHECK(users[b].size() == 1);
+      }
+    }
   }
 }
 #endif

@@ -1,0 +1,249 @@
+// Data movement: Transpose, Slice, Split, Concat (the inputs the storage
+// plan did not place in their slices), Reshape and Flatten, and dense copies
+// of strided values for operations that need them, all as one strided copy
+// operation, issued as cudaMemcpyAsync, cudaMemcpy2DAsync or the backend's
+// copy kernel.
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "cuda/launch.h"
+#include "cuda/lowering.h"
+
+namespace ios::cuda {
+namespace {
+
+using ir::NodeId;
+using ir::TensorId;
+
+class CopyKernelOp final : public GpuOp {
+ public:
+  // Coalesces dimensions, then picks cudaMemcpyAsync, cudaMemcpy2DAsync or
+  // the strided copy kernel.
+  CopyKernelOp(const float* src, float* dst, std::vector<int64_t> dims, std::vector<int64_t> ss,
+               std::vector<int64_t> ds) {
+    std::vector<int64_t> d2, s2, t2;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] == 1) continue;
+      d2.push_back(dims[i]), s2.push_back(ss[i]), t2.push_back(ds[i]);
+    }
+    for (size_t i = d2.size(); i-- > 1;) {
+      if (s2[i - 1] == s2[i] * d2[i] && t2[i - 1] == t2[i] * d2[i]) {
+        d2[i - 1] *= d2[i];
+        s2[i - 1] = s2[i];
+        t2[i - 1] = t2[i];
+        d2.erase(d2.begin() + static_cast<std::ptrdiff_t>(i));
+        s2.erase(s2.begin() + static_cast<std::ptrdiff_t>(i));
+        t2.erase(t2.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    if (d2.empty()) d2 = {1}, s2 = {1}, t2 = {1};
+    src_ = src;
+    dst_ = dst;
+    total_ = ir::num_elements(d2);
+    if (d2.size() == 1 && s2[0] == 1 && t2[0] == 1) {
+      kind_ = Kind::kLinear;
+    } else if (d2.size() == 2 && s2[1] == 1 && t2[1] == 1 && s2[0] >= d2[1] && t2[0] >= d2[1]) {
+      kind_ = Kind::kPitched;
+      rows_ = d2[0], width_ = d2[1], src_pitch_ = s2[0], dst_pitch_ = t2[0];
+    } else {
+      kind_ = Kind::kKernel;
+      p_.rank = static_cast<int>(d2.size());
+      fill_dims(p_.dims, d2, "a copy");
+      fill_dims(p_.src_strides, s2, "a copy");
+      fill_dims(p_.dst_strides, t2, "a copy");
+      p_.total = total_;
+      p_.src = src;
+      p_.dst = dst;
+    }
+  }
+  void issue(const IssueContext& c) const override {
+    switch (kind_) {
+      case Kind::kLinear:
+        IOS_CUDA_CALL(cudaMemcpyAsync(dst_, src_, static_cast<size_t>(total_) * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, c.stream));
+        break;
+      case Kind::kPitched:
+        IOS_CUDA_CALL(cudaMemcpy2DAsync(dst_, static_cast<size_t>(dst_pitch_) * sizeof(float), src_,
+                                        static_cast<size_t>(src_pitch_) * sizeof(float),
+                                        static_cast<size_t>(width_) * sizeof(float),
+                                        static_cast<size_t>(rows_), cudaMemcpyDeviceToDevice,
+                                        c.stream));
+        break;
+      case Kind::kKernel:
+        IOS_CUDA_CALL(kernels::copy(p_, c.stream));
+        break;
+    }
+  }
+  std::string describe() const override {
+    const char* how = kind_ == Kind::kLinear    ? "memcpy"
+                      : kind_ == Kind::kPitched ? "memcpy2D"
+                                                : "copy kernel";
+    return fmt::format("{} ({} elements)", how, total_);
+  }
+
+ private:
+  enum class Kind { kLinear, kPitched, kKernel };
+  Kind kind_ = Kind::kKernel;
+  const float* src_ = nullptr;
+  float* dst_ = nullptr;
+  int64_t total_ = 0, rows_ = 0, width_ = 0, src_pitch_ = 0, dst_pitch_ = 0;
+  kernels::CopyParams p_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuOp> make_copy(const float* src, float* dst, std::vector<int64_t> dims,
+                                 std::vector<int64_t> src_strides,
+                                 std::vector<int64_t> dst_strides) {
+  return std::make_unique<CopyKernelOp>(src, dst, std::move(dims), std::move(src_strides),
+                                        std::move(dst_strides));
+}
+
+void CopyOp::uses(Uses& u) const {
+  u.read(src);
+  u.write(dst);
+}
+
+std::string CopyOp::describe(const Program& p) const {
+  return "copy " + p.value_name(src) + " -> " + p.value_name(dst);
+}
+
+std::unique_ptr<GpuOp> CopyOp::launch(const Binding& b) const {
+  return make_copy(b.in(src) + src_offset, b.out(dst) + dst_offset, dims, src_strides, dst_strides);
+}
+
+// A copy of `dims` elements from `src` to `dst`, each with its own dense
+// strides; callers adjust offsets and source strides for views.
+CopyOp Lowerer::strided_copy(int src, int dst, const ir::Shape& dims) {
+  CopyOp op;
+  op.src = src;
+  op.dst = dst;
+  op.dims = dims;
+  op.src_strides = val(src).strides();
+  op.dst_strides = val(dst).strides();
+  return op;
+}
+
+// A dense copy of value `v` (when it is a strided slice) for operations that need one.
+int Lowerer::dense(Launch& launch, int v) {
+  if (val(v).dense()) return v;
+  const int t = scratch(launch, val(v).name + ":dense", val(v).shape);
+  emit(launch, strided_copy(v, t, val(v).shape));
+  return t;
+}
+
+void lower_transpose(Lowerer& lw, Launch& launch, NodeId n, int y) {
+  const ir::Graph& g = lw.graph();
+  const ir::Node& node = g.node(n);
+  const int x = lw.value_for(node.inputs[0]);
+  const auto& perm = node.attr<ir::TransposeAttrs>().perm;
+  CopyOp op;
+  op.src = x;
+  op.dst = y;
+  op.dims = lw.val(y).shape;
+  const std::vector<int64_t> xs = lw.val(x).strides();
+  for (size_t d = 0; d < perm.size(); ++d) {
+    op.src_strides.push_back(xs.at(static_cast<size_t>(normalize_axis(perm[d], perm.size()))));
+  }
+  op.dst_strides = lw.val(y).strides();
+  emit(launch, std::move(op));
+}
+
+void lower_slice(Lowerer& lw, Launch& launch, NodeId n, int y) {
+  const ir::Graph& g = lw.graph();
+  const ir::Node& node = g.node(n);
+  const int x = lw.value_for(node.inputs[0]);
+  const auto& a = node.attr<ir::SliceAttrs>();
+  CopyOp op = lw.strided_copy(x, y, lw.val(y).shape);
+  for (size_t i = 0; i < a.axes.size(); ++i) {
+    const auto axis = static_cast<size_t>(normalize_axis(a.axes[i], op.dims.size()));
+    const int64_t step = i < a.steps.size() ? a.steps[i] : 1;
+    op.src_offset += a.starts.at(i) * op.src_strides[axis];
+    op.src_strides[axis] *= step;
+  }
+  emit(launch, std::move(op));
+}
+
+void lower_split(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>& chain) {
+  const ir::Graph& g = lw.graph();
+  IOS_ASSERT(chain.empty(), "Split '{}' has an epilogue", g.node(n).name);
+  const ir::Node& node = g.node(n);
+  const int x = lw.value_for(node.inputs[0]);
+  const auto& a = node.attr<ir::SplitAttrs>();
+  const auto axis = static_cast<size_t>(normalize_axis(a.axis, lw.val(x).shape.size()));
+  int64_t offset = 0;
+  for (TensorId out : node.outputs) {
+    const int y = lw.value_for(out);
+    CopyOp op = lw.strided_copy(x, y, lw.val(y).shape);
+    op.src_offset = offset * op.src_strides[axis];
+    offset += op.dims[axis];
+    emit(launch, std::move(op));
+  }
+}
+
+void lower_concat(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>& chain) {
+  const ir::Graph& g = lw.graph();
+  const ir::Node& node = g.node(n);
+  const int y = lw.value_for(node.outputs[0]);
+  const auto axis =
+      static_cast<size_t>(normalize_axis(node.attr<ir::AxisAttrs>().axis, lw.val(y).shape.size()));
+  const std::vector<int64_t> ys = lw.val(y).strides();
+  int64_t offset = 0;
+  for (TensorId in : node.inputs) {
+    const int64_t size = g.tensor(in).shape.at(axis);
+    if (!lw.storage().zero_copy_concat_input(in)) {
+      CopyOp op;
+      if (g.tensor(in).is_constant()) {
+        // A constant input: give it a value filled once per run.
+        user_error("Concat '{}': constant input '{}' is not supported by the CUDA backend",
+                   node.name, g.tensor(in).name);
+      }
+      op.src = lw.value_for(in);
+      op.dst = y;
+      op.dims = g.tensor(in).shape;
+      op.src_strides = lw.val(op.src).strides();
+      op.dst_strides = ys;
+      op.dst_offset = offset * ys[axis];
+      emit(launch, std::move(op));
+      ++lw.program().concat_inputs_copied;
+    }
+    offset += size;
+  }
+  lw.in_place_steps(launch, y, n, chain, 0);
+}
+
+namespace {
+
+void reshape_copy(Lowerer& lw, Launch& launch, int x, int y) {
+  CopyOp op;
+  op.dst = y;
+  const Value& X = lw.val(x);
+  const Value& Y = lw.val(y);
+  if (X.batch() == Y.batch() && X.item_size() == Y.item_size()) {
+    op.src = x;
+    op.dims = {X.batch(), X.item_size()};
+    op.src_strides = {X.batch_stride, 1};
+    op.dst_strides = {Y.batch_stride, 1};
+  } else if (X.dense() || Y.dense()) {
+    const bool by_dst = X.dense();
+    const Value& V = by_dst ? Y : X;
+    op.src = x;
+    op.dims = {V.batch(), V.item_size()};
+    op.src_strides = {by_dst ? V.item_size() : X.batch_stride, 1};
+    op.dst_strides = {by_dst ? Y.batch_stride : V.item_size(), 1};
+  } else {
+    reshape_copy(lw, launch, lw.dense(launch, x), y);
+    return;
+  }
+  emit(launch, std::move(op));
+}
+
+}  // namespace
+
+// Reshape and Flatten: the same elements, another shape.
+void lower_reshape_node(Lowerer& lw, Launch& launch, NodeId n, int y) {
+  const ir::Graph& g = lw.graph();
+  reshape_copy(lw, launch, lw.value_for(g.node(n).inputs[0]), y);
+}
+
+}  // namespace ios::cuda

@@ -1,0 +1,86 @@
+// ReduceMean: over H and W of a 4-D tensor a global average pool (cuDNN,
+// op_pool.cpp); over any other axes (an unfused layer normalization's
+// trailing ones) the backend's own kernel.
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "cuda/launch.h"
+#include "cuda/lowering.h"
+
+namespace ios::cuda {
+namespace {
+
+using ir::NodeId;
+using ReduceGpuOp = OwnKernelGpuOp<kernels::ReduceParams, kernels::reduce_mean>;
+
+// Mean over `axes` of x (any rank); y holds the kept dimensions.
+class ReduceOp final : public Operation {
+ public:
+  int x = -1, y = -1;
+  std::vector<int64_t> axes;
+
+  ReduceOp(int x_, int y_, std::vector<int64_t> axes_) : x(x_), y(y_), axes(std::move(axes_)) {}
+
+  void uses(Uses& u) const override {
+    u.read(x);
+    u.write(y);
+  }
+
+  std::string describe(const Program& p) const override {
+    return "reduce-mean " + p.value_name(x) + " -> " + p.value_name(y);
+  }
+
+  std::unique_ptr<GpuOp> launch(const Binding& b) const override {
+    const Value& xv = b.value(x);
+    const Value& yv = b.value(y);
+    kernels::ReduceParams rp;
+    rp.rank = static_cast<int>(xv.shape.size());
+    fill_dims(rp.dims, xv.shape, "a reduce input");
+    fill_dims(rp.x_strides, xv.strides(), "a reduce input");
+    const std::vector<int64_t> ys = yv.strides();
+    const bool keepdims = yv.shape.size() == xv.shape.size();
+    size_t yd = 0;
+    rp.out_total = 1;
+    for (size_t d = 0; d < xv.shape.size(); ++d) {
+      const bool reduced =
+          std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) != axes.end();
+      rp.reduced[d] = reduced;
+      if (reduced) {
+        rp.count *= xv.shape[d];
+        rp.y_strides[d] = 0;
+        if (keepdims) ++yd;
+      } else {
+        rp.out_total *= xv.shape[d];
+        rp.y_strides[d] = yd < ys.size() ? ys[yd] : 0;
+        ++yd;
+      }
+    }
+    rp.x = b.in(x);
+    rp.y = b.out(y);
+    return std::make_unique<ReduceGpuOp>(rp, "own reduce-mean");
+  }
+};
+
+}  // namespace
+
+void lower_reduce(Lowerer& lw, Launch& launch, NodeId n, int y) {
+  const ir::Graph& g = lw.graph();
+  const ir::Node& node = g.node(n);
+  const int x = lw.value_for(node.inputs[0]);
+  const ir::Shape& xs = lw.val(x).shape;
+  std::vector<int64_t> axes = node.attr<ir::ReduceAttrs>().axes;
+  if (axes.empty()) {  // ONNX: no axes means all of them
+    axes.resize(xs.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int64_t& a : axes) a = normalize_axis(a, xs.size());
+  std::sort(axes.begin(), axes.end());
+  if (xs.size() == 4 && axes == std::vector<int64_t>{2, 3}) {  // a global average pool
+    lw.global_average_pool(launch, x, y);
+    return;
+  }
+  emit(launch, ReduceOp(x, y, axes));
+}
+
+}  // namespace ios::cuda
