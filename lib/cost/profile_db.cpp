@@ -11,6 +11,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <ranges>
+#include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -428,63 +431,35 @@ void ProfileDb::clear() { exec("DELETE FROM stage_latency"); }
 
 namespace {
 
-template <class... Ts>
-struct Overloaded : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-Overloaded(Ts...) -> Overloaded<Ts...>;
+// One attribute value as stage signatures print it (ir::FieldText).
+template <typename T>
+std::string field_text(const T& value, ir::FieldText text) {
+  if constexpr (std::is_enum_v<T>) {
+    return fmt::format("{}", static_cast<int>(value));
+  } else if constexpr (std::ranges::range<T>) {
+    if (text == ir::FieldText::kList) return fmt::format("{}", fmt::join(value, ","));
+    return std::ranges::empty(value) ? std::string("scalar")
+                                     : fmt::format("{}", fmt::join(value, "x"));
+  } else {
+    return fmt::format("{}", value);
+  }
+}
 
+// "name=value,..." over the fields of a node's attribute struct. Gelu keeps
+// the text of the signatures written before the field lists existed: its
+// form alone ("tanh" or "erf"), not "tanh=true".
 std::string attrs_text(const ir::Attrs& attrs) {
   return std::visit(
-      Overloaded{
-          [](const std::monostate&) { return std::string(); },
-          [](const ir::ConvAttrs& a) {
-            return fmt::format("k={},s={},d={},p={},g={}", fmt::join(a.kernel, "x"),
-                               fmt::join(a.stride, "x"), fmt::join(a.dilation, "x"),
-                               fmt::join(a.pads, ","), a.group);
-          },
-          [](const ir::PoolAttrs& a) {
-            return fmt::format("k={},s={},p={},cip={},ceil={}", fmt::join(a.kernel, "x"),
-                               fmt::join(a.stride, "x"), fmt::join(a.pads, ","),
-                               a.count_include_pad, a.ceil_mode);
-          },
-          [](const ir::ClipAttrs& a) { return fmt::format("min={},max={}", a.min, a.max); },
-          [](const ir::HardSigmoidAttrs& a) {
-            return fmt::format("alpha={},beta={}", a.alpha, a.beta);
-          },
-          [](const ir::AxisAttrs& a) { return fmt::format("axis={}", a.axis); },
-          [](const ir::SplitAttrs& a) {
-            return fmt::format("axis={},sizes={}", a.axis, fmt::join(a.sizes, ","));
-          },
-          [](const ir::SliceAttrs& a) {
-            return fmt::format("axes={},starts={},ends={},steps={}", fmt::join(a.axes, ","),
-                               fmt::join(a.starts, ","), fmt::join(a.ends, ","),
-                               fmt::join(a.steps, ","));
-          },
-          [](const ir::ReduceAttrs& a) {
-            return fmt::format("axes={},keepdims={}", fmt::join(a.axes, ","), a.keepdims);
-          },
-          [](const ir::ReshapeAttrs& a) { return fmt::format("shape={}", ir::to_string(a.shape)); },
-          [](const ir::TransposeAttrs& a) {
-            return fmt::format("perm={}", fmt::join(a.perm, ","));
-          },
-          [](const ir::GemmAttrs& a) {
-            return fmt::format("alpha={},beta={},ta={},tb={}", a.alpha, a.beta, a.trans_a,
-                               a.trans_b);
-          },
-          [](const ir::PadAttrs& a) {
-            return fmt::format("mode={},pads={},value={}", static_cast<int>(a.mode),
-                               fmt::join(a.pads, ","), a.value);
-          },
-          [](const ir::BatchNormAttrs& a) { return fmt::format("eps={}", a.epsilon); },
-          [](const ir::ResizeAttrs& a) {
-            return fmt::format("mode={},coord={},nearest={},scale={},size={}", static_cast<int>(a.mode),
-                               static_cast<int>(a.coordinates), static_cast<int>(a.nearest),
-                               fmt::join(a.scale, "x"), fmt::join(a.size, "x"));
-          },
-          [](const ir::LayerNormAttrs& a) { return fmt::format("axis={},eps={}", a.axis, a.epsilon); },
-          [](const ir::GeluAttrs& a) { return std::string(a.tanh ? "tanh" : "erf"); },
+      []<typename A>(const A& a) {
+        std::string out;
+        if constexpr (std::is_same_v<A, ir::GeluAttrs>) {
+          out = a.tanh ? "tanh" : "erf";
+        } else if constexpr (!std::is_same_v<A, std::monostate>) {
+          ir::for_each_field(a, [&](std::string_view name, const auto& value, ir::FieldText text) {
+            out += fmt::format("{}{}={}", out.empty() ? "" : ",", name, field_text(value, text));
+          });
+        }
+        return out;
       },
       attrs);
 }

@@ -10,9 +10,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
+#include "ir/elementwise.h"
 #include "ir/op_kind.h"
 #include "ir/resize_math.h"
 
@@ -30,6 +33,36 @@ std::string_view op_name(OpKind op);  // the ONNX op type, e.g. "Conv" (from ir/
 
 // --- Attributes: one struct per operator family, held in Node::attrs. -------
 // Spatial arrays are {H, W}; pads are {top, left, bottom, right}.
+//
+// Each struct is defined once, here: its members, `operator==` (defaulted)
+// and `fields()`, the list of its members with their names. Everything
+// generic over attributes reads that list: operator merge compares fused
+// element-wise nodes with Attrs's operator== (sched/fused_epilogue.cpp), and
+// the profile database prints `name=value` for each field, in list order,
+// into its stage signatures (cost/profile_db.cpp). The names are those keys:
+// renaming or reordering a field orphans every cached measurement (the
+// `cost` test "stage signatures: the text of every attribute struct is
+// pinned" fails). Every member must be listed; the check after `Attrs`
+// counts them.
+
+// How a field's value prints: a list as "1,2,3", dimensions as "2x3" (an
+// empty one as "scalar", like to_string(Shape)). Scalars print with fmt's
+// "{}" (bools as true/false), enums as their number.
+enum class FieldText { kList, kDims };
+
+// One field of attribute struct S: its name and member.
+template <typename S, typename M>
+struct AttrField {
+  std::string_view name;
+  M S::*member;
+  FieldText text = FieldText::kList;
+};
+
+template <typename S, typename M>
+constexpr AttrField<S, M> field(std::string_view name, M S::*member,
+                                FieldText text = FieldText::kList) {
+  return {name, member, text};
+}
 
 struct ConvAttrs {
   std::array<int64_t, 2> kernel{1, 1};
@@ -37,6 +70,15 @@ struct ConvAttrs {
   std::array<int64_t, 2> dilation{1, 1};
   std::array<int64_t, 4> pads{0, 0, 0, 0};
   int64_t group = 1;
+
+  bool operator==(const ConvAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = ConvAttrs;
+    return std::tuple{field("k", &A::kernel, FieldText::kDims),
+                      field("s", &A::stride, FieldText::kDims),
+                      field("d", &A::dilation, FieldText::kDims), field("p", &A::pads),
+                      field("g", &A::group)};
+  }
 };
 
 struct PoolAttrs {  // MaxPool, AveragePool
@@ -45,42 +87,92 @@ struct PoolAttrs {  // MaxPool, AveragePool
   std::array<int64_t, 4> pads{0, 0, 0, 0};
   bool count_include_pad = false;  // AveragePool only
   bool ceil_mode = false;
+
+  bool operator==(const PoolAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = PoolAttrs;
+    return std::tuple{field("k", &A::kernel, FieldText::kDims),
+                      field("s", &A::stride, FieldText::kDims), field("p", &A::pads),
+                      field("cip", &A::count_include_pad), field("ceil", &A::ceil_mode)};
+  }
 };
 
 struct ClipAttrs {
   float min = -3.4028235e38f;
   float max = 3.4028235e38f;
+
+  bool operator==(const ClipAttrs&) const = default;
+  static constexpr auto fields() {
+    return std::tuple{field("min", &ClipAttrs::min), field("max", &ClipAttrs::max)};
+  }
+  ew::Params ew_params() const { return {min, max}; }  // ew::Clip's
 };
 
 struct HardSigmoidAttrs {  // y = max(0, min(1, alpha * x + beta))
   float alpha = 0.2f;
   float beta = 0.5f;
+
+  bool operator==(const HardSigmoidAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = HardSigmoidAttrs;
+    return std::tuple{field("alpha", &A::alpha), field("beta", &A::beta)};
+  }
+  ew::Params ew_params() const { return {alpha, beta}; }  // ew::HardSigmoid's
 };
 
 struct AxisAttrs {  // Concat, Softmax, Flatten: axis normalized to >= 0
   int64_t axis = 1;
+
+  bool operator==(const AxisAttrs&) const = default;
+  static constexpr auto fields() { return std::tuple{field("axis", &AxisAttrs::axis)}; }
 };
 
 struct SplitAttrs {
   int64_t axis = 1;
   std::vector<int64_t> sizes;  // one per output
+
+  bool operator==(const SplitAttrs&) const = default;
+  static constexpr auto fields() {
+    return std::tuple{field("axis", &SplitAttrs::axis), field("sizes", &SplitAttrs::sizes)};
+  }
 };
 
 struct SliceAttrs {  // normalized: one entry per sliced axis, clamped to the shape
   std::vector<int64_t> axes, starts, ends, steps;
+
+  bool operator==(const SliceAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = SliceAttrs;
+    return std::tuple{field("axes", &A::axes), field("starts", &A::starts),
+                      field("ends", &A::ends), field("steps", &A::steps)};
+  }
 };
 
 struct ReduceAttrs {  // ReduceMean
   std::vector<int64_t> axes;
   bool keepdims = true;
+
+  bool operator==(const ReduceAttrs&) const = default;
+  static constexpr auto fields() {
+    return std::tuple{field("axes", &ReduceAttrs::axes),
+                      field("keepdims", &ReduceAttrs::keepdims)};
+  }
 };
 
 struct ReshapeAttrs {  // target shape, fully resolved (no 0 / -1)
   Shape shape;
+
+  bool operator==(const ReshapeAttrs&) const = default;
+  static constexpr auto fields() {
+    return std::tuple{field("shape", &ReshapeAttrs::shape, FieldText::kDims)};
+  }
 };
 
 struct TransposeAttrs {
   std::vector<int64_t> perm;
+
+  bool operator==(const TransposeAttrs&) const = default;
+  static constexpr auto fields() { return std::tuple{field("perm", &TransposeAttrs::perm)}; }
 };
 
 struct GemmAttrs {
@@ -88,6 +180,13 @@ struct GemmAttrs {
   float beta = 1.0f;
   bool trans_a = false;
   bool trans_b = false;
+
+  bool operator==(const GemmAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = GemmAttrs;
+    return std::tuple{field("alpha", &A::alpha), field("beta", &A::beta),
+                      field("ta", &A::trans_a), field("tb", &A::trans_b)};
+  }
 };
 
 struct PadAttrs {  // ONNX layout: begins of every axis, then ends
@@ -95,10 +194,20 @@ struct PadAttrs {  // ONNX layout: begins of every axis, then ends
   Mode mode = Mode::kConstant;
   std::vector<int64_t> pads;
   float value = 0.0f;
+
+  bool operator==(const PadAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = PadAttrs;
+    return std::tuple{field("mode", &A::mode), field("pads", &A::pads),
+                      field("value", &A::value)};
+  }
 };
 
 struct BatchNormAttrs {
   float epsilon = 1e-5f;
+
+  bool operator==(const BatchNormAttrs&) const = default;
+  static constexpr auto fields() { return std::tuple{field("eps", &BatchNormAttrs::epsilon)}; }
 };
 
 struct ResizeAttrs {  // Resize and Upsample of a 4-D NCHW tensor on H and W
@@ -107,21 +216,82 @@ struct ResizeAttrs {  // Resize and Upsample of a 4-D NCHW tensor on H and W
   resize::Nearest nearest = resize::Nearest::kRoundPreferFloor;
   std::array<float, 2> scale{1.0f, 1.0f};  // output / input of H and W, as the coordinate transform uses it
   std::array<int64_t, 2> size{1, 1};       // output H and W
+
+  bool operator==(const ResizeAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = ResizeAttrs;
+    return std::tuple{field("mode", &A::mode), field("coord", &A::coordinates),
+                      field("nearest", &A::nearest), field("scale", &A::scale, FieldText::kDims),
+                      field("size", &A::size, FieldText::kDims)};
+  }
 };
 
 struct LayerNormAttrs {  // normalizes over dims axis..rank-1 (axis >= 0)
   int64_t axis = 1;
   float epsilon = 1e-5f;
+
+  bool operator==(const LayerNormAttrs&) const = default;
+  static constexpr auto fields() {
+    return std::tuple{field("axis", &LayerNormAttrs::axis),
+                      field("eps", &LayerNormAttrs::epsilon)};
+  }
 };
 
 struct GeluAttrs {  // approximate = "tanh": 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))); else the erf form
   bool tanh = false;
+
+  bool operator==(const GeluAttrs&) const = default;
+  static constexpr auto fields() { return std::tuple{field("tanh", &GeluAttrs::tanh)}; }
+  ew::Params ew_params() const { return {tanh ? 1.0f : 0.0f, 0.0f}; }  // ew::Gelu's
 };
 
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
                            TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
                            LayerNormAttrs, GeluAttrs>;
+
+// Calls f(name, value, text) for every field of attribute struct `a`, in
+// the order of its fields().
+template <typename A, typename F>
+void for_each_field(const A& a, F&& f) {
+  std::apply([&](const auto&... fd) { (f(fd.name, a.*fd.member, fd.text), ...); }, A::fields());
+}
+
+namespace detail {
+
+// Converts to any member type: counts an aggregate's members by how many of
+// these brace-initialize it.
+struct AnyMember {
+  template <typename T>
+  operator T() const;  // NOLINT(google-explicit-constructor): never called, only named
+};
+
+template <typename T, typename... Members>
+constexpr size_t member_count() {
+  if constexpr (requires { T{Members{}..., AnyMember{}}; }) {
+    return member_count<T, Members..., AnyMember>();
+  } else {
+    return sizeof...(Members);
+  }
+}
+
+template <typename T>
+constexpr bool fields_complete() {
+  return std::tuple_size_v<decltype(T::fields())> == member_count<T>();
+}
+
+template <typename V>
+struct EveryAttrsComplete;
+template <typename... Ts>
+struct EveryAttrsComplete<std::variant<std::monostate, Ts...>>
+    : std::bool_constant<(fields_complete<Ts>() && ...)> {};
+
+}  // namespace detail
+
+// A member missing from fields() would print nowhere: two nodes differing
+// only in it would share a profile key.
+static_assert(detail::EveryAttrsComplete<Attrs>::value,
+              "an attribute struct's fields() does not list every member");
 
 // A tensor: a graph input, a weight (data set), or a node output.
 struct Tensor {

@@ -265,10 +265,15 @@ bool is_epilogue_candidate(const Graph& graph, const Node& node) {
 }
 
 ew::Params elementwise_params(const Node& node) {
-  if (const auto* clip = std::get_if<ClipAttrs>(&node.attrs)) return {clip->min, clip->max};
-  if (const auto* hs = std::get_if<HardSigmoidAttrs>(&node.attrs)) return {hs->alpha, hs->beta};
-  if (const auto* gelu = std::get_if<GeluAttrs>(&node.attrs)) return {gelu->tanh ? 1.0f : 0.0f, 0.0f};
-  return {};
+  return std::visit(
+      [](const auto& a) -> ew::Params {
+        if constexpr (requires { a.ew_params(); }) {
+          return a.ew_params();
+        } else {
+          return {};
+        }
+      },
+      node.attrs);
 }
 
 std::vector<Shape> node_output_shapes(const Node& node, const std::vector<Shape>& in) {

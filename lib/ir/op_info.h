@@ -153,8 +153,9 @@ inline bool is_elementwise(OpKind op) { return op_info(op).traits.elementwise !=
 bool is_epilogue_candidate(const Graph& graph, const Node& node);
 
 // The scalar attributes an element-wise kernel applies (ir/elementwise.h):
-// Clip's {min, max}, HardSigmoid's {alpha, beta}, Gelu's {tanh form ? 1 : 0};
-// zero for the others.
+// the node's attribute struct's ew_params() (Clip's {min, max},
+// HardSigmoid's {alpha, beta}, Gelu's {tanh form ? 1 : 0}); zero for
+// operators whose attributes have none.
 ew::Params elementwise_params(const Node& node);
 
 // Output shapes of `node` from its input shapes (the table's shape function).

@@ -11,24 +11,6 @@ namespace ios::sched {
 
 namespace {
 
-bool attrs_equal(const ir::Attrs& a, const ir::Attrs& b) {
-  if (a.index() != b.index()) return false;
-  if (std::holds_alternative<std::monostate>(a)) return true;
-  if (const auto* x = std::get_if<ir::ClipAttrs>(&a)) {
-    const auto& y = std::get<ir::ClipAttrs>(b);
-    return x->min == y.min && x->max == y.max;
-  }
-  if (const auto* x = std::get_if<ir::HardSigmoidAttrs>(&a)) {
-    const auto& y = std::get<ir::HardSigmoidAttrs>(b);
-    return x->alpha == y.alpha && x->beta == y.beta;
-  }
-  if (const auto* x = std::get_if<ir::BatchNormAttrs>(&a)) {
-    return x->epsilon == std::get<ir::BatchNormAttrs>(b).epsilon;
-  }
-  if (const auto* x = std::get_if<ir::GeluAttrs>(&a)) return x->tanh == std::get<ir::GeluAttrs>(b).tanh;
-  return false;  // not an element-wise operator's attributes
-}
-
 bool same_constant(const ir::Tensor& a, const ir::Tensor& b) {
   return a.shape == b.shape && a.data && b.data && *a.data == *b.data;
 }
@@ -59,7 +41,7 @@ bool same_epilogue(const ir::Graph& ir, const Unit& a, const Unit& b, std::strin
   for (size_t i = 0; i < ea.size(); ++i) {
     const ir::Node& na = ir.node(ea[i]);
     const ir::Node& nb = ir.node(eb[i]);
-    if (na.op != nb.op || !ir::is_elementwise(na.op) || !attrs_equal(na.attrs, nb.attrs) ||
+    if (na.op != nb.op || !ir::is_elementwise(na.op) || na.attrs != nb.attrs ||
         na.inputs.size() != nb.inputs.size()) {
       return fail(fmt::format("units '{}' and '{}' differ in fused operator {} ({} vs {})", a.id,
                               b.id, i + 1, ir::op_name(na.op), ir::op_name(nb.op)));
