@@ -258,7 +258,6 @@ class DpScheduler : public Scheduler {
       w.stats.kept = BlockSource::kSequential;
     }
     w.stats.predicted_ms = best;
-    w.stats.stages_costed += w.greedy.stages_costed + w.sequential.stages_costed;
     for (Stage& stage : *stages) staged.stages.push_back(std::move(stage));
   }
 
