@@ -13,7 +13,6 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "optimize/optimizer.h"
-#include "sched/scheduler.h"
 
 namespace {
 
@@ -56,7 +55,7 @@ void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOp
     reject_options_without_effect(app, "with --analyze", {"--output"},
                                   "--analyze writes no schedule; drop one of them");
   }
-  if (!ios::sched::find_scheduler(o.scheduler).searches) {
+  if (!ios::optimize::scheduler_searches(o.scheduler)) {
     reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--time-limit"},
                                   "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
                                   "take time to bound; drop it");

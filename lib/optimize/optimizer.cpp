@@ -192,6 +192,8 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
   }
 }
 
+bool scheduler_searches(const std::string& name) { return sched::find_scheduler(name).searches; }
+
 std::string describe_schedulers() {
   std::string out = "Schedulers (ios-optimize --scheduler NAME --params k=v,...):\n";
   for (const auto& entry : sched::scheduler_registry()) {

@@ -89,6 +89,10 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);
 
+// Whether the registered scheduler `name` searches (honours --time-limit);
+// UserError for an unknown name.
+bool scheduler_searches(const std::string& name);
+
 // --list-schedulers text.
 std::string describe_schedulers();
 
