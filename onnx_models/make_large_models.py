@@ -3,7 +3,7 @@
 
     /usr/bin/python3 onnx_models/make_large_models.py OUT_DIR [KIND:NODES ...]
 
-KIND is conv, eltwise or gather; the default is conv:10000 eltwise:300000.
+KIND is conv, eltwise, gather or fanout; the default is conv:10000 eltwise:300000.
   conv_chain_N.onnx     input 1x8x8x8 -> N Conv 1x1 (8 -> 8 channels, one shared
                         weight) -> output 1x8x8x8: N schedule units in one chain
   eltwise_chain_N.onnx  input 1x8x4x4 -> N nodes alternating Relu and Sigmoid ->
@@ -12,6 +12,10 @@ KIND is conv, eltwise or gather; the default is conv:10000 eltwise:300000.
                         each (x[:, k]: imported as Slice + Reshape, each with a
                         fresh tensor name) summed by a chain of N - 1 Adds ->
                         output 1x4
+  fanout_N.onnx         input 1x32x8x8 -> N parallel Conv 3x3 (32 -> 32 channels,
+                        pad 1, one shared weight) of the input -> Concat ->
+                        output 1x(32N)x8x8: one block of width N (split into
+                        parts by unit formation), the IOS search's worst case
 Import, unit formation, blocks and the cost model must stay near-linear in
 the node count (docs/testing.md has the timings).  Output is deterministic.
 """
@@ -71,20 +75,30 @@ def gather_chain(n):
     return model(f"gather_chain_{n}", nodes, inits, [1, 8, 4], [1, 4])
 
 
+def fanout(n):
+    w = numpy_helper.from_array(np.full((32, 32, 3, 3), 1.0 / 288.0, dtype=np.float32), "w")
+    nodes = [helper.make_node("Conv", ["input", "w"], [f"c{k}"], name=f"conv{k}", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1])
+             for k in range(n)]
+    nodes.append(helper.make_node("Concat", [f"c{k}" for k in range(n)], ["output"], name="concat", axis=1))
+    return model(f"fanout_{n}", nodes, [w], [1, 32, 8, 8], [1, 32 * n, 8, 8])
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) == 2 else 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
-    makers = {"conv": conv_chain, "eltwise": eltwise_chain, "gather": gather_chain}
+    makers = {"conv": conv_chain, "eltwise": eltwise_chain, "gather": gather_chain, "fanout": fanout}
     for spec in argv[2:] or ["conv:10000", "eltwise:300000"]:
         kind, _, count = spec.partition(":")
         if kind not in makers or not count.isdigit() or int(count) < 1:
-            print(f"make_large_models.py: '{spec}' is not KIND:NODES (KIND: conv, eltwise, gather)", file=sys.stderr)
+            print(f"make_large_models.py: '{spec}' is not KIND:NODES (KIND: conv, eltwise, gather, fanout)",
+                  file=sys.stderr)
             return 2
         m = makers[kind](int(count))
-        path = os.path.join(out, f"{kind}_chain_{count}.onnx")
+        path = os.path.join(out, f"{kind}_{count}.onnx" if kind == "fanout" else f"{kind}_chain_{count}.onnx")
         with open(path + ".tmp", "wb") as f:
             f.write(m.SerializeToString())
         os.replace(path + ".tmp", path)

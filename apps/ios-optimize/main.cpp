@@ -55,6 +55,15 @@ void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOp
     reject_options_without_effect(app, "with --analyze", {"--output"},
                                   "--analyze writes no schedule; drop one of them");
   }
+  if (!ios::optimize::scheduler_searches(o.scheduler)) {
+    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--time-limit"},
+                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
+                                  "take time to bound; drop it");
+  }
+  if (!o.calibrate_db.empty()) {
+    reject_options_without_effect(app, "with --calibrate", {"--time-limit"},
+                                  "--calibrate fits a device profile and searches nothing; drop one of them");
+  }
   if (o.cost == "simulated") {
     reject_options_without_effect(app, "with --cost simulated", {"--profile-db"},
                                   "the profile database caches measured latencies; drop one of them");
@@ -108,6 +117,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-block-bound", options.max_block_log10_bound,
                  "split blocks whose IOS search bound C(n/d+2,2)^d exceeds 10^X")
       ->check(CLI::Range(1.0, 30.0))
+      ->capture_default_str();
+  app.add_option("--time-limit", options.time_limit_s,
+                 "seconds the search may take (ios, ios-parallel, ios-merge, dos); then the best "
+                 "schedule found is written; 0 = no limit")
+      ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
   app.add_option(
       "--report-json", options.report_json,

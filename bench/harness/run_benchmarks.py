@@ -55,6 +55,8 @@ SCHEDULERS = [
     ("lios", "lios", ""),
     ("nimble", "nimble", ""),
 ]
+# The schedulers that search (ios-optimize --time-limit applies to them).
+SEARCHING = {"ios", "ios-parallel", "ios-merge", "dos"}
 PEER_MODES = [("eager", "PyTorch eager"), ("cuda_graph", "PyTorch + CUDA graph"),
               ("compile_default", "torch.compile"), ("compile_max_autotune", "torch.compile max-autotune")]
 NEEDS_GPU = "needs a GPU — not run on this machine"
@@ -210,6 +212,9 @@ def optimize(args, model_path, batch, scheduler, params, out_base, cost_args):
         cmd += ["--params", params]
     if args.max_block_units:
         cmd += ["--max-block-units", str(args.max_block_units)]
+    # ios-optimize refuses --time-limit for the schedulers that do not search.
+    if args.time_limit is not None and scheduler in SEARCHING:
+        cmd += ["--time-limit", f"{args.time_limit:g}"]
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.optimize_timeout)
@@ -668,6 +673,13 @@ def write_markdown(args, doc, path, charts):
         L.append(table(["model", "batch", "block", "first unit", "n", "width", "sequential (ms)", "ios (ms)",
                         "ios speed-up on the block"], rows))
 
+    # Scaling: measured separately by bench/scaling.py (minutes of CPU per
+    # row), carried over verbatim.
+    scaling = os.path.join(REPO, "docs", "benchmarks", "scaling.md")
+    if os.path.exists(scaling):
+        with open(scaling) as f:
+            L.append(f.read().rstrip() + "\n")
+
     # Failures
     fails = doc["failures"]
     L.append("## Failures\n")
@@ -872,6 +884,9 @@ def main(argv=None):
                          "600 with one, where profiling stages takes most of the time)")
     ap.add_argument("--max-block-units", type=int, default=None,
                     help="passed to ios-optimize (default: ios-optimize's own)")
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="passed to ios-optimize for the searching schedulers: seconds of search, "
+                         "0 = no limit (default: ios-optimize's own)")
     ap.add_argument("--run-timeout", type=float, default=600.0,
                     help="seconds one ios-run invocation may take (default: %(default)s)")
     ap.add_argument("--peer-timeout", type=float, default=900.0,
@@ -932,7 +947,7 @@ def main(argv=None):
            "settings": {"iterations": args.iterations, "warmup": args.warmup,
                         "device_profile": None if gpu else args.device_profile,
                         "optimize_timeout_s": args.optimize_timeout, "batches": batches,
-                        "max_block_units": args.max_block_units,
+                        "max_block_units": args.max_block_units, "time_limit_s": args.time_limit,
                         "schedulers": [{"label": l, "scheduler": n, "params": p}
                                        for l, n, p in args.scheduler_list]},
            "cases": [], "failures": []}

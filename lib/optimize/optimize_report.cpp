@@ -16,6 +16,47 @@ std::string format_params(const std::vector<std::pair<std::string, std::string>>
 
 double speedup(const OptimizeReport& r) { return r.sequential_ms / std::max(1e-12, r.predicted_ms); }
 
+// How far the search got over the blocks, and where a baseline's stages
+// were kept; empty for a scheduler that does not search.
+std::string coverage(const OptimizeReport& r) {
+  int searched = 0, complete = 0, reduced = 0, abandoned = 0, skipped = 0, greedy = 0, sequential = 0;
+  for (const BlockReport& b : r.blocks) {
+    if (!b.search || b.search->search == sched::BlockSearch::kNone) continue;
+    ++searched;
+    complete += b.search->search == sched::BlockSearch::kComplete;
+    reduced += b.search->search == sched::BlockSearch::kReduced;
+    abandoned += b.search->search == sched::BlockSearch::kAbandoned;
+    skipped += b.search->search == sched::BlockSearch::kSkipped;
+    greedy += b.search->kept == sched::BlockSource::kGreedy;
+    sequential += b.search->kept == sched::BlockSource::kSequential;
+  }
+  if (searched == 0) return {};
+  std::string out = fmt::format("{} of {} blocks searched completely", complete, searched);
+  if (complete < searched) {
+    out += fmt::format(" ({} with a cheaper pruning, {} abandoned, {} skipped: time limit {:g} s)",
+                       reduced, abandoned, skipped, r.time_limit_s);
+  }
+  out += fmt::format("; baseline stages kept in {} (greedy {}, sequential {})", greedy + sequential,
+                     greedy, sequential);
+  return out;
+}
+
+std::string without_trailing_spaces(std::string line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+// The --analyze column: how the DP went and whose stages were kept.
+std::string search_cell(const sched::BlockStats& s) {
+  if (s.search == sched::BlockSearch::kNone) return "-";
+  std::string out = sched::block_search_name(s.search);
+  if (s.search == sched::BlockSearch::kReduced) out += fmt::format(" r{}s{}", s.r, s.s);
+  if (s.kept != sched::BlockSource::kScheduler) {
+    out += fmt::format(", {}", sched::block_source_name(s.kept));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary(const OptimizeReport& r) {
@@ -29,6 +70,7 @@ std::string render_summary(const OptimizeReport& r) {
   out += fmt::format("Search           {} states, {} transitions, {} stages costed in {:.3f} s "
                      "(import {:.2f} s)\n",
                      r.states, r.transitions, r.stages_costed, r.search_ms / 1000.0, r.import_ms / 1000.0);
+  if (const std::string c = coverage(r); !c.empty()) out += fmt::format("Coverage         {}\n", c);
   if (r.measurement) {
     const MeasurementReport& m = *r.measurement;
     out += fmt::format("Measurement      {} stages timed on the GPU in {:.2f} s ({:.3f} ms setup per stage), "
@@ -49,16 +91,20 @@ std::string render_summary(const OptimizeReport& r) {
 }
 
 std::string render_analysis(const OptimizeReport& r) {
-  std::string out = fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10} {:>10}\n", "block", "n",
-                                "width", "units", "states", "transitions", "costed", "search ms", "latency ms");
+  std::string out = fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10} {:>10}  {}\n",
+                                "block", "n", "width", "units", "states", "transitions", "costed", "search ms",
+                                "latency ms", "search");
   for (const BlockReport& b : r.blocks) {
     const sched::BlockStats s = b.search.value_or(sched::BlockStats{});
-    out += fmt::format("{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}{}\n", b.index,
-                       b.units, b.width, b.kinds.substr(0, 34), s.states, s.transitions, s.stages_costed,
-                       s.search_ms, s.predicted_ms, b.split_by_cap ? "  (part of a wider region)" : "");
+    out += without_trailing_spaces(fmt::format(
+               "{:>5}  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}  {:<22}{}", b.index,
+               b.units, b.width, b.kinds.substr(0, 34), s.states, s.transitions, s.stages_costed, s.search_ms,
+               s.predicted_ms, search_cell(s), b.split_by_cap ? "  (part of a wider region)" : "")) +
+           "\n";
   }
   out += fmt::format("total  {:>4}  {:>5}  {:<34} {:>9} {:>11} {:>8} {:>10.3f} {:>10.4f}\n", r.units,
                      r.widest_width, "", r.states, r.transitions, r.stages_costed, r.search_ms, r.predicted_ms);
+  if (const std::string c = coverage(r); !c.empty()) out += c + "\n";
   return out;
 }
 
@@ -76,6 +122,14 @@ std::string render_json(const OptimizeReport& r) {
       entry["stages_costed"] = b.search->stages_costed;
       entry["search_ms"] = b.search->search_ms;
       entry["predicted_ms"] = b.search->predicted_ms;
+      if (b.search->search != sched::BlockSearch::kNone) {
+        // "complete": the requested pruning finished; "reduced": a cheaper
+        // one (r, s) did; "abandoned"/"skipped": the time limit stopped it.
+        entry["search"] = sched::block_search_name(b.search->search);
+        entry["search_r"] = b.search->r;
+        entry["search_s"] = b.search->s;
+        entry["kept"] = sched::block_source_name(b.search->kept);
+      }
     }
     blocks.push_back(entry);
   }
@@ -95,6 +149,7 @@ std::string render_json(const OptimizeReport& r) {
                               {"predicted_latency_ms", r.predicted_ms},
                               {"sequential_predicted_ms", r.sequential_ms},
                               {"search_ms", r.search_ms},
+                              {"time_limit_s", r.time_limit_s},
                               {"import_ms", r.import_ms},
                               {"states", r.states},
                               {"transitions", r.transitions},

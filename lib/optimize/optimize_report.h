@@ -45,6 +45,7 @@ struct OptimizeReport {
   std::string device;
   double import_ms = 0.0;
   double search_ms = 0.0;
+  double time_limit_s = 0.0;  // the search's limit; 0 = none
   int64_t states = 0, transitions = 0, stages_costed = 0;  // over all blocks
   std::optional<MeasurementReport> measurement;
   bool analyze_only = false;

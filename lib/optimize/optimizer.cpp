@@ -127,12 +127,14 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 
 sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
-                               sched::SearchStats& stats, sched::BlockProgress progress) {
+                               sched::SearchStats& stats, sched::BlockProgress progress,
+                               double time_limit_s) {
   const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
   const sched::Params parsed = sched::Params::parse(entry.name, entry.params, params);
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<sched::Scheduler> instance = entry.make(parsed);
   instance->set_block_progress(std::move(progress));
+  instance->set_time_limit(time_limit_s);
   sched::Schedule schedule = instance->run(*prepared.units, *cost.model, stats);
   stats.total_search_ms = ms_since(start);
   schedule.model = prepared.info();
@@ -190,6 +192,8 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
   }
 }
 
+bool scheduler_searches(const std::string& name) { return sched::find_scheduler(name).searches; }
+
 std::string describe_schedulers() {
   std::string out = "Schedulers (ios-optimize --scheduler NAME --params k=v,...):\n";
   for (const auto& entry : sched::scheduler_registry()) {
@@ -241,13 +245,13 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
                            const CostChoice& cost, const std::string& output) {
   logger("cli")->debug(
       "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
-      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} analyze={} "
+      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s analyze={} "
       "report-json={} dot={} html={}",
       options.model_path, prepared.model.batch, options.rewrite_batch,
       output.empty() ? "(none: --analyze)" : output,
       options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
       options.device_profile, options.precision, options.max_block_units,
-      options.max_block_log10_bound, options.analyze,
+      options.max_block_log10_bound, options.time_limit_s, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
       options.html_path.empty() ? "(none)" : options.html_path);
@@ -397,7 +401,8 @@ void choose_cost_model(OptimizeRun& r) {
 // Phase 4: the search.
 void search(OptimizeRun& r) {
   r.schedule = schedule_model(*r.prepared, r.options.scheduler, r.options.scheduler_params, r.cost, r.stats,
-                              search_progress(*r.progress, r.units(), r.entry->name));
+                              search_progress(*r.progress, r.units(), r.entry->name),
+                              r.options.time_limit_s);
   r.progress->clear();
 }
 
@@ -435,6 +440,7 @@ void fill_report(OptimizeRun& r) {
   report.cost_note = r.cost.note;
   report.device = r.schedule.device.name;
   report.search_ms = r.stats.total_search_ms;
+  report.time_limit_s = r.entry->searches ? r.options.time_limit_s : 0.0;
   report.analyze_only = r.options.analyze;
   report.predicted_ms = r.schedule.predicted_latency_ms;
   report.schedule_file = r.output;

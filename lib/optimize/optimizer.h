@@ -18,6 +18,14 @@
 
 namespace ios::optimize {
 
+// --time-limit's default, in seconds of search (import, reports and files
+// come on top). The IOS search of every model in onnx_models/generated takes
+// under 20 s on the 2-core development machine, NASNet-A Large the longest,
+// so the default leaves it room for a machine 2.5x slower, and with import
+// and the reports (a few seconds on the largest models) keeps a run under a
+// minute whatever the model.
+inline constexpr double kDefaultTimeLimitS = 50.0;
+
 struct OptimizeOptions {
   std::string model_path;
   std::string output_path;  // empty: next to the model
@@ -32,6 +40,8 @@ struct OptimizeOptions {
   std::string precision = "tf32";
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
+  // Seconds the search may take (searching schedulers only); 0 = no limit.
+  double time_limit_s = kDefaultTimeLimitS;
   std::string report_json;  // also write the summary and per-block statistics as JSON
   std::string dot_path;     // also write a picture of the schedule (DOT, or SVG for *.svg)
   std::string html_path;    // also write a page with the summary, picture and block table
@@ -63,9 +73,11 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 // predicted latency is then that of its whole lowered plan on the simulator
 // (predict_by_simulation), whatever the scheduler estimated.
 // `progress`, when set, is told after each block of a searching scheduler.
+// `time_limit_s` bounds a searching scheduler's search (0 = no limit).
 sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
-                               sched::SearchStats& stats, sched::BlockProgress progress = {});
+                               sched::SearchStats& stats, sched::BlockProgress progress = {},
+                               double time_limit_s = 0.0);
 
 // Replaces a schedule's predictions by the simulation of its whole lowered
 // plan: the predicted latency, and for a streamed schedule each launch's
@@ -76,6 +88,10 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
 
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);
+
+// Whether the registered scheduler `name` searches (honours --time-limit);
+// UserError for an unknown name.
+bool scheduler_searches(const std::string& name);
 
 // --list-schedulers text.
 std::string describe_schedulers();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sched/block_dag.h"
 #include "sched/ios_dp.h"
@@ -36,6 +37,18 @@ struct PlainBlock {
   double predicted_ms = 0.0;  // the block's scheduled latency
   int64_t stages_costed = 0;  // stages (or units) sent to the cost model
 };
+
+// A baseline's stages for one block, each with its predicted latency.
+struct BaselineBlock {
+  std::vector<Stage> stages;
+  double latency_ms = 0.0;  // the sum of the stages' latencies
+  int64_t stages_costed = 0;
+};
+// The greedy baseline: each stage runs every unit whose predecessors are
+// done, each unit its own group (in local, i.e. UnitId, order).
+BaselineBlock greedy_block(const BlockDag& dag, CostModel& cost);
+// The sequential baseline: one unit per stage in UnitId order.
+BaselineBlock sequential_block(const BlockDag& dag, CostModel& cost);
 
 // Calls `schedule_block(b)` for every block b of `graph` in order, timing each
 // call, and appends the block's plain_block_stats (with stages_costed) to

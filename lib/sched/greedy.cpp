@@ -16,27 +16,10 @@ class GreedyScheduler : public Scheduler {
     StagedSchedule staged;
     schedule_blocks(graph, stats, [&](int b) {
       const BlockDag dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
-      double block_ms = 0.0;
-      int64_t costed = 0;
-      uint64_t done = 0;
-      while (done != dag.all()) {
-        uint64_t ready = 0;
-        for (uint64_t rest = dag.all() & ~done; rest; rest &= rest - 1) {
-          const int x = lowest(rest);
-          if ((dag.pred[static_cast<size_t>(x)] & ~done) == 0) ready |= bit(x);
-        }
-        Stage stage;
-        for (uint64_t r = ready; r; r &= r - 1) {
-          stage.groups.push_back({dag.units[static_cast<size_t>(lowest(r))]});
-        }
-        stage.predicted_ms = cost.stage_latency(stage);
-        ++costed;
-        block_ms += stage.predicted_ms;
-        staged.stages.push_back(std::move(stage));
-        done |= ready;
-      }
-      schedule.predicted_latency_ms += block_ms;
-      return PlainBlock{block_ms, costed};
+      BaselineBlock block = greedy_block(dag, cost);
+      for (Stage& stage : block.stages) staged.stages.push_back(std::move(stage));
+      schedule.predicted_latency_ms += block.latency_ms;
+      return PlainBlock{block.latency_ms, block.stages_costed};
     });
     schedule.body = std::move(staged);
     return schedule;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
 #include "sched/mask_map.h"
@@ -19,6 +21,9 @@ struct MemoEntry {
   Strategy strategy = Strategy::kConcurrent;
 };
 
+// Thrown out of the recursion when SolveLimits::deadline passes.
+struct Abandoned {};
+
 struct StageEntry {
   double cost = kInf;  // kInf: not a candidate stage (merge-only, cannot merge)
   Strategy strategy = Strategy::kConcurrent;
@@ -26,12 +31,14 @@ struct StageEntry {
 
 class Solver {
  public:
-  Solver(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
-         const MergePredicate& can_merge)
+  // `cost` may be null for a solver that only counts endings.
+  Solver(const BlockDag& dag, const IosOptions& options, sched::CostModel* cost,
+         const MergePredicate& can_merge, const SolveLimits& limits = {})
       : dag_(dag),
         options_(options),
         cost_(cost),
         can_merge_(can_merge),
+        deadline_(limits.deadline),
         r_(options.max_group_units),
         s_(options.max_groups),
         memo_(1 << 10),
@@ -49,32 +56,22 @@ class Solver {
     ++states_;
     Level level;
     level.state = s;
-    if (sinks_only_) {
-      uint64_t sinks = 0;
-      for (uint64_t b = s; b; b &= b - 1) {
-        const int x = lowest(b);
-        if ((dag_.succ[static_cast<size_t>(x)] & s) == 0) sinks |= bit(x);
-      }
-      enumerate_sinks(level, sinks, 0, 0);
-    } else {
-      uint64_t candidates = 0;
-      for (uint64_t b = s; b; b &= b - 1) {
-        const int x = lowest(b);
-        const uint64_t c = (dag_.desc[static_cast<size_t>(x)] | bit(x)) & s;
-        level.closure[static_cast<size_t>(x)] = c;
-        if (r_ == 0 || popcount(c) <= r_) candidates |= bit(x);
-      }
-      if (options_.group_shape == GroupShape::kSingleEntry) {
-        enumerate_single_entry(level, candidates, 0, 0);
-      } else if (r_ == 0 && s_ == 0) {
-        enumerate_any(level, candidates, 0);
-      } else {
-        enumerate_any_pruned(level, candidates, 0, 0, 0);
-      }
-    }
+    enumerate(level);
     IOS_ASSERT(level.best.cost < kInf, "no schedulable ending for state {:#x}", s);
     memo_.insert(s, level.best);
     return level.best.cost;
+  }
+
+  // The endings of `s` the search would evaluate, counted without solving
+  // or costing anything (for estimate_search).
+  int64_t count_endings(uint64_t s) {
+    count_only_ = true;
+    counted_ = 0;
+    Level level;
+    level.state = s;
+    enumerate(level);
+    count_only_ = false;
+    return counted_;
   }
 
   // The stages of the optimal schedule of `all`, in execution order.
@@ -116,8 +113,50 @@ class Solver {
     MemoEntry best;
   };
 
+  // Every ending of level.state under the rules and the pruning, each
+  // passed to evaluate() once.
+  void enumerate(Level& level) {
+    const uint64_t s = level.state;
+    if (sinks_only_) {
+      uint64_t sinks = 0;
+      for (uint64_t b = s; b; b &= b - 1) {
+        const int x = lowest(b);
+        if ((dag_.succ[static_cast<size_t>(x)] & s) == 0) sinks |= bit(x);
+      }
+      enumerate_sinks(level, sinks, 0, 0);
+      return;
+    }
+    uint64_t candidates = 0;
+    for (uint64_t b = s; b; b &= b - 1) {
+      const int x = lowest(b);
+      const uint64_t c = (dag_.desc[static_cast<size_t>(x)] | bit(x)) & s;
+      level.closure[static_cast<size_t>(x)] = c;
+      if (r_ == 0 || popcount(c) <= r_) candidates |= bit(x);
+    }
+    if (options_.group_shape == GroupShape::kSingleEntry) {
+      enumerate_single_entry(level, candidates, 0, 0);
+    } else if (r_ == 0 && s_ == 0) {
+      enumerate_any(level, candidates, 0);
+    } else {
+      enumerate_any_pruned(level, candidates, 0, 0, 0);
+    }
+  }
+
+  // The clock is read every 1,024 evaluations (a read costs about as much
+  // as a transition) and before every costing (which may be a GPU
+  // measurement).
+  void check_deadline(bool always) {
+    if (!deadline_ || (!always && (++ticks_ & 1023) != 0)) return;
+    if (std::chrono::steady_clock::now() >= *deadline_) throw Abandoned{};
+  }
+
   // One candidate last stage `e` of `level.state`.
   void evaluate(Level& level, uint64_t e) {
+    if (count_only_) {
+      ++counted_;
+      return;
+    }
+    check_deadline(false);
     if (use_concurrent_) {
       // Every ending is a candidate stage. Stage latencies are non-negative,
       // so when the rest alone is no better than the best so far the stage
@@ -251,14 +290,15 @@ class Solver {
 
   StageEntry stage_cost(uint64_t e) {
     if (const StageEntry* st = stages_.find(e)) return *st;
+    check_deadline(true);
     StageEntry best;
     const bool single = (e & (e - 1)) == 0;
     if (use_concurrent_ || single) {
       scratch_.strategy = Strategy::kConcurrent;
       fill_groups(e, scratch_);
-      best.cost = cost_.stage_latency(scratch_);
+      best.cost = cost_->stage_latency(scratch_);
       best.strategy = Strategy::kConcurrent;
-      IOS_ASSERT(best.cost >= 0.0, "cost model '{}' gave stage latency {}", cost_.name(), best.cost);
+      IOS_ASSERT(best.cost >= 0.0, "cost model '{}' gave stage latency {}", cost_->name(), best.cost);
       ++stages_costed_;
     }
     if (use_merge_ && !single && can_merge_ && is_antichain(e)) {
@@ -268,8 +308,8 @@ class Solver {
         Stage merged;
         merged.strategy = Strategy::kMerge;
         merged.groups.push_back(std::move(units));
-        const double latency = cost_.stage_latency(merged);
-        IOS_ASSERT(latency >= 0.0, "cost model '{}' gave merge latency {}", cost_.name(), latency);
+        const double latency = cost_->stage_latency(merged);
+        IOS_ASSERT(latency >= 0.0, "cost model '{}' gave merge latency {}", cost_->name(), latency);
         ++stages_costed_;
         if (latency < best.cost) {
           best.cost = latency;
@@ -283,8 +323,9 @@ class Solver {
 
   const BlockDag& dag_;
   const IosOptions& options_;
-  sched::CostModel& cost_;
+  sched::CostModel* cost_;
   const MergePredicate& can_merge_;
+  const std::optional<std::chrono::steady_clock::time_point> deadline_;
   const int r_;
   const int s_;
   bool use_concurrent_ = true;
@@ -297,25 +338,78 @@ class Solver {
   int64_t states_ = 0;
   int64_t transitions_ = 0;
   int64_t stages_costed_ = 0;
+  bool count_only_ = false;
+  int64_t counted_ = 0;
+  uint32_t ticks_ = 0;
 };
+
+// Every predecessor-closed non-empty subset of `dag`, up to `max_states`
+// of them (nullopt beyond).
+std::optional<std::vector<uint64_t>> all_states(const BlockDag& dag, int64_t max_states) {
+  std::vector<uint64_t> states = {dag.all()};
+  MaskMap<char> seen(1024);
+  seen.insert(dag.all(), 1);
+  for (size_t i = 0; i < states.size(); ++i) {
+    const uint64_t s = states[i];
+    for (uint64_t b = s; b; b &= b - 1) {
+      const int x = lowest(b);
+      const uint64_t rest = s & ~bit(x);
+      if ((dag.succ[static_cast<size_t>(x)] & s) != 0 || rest == 0 || seen.find(rest)) continue;
+      if (static_cast<int64_t>(states.size()) >= max_states) return std::nullopt;
+      seen.insert(rest, 1);
+      states.push_back(rest);
+    }
+  }
+  return states;
+}
 
 }  // namespace
 
 BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
-                          const MergePredicate& can_merge) {
+                          const MergePredicate& can_merge, const SolveLimits& limits) {
   IOS_ASSERT(dag.n > 0 && dag.n <= kMaxBlockUnits, "block of {} units", dag.n);
   IOS_ASSERT(options.max_group_units >= 0 && options.max_groups >= 0, "negative pruning r={} s={}",
              options.max_group_units, options.max_groups);
   const auto start = std::chrono::steady_clock::now();
-  Solver solver(dag, options, cost, can_merge);
+  Solver solver(dag, options, &cost, can_merge, limits);
   BlockSolution out;
-  out.latency_ms = solver.solve(dag.all());
-  out.stages = solver.rebuild(dag.all());
+  try {
+    out.latency_ms = solver.solve(dag.all());
+    out.stages = solver.rebuild(dag.all());
+  } catch (const Abandoned&) {
+    out.complete = false;
+  }
   out.states = solver.states();
   out.transitions = solver.transitions();
   out.stages_costed = solver.stages_costed();
   out.search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+SearchEstimate estimate_search(const BlockDag& dag, const IosOptions& options, int64_t max_states,
+                               int samples) {
+  IOS_ASSERT(dag.n > 0 && dag.n <= kMaxBlockUnits && samples > 0, "block of {} units", dag.n);
+  SearchEstimate out;
+  const std::optional<std::vector<uint64_t>> states = all_states(dag, max_states);
+  if (!states) {
+    out.exact_states = false;
+    out.states = static_cast<double>(max_states);
+    out.transitions = std::pow(10.0, log10_search_bound(dag.n, dag.width()));
+    return out;
+  }
+  const MergePredicate never;
+  Solver solver(dag, options, nullptr, never);
+  const size_t n = states->size();
+  const size_t taken = std::min(n, static_cast<size_t>(samples));
+  double endings = 0.0;
+  for (size_t k = 0; k < taken; ++k) {
+    // Evenly spread over the list, which runs from the largest states (found
+    // first) to the smallest, so large and small states are both sampled.
+    endings += static_cast<double>(solver.count_endings((*states)[k * n / taken]));
+  }
+  out.states = static_cast<double>(n);
+  out.transitions = endings / static_cast<double>(taken) * static_cast<double>(n);
   return out;
 }
 

@@ -53,8 +53,10 @@
 // ws-32-4-0.75-4 (33 units); with any-shape groups 5,040 and 60.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,7 +83,17 @@ struct IosOptions {
 // convolution. Empty function = never.
 using MergePredicate = std::function<bool(const std::vector<UnitId>&)>;
 
+// When the search of one block must stop. The DP checks the clock every few
+// thousand transitions and never while the cost model is asked, so an
+// abandoned search leaves the cost model as it was between two stages.
+struct SolveLimits {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
 struct BlockSolution {
+  // False when the deadline passed first: no stages, latency_ms undefined
+  // (the caller keeps another schedule for the block).
+  bool complete = true;
   std::vector<Stage> stages;  // in execution order, global UnitIds
   double latency_ms = 0.0;    // sum of the stages' predicted latencies
   int64_t states = 0;
@@ -93,7 +105,21 @@ struct BlockSolution {
 // Runs the DP over one block. Stage latencies come from `cost`, asked once
 // per distinct (ending, strategy).
 BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
-                          const MergePredicate& can_merge = {});
+                          const MergePredicate& can_merge = {}, const SolveLimits& limits = {});
+
+// The size of solve_block's search of `dag` under `options`, without costing
+// a stage. States are counted exactly (every predecessor-closed subset is a
+// state: one-unit endings are always legal) up to `max_states`; transitions
+// are the mean number of endings of up to `samples` states spread over all
+// of them, times the states. A block with more states than `max_states` gets
+// the IOS paper's bound C(n/d+2,2)^d on its transitions and exact = false.
+struct SearchEstimate {
+  double states = 0.0;
+  double transitions = 0.0;
+  bool exact_states = true;
+};
+SearchEstimate estimate_search(const BlockDag& dag, const IosOptions& options,
+                               int64_t max_states = int64_t{1} << 20, int samples = 48);
 
 // The groups of an ending `mask` of `dag` (its weakly connected components,
 // each in topological order), as local indices. Exposed for tests.

@@ -1,5 +1,27 @@
 // The IOS and DOS schedulers: the DP of ios_dp.cpp run block by block, the
 // blocks' stages concatenated.
+//
+// Every block first gets its greedy and sequential schedules (a complete
+// schedule within milliseconds), and keeps the fastest of those and the
+// DP's: pruning (r, s) can forbid the stage greedy picks (a stage of more
+// than s parallel branches), so the DP alone may lose to greedy. IOS-Merge
+// compares with sequential only: greedy's concurrent stages are outside its
+// space.
+//
+// Under a time limit the DP then improves blocks in the order of their
+// expected gain (the gap between the sequential and greedy schedules: the
+// concurrency there is to exploit). Each block gets a share of the time left
+// in proportion to the estimated size of its search (estimate_search) at the
+// requested pruning, so when the whole search fits in the limit every block
+// is searched as without one. A block whose search does not fit its share
+// gets the first cheaper pruning of a fixed ladder that fits, or is skipped;
+// a search that overruns its deadline is abandoned and the block keeps its
+// baseline stages.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <numeric>
+
 #include "core/log.h"
 #include "sched/builtin_schedulers.h"
 #include "sched/merge.h"
@@ -8,48 +30,243 @@ namespace ios::sched {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// The requested pruning, then cheaper ones: at most 3 units per group and
+// fewer groups per stage (the number of endings of a state grows with
+// C(width, s)).
+std::vector<IosOptions> pruning_ladder(const IosOptions& requested) {
+  std::vector<IosOptions> steps = {requested};
+  const int r = requested.max_group_units;
+  const int capped_r = (r == 0 || r > 3) ? 3 : r;
+  for (int s : {8, 4, 2}) {
+    const IosOptions& last = steps.back();
+    if (last.max_groups != 0 && s >= last.max_groups && capped_r == last.max_group_units) continue;
+    IosOptions step = requested;
+    step.max_group_units = capped_r;
+    step.max_groups = last.max_groups == 0 ? s : std::min(s, last.max_groups);
+    if (step.max_groups == last.max_groups && step.max_group_units == last.max_group_units) continue;
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+// Milliseconds per DP transition (costing included), learned from the
+// blocks searched so far. The prior is a slow machine's rate for the
+// simulated cost model (about 150 ns measured on the 2-core development
+// machine under load), so the first blocks are not over-committed.
+class SearchRate {
+ public:
+  void add(int64_t transitions, double ms) {
+    transitions_ += static_cast<double>(transitions);
+    ms_ += ms;
+  }
+  double ms_per_transition() const {
+    constexpr double kPrior = 2.5e-4;
+    // Too few transitions measure the clock and the baselines, not the DP.
+    if (transitions_ < 1e6) return kPrior;
+    return std::max(ms_ / transitions_, kPrior / 8.0);
+  }
+
+ private:
+  double transitions_ = 0.0;
+  double ms_ = 0.0;
+};
+
+// Estimated transitions of each ladder step, per block shape: the parts of
+// one wide region are mostly the same DAG, estimated once.
+class EstimateCache {
+ public:
+  const std::vector<double>& get(const BlockDag& dag, const std::vector<IosOptions>& ladder) {
+    std::vector<uint64_t> key(dag.pred.begin(), dag.pred.begin() + dag.n);
+    key.push_back(static_cast<uint64_t>(dag.n));
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    std::vector<double> transitions;
+    for (const IosOptions& step : ladder) transitions.push_back(estimate_search(dag, step).transitions);
+    return cache_.emplace(std::move(key), std::move(transitions)).first->second;
+  }
+
+ private:
+  std::map<std::vector<uint64_t>, std::vector<double>> cache_;
+};
+
+// One block's schedules and statistics while the search runs.
+struct BlockWork {
+  BlockDag dag;
+  BaselineBlock greedy, sequential;
+  std::optional<BlockSolution> solution;  // the DP's, once it finished
+  BlockStats stats;
+};
+
 class DpScheduler : public Scheduler {
  public:
   DpScheduler(std::string name, Params params, IosOptions options)
-      : name_(std::move(name)), params_(std::move(params)), options_(options) {}
+      : name_(std::move(name)), params_(std::move(params)), options_(options),
+        ladder_(pruning_ladder(options)) {}
 
   Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) override {
+    const Clock::time_point start = Clock::now();
     Schedule schedule = new_schedule(name_, params_, cost);
-    StagedSchedule staged;
-    MergePredicate can_merge;
     if (graph.ir() != nullptr) {
-      can_merge = [&graph](const std::vector<UnitId>& units) {
+      can_merge_ = [&graph](const std::vector<UnitId>& units) {
         return check_merge(graph, units).spec.has_value();
       };
     }
-    auto log = logger("sched");
-    for (int b = 0; b < static_cast<int>(graph.blocks().size()); ++b) {
-      const Block& block = graph.blocks()[static_cast<size_t>(b)];
-      const BlockDag dag = BlockDag::from_block(graph, block);
-      BlockSolution solution = solve_block(dag, options_, cost, can_merge);
-      BlockStats block_stats = plain_block_stats(graph, b, solution.latency_ms, solution.search_ms);
-      block_stats.states = solution.states;
-      block_stats.transitions = solution.transitions;
-      block_stats.stages_costed = solution.stages_costed;
-      log->debug("{} block {}: {} units, width {}, {} states, {} transitions, {} stages costed, "
-                 "{:.3f} ms predicted, {:.1f} ms search",
-                 name_, b, block_stats.units, block_stats.width, solution.states,
-                 solution.transitions, solution.stages_costed, solution.latency_ms,
-                 solution.search_ms);
-      stats.blocks.push_back(block_stats);
-      stats.total_search_ms += solution.search_ms;
-      schedule.predicted_latency_ms += solution.latency_ms;
-      for (Stage& stage : solution.stages) staged.stages.push_back(std::move(stage));
-      report_block_done(b + 1, static_cast<int>(graph.blocks().size()));
+    const int num_blocks = static_cast<int>(graph.blocks().size());
+    std::vector<BlockWork> work(static_cast<size_t>(num_blocks));
+    for (int b = 0; b < num_blocks; ++b) {
+      BlockWork& w = work[static_cast<size_t>(b)];
+      w.dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
+      w.greedy = greedy_block(w.dag, cost);
+      w.sequential = sequential_block(w.dag, cost);
+      w.stats = plain_block_stats(graph, b, 0.0, 0.0);
+      w.stats.search = BlockSearch::kSkipped;
+    }
+    if (time_limit_s() <= 0.0) {
+      for (int b = 0; b < num_blocks; ++b) {
+        search(work[static_cast<size_t>(b)], options_, SolveLimits{}, cost);
+        report_block_done(b + 1, num_blocks);
+      }
+    } else {
+      const auto limit = std::chrono::duration<double>(time_limit_s());
+      search_within(work, start + std::chrono::duration_cast<Clock::duration>(limit), cost);
+    }
+    StagedSchedule staged;
+    for (BlockWork& w : work) {
+      keep_fastest(w, staged);
+      stats.blocks.push_back(w.stats);
+      stats.total_search_ms += w.stats.search_ms;
+      schedule.predicted_latency_ms += w.stats.predicted_ms;
     }
     schedule.body = std::move(staged);
     return schedule;
   }
 
  private:
+  // Runs the DP on one block with `options`; true when it finished.
+  bool search(BlockWork& w, const IosOptions& options, const SolveLimits& limits,
+              sched::CostModel& cost) {
+    BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, limits);
+    BlockStats& s = w.stats;
+    s.states += solution.states;
+    s.transitions += solution.transitions;
+    s.stages_costed += solution.stages_costed;
+    s.search_ms += solution.search_ms;
+    s.r = options.max_group_units;
+    s.s = options.max_groups;
+    const bool requested = options.max_group_units == options_.max_group_units &&
+                           options.max_groups == options_.max_groups;
+    s.search = !solution.complete ? BlockSearch::kAbandoned
+               : requested        ? BlockSearch::kComplete
+                                  : BlockSearch::kReduced;
+    logger("sched")->debug("{} block {}: {} units, width {}, r={} s={}: {}, {} states, {} "
+                           "transitions, {} stages costed, {:.3f} ms predicted, {:.1f} ms search",
+                           name_, s.block, s.units, s.width, s.r, s.s, block_search_name(s.search),
+                           solution.states, solution.transitions, solution.stages_costed,
+                           solution.complete ? solution.latency_ms : 0.0, solution.search_ms);
+    if (solution.complete) {
+      rate_.add(solution.transitions, solution.search_ms);
+      w.solution = std::move(solution);
+    }
+    return w.solution.has_value();
+  }
+
+  // The anytime search: blocks by expected gain, each with its share of the
+  // time left (see the file comment).
+  void search_within(std::vector<BlockWork>& work, Clock::time_point deadline,
+                     sched::CostModel& cost) {
+    std::vector<int> order(work.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return gap(work[static_cast<size_t>(a)]) > gap(work[static_cast<size_t>(b)]);
+    });
+    // Estimated transitions per ladder step; blocks not estimated before the
+    // deadline are skipped.
+    EstimateCache cache;
+    std::vector<std::vector<double>> estimates(work.size());
+    double rest = 0.0;  // the requested searches of the blocks not yet searched
+    for (int b : order) {
+      if (Clock::now() >= deadline) break;
+      estimates[static_cast<size_t>(b)] = cache.get(work[static_cast<size_t>(b)].dag, ladder_);
+      rest += estimates[static_cast<size_t>(b)].front();
+    }
+    int done = 0;
+    for (int b : order) {
+      const std::vector<double>& estimate = estimates[static_cast<size_t>(b)];
+      if (!estimate.empty()) {
+        const double left_ms = ms_between(Clock::now(), deadline);
+        const double share_ms = left_ms * estimate.front() / std::max(rest, estimate.front());
+        rest -= estimate.front();
+        search_share(work[static_cast<size_t>(b)], estimate, share_ms, deadline, cost);
+      }
+      report_block_done(++done, static_cast<int>(work.size()));
+    }
+  }
+
+  // Searches one block with the most thorough pruning of the ladder whose
+  // estimated time fits `share_ms`, falling back to cheaper ones when a
+  // search is abandoned.
+  void search_share(BlockWork& w, const std::vector<double>& estimate, double share_ms,
+                    Clock::time_point deadline, sched::CostModel& cost) {
+    const Clock::time_point start = Clock::now();
+    for (size_t step = 0; step < ladder_.size(); ++step) {
+      const Clock::time_point now = Clock::now();
+      const double left_ms = share_ms - ms_between(start, now);
+      const double expected_ms = estimate[step] * rate_.ms_per_transition();
+      if (now >= deadline || left_ms <= 0.0) return;
+      if (expected_ms > left_ms) continue;
+      // Room for an estimate off by 3x; never past the overall deadline.
+      const double allowed_ms = std::max(left_ms, 3.0 * expected_ms);
+      SolveLimits limits;
+      limits.deadline = std::min(
+          deadline, now + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double, std::milli>(allowed_ms)));
+      if (search(w, ladder_[step], limits, cost)) return;
+    }
+  }
+
+  static double gap(const BlockWork& w) {
+    return w.sequential.latency_ms - w.greedy.latency_ms;
+  }
+
+  // Appends the block's fastest schedule (the DP's on a tie) to `staged`.
+  // Greedy's stages are concurrent: they are a candidate only where the
+  // scheduler's own stages may be (not for IOS-Merge, whose schedules are
+  // single units and merges by definition).
+  void keep_fastest(BlockWork& w, StagedSchedule& staged) const {
+    const bool greedy_allowed = options_.strategies != StrategySet::kMerge;
+    std::vector<Stage>* stages = nullptr;
+    double best = 0.0;
+    if (w.solution) {
+      stages = &w.solution->stages;
+      best = w.solution->latency_ms;
+      w.stats.kept = BlockSource::kScheduler;
+    }
+    if (greedy_allowed && (!stages || w.greedy.latency_ms < best)) {
+      stages = &w.greedy.stages;
+      best = w.greedy.latency_ms;
+      w.stats.kept = BlockSource::kGreedy;
+    }
+    if (!stages || w.sequential.latency_ms < best) {
+      stages = &w.sequential.stages;
+      best = w.sequential.latency_ms;
+      w.stats.kept = BlockSource::kSequential;
+    }
+    w.stats.predicted_ms = best;
+    for (Stage& stage : *stages) staged.stages.push_back(std::move(stage));
+  }
+
   std::string name_;
   Params params_;
   IosOptions options_;
+  std::vector<IosOptions> ladder_;
+  MergePredicate can_merge_;
+  SearchRate rate_;
 };
 
 }  // namespace

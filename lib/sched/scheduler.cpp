@@ -166,6 +166,61 @@ std::vector<std::pair<std::string, std::string>> Params::to_strings() const {
 
 // --- shared helpers ----------------------------------------------------------
 
+const char* block_search_name(BlockSearch search) {
+  switch (search) {
+    case BlockSearch::kNone: return "none";
+    case BlockSearch::kComplete: return "complete";
+    case BlockSearch::kReduced: return "reduced";
+    case BlockSearch::kAbandoned: return "abandoned";
+    case BlockSearch::kSkipped: return "skipped";
+  }
+  return "none";
+}
+
+const char* block_source_name(BlockSource source) {
+  switch (source) {
+    case BlockSource::kScheduler: return "search";
+    case BlockSource::kGreedy: return "greedy";
+    case BlockSource::kSequential: return "sequential";
+  }
+  return "search";
+}
+
+BaselineBlock greedy_block(const BlockDag& dag, CostModel& cost) {
+  BaselineBlock out;
+  uint64_t done = 0;
+  while (done != dag.all()) {
+    uint64_t ready = 0;
+    for (uint64_t rest = dag.all() & ~done; rest; rest &= rest - 1) {
+      const int x = lowest(rest);
+      if ((dag.pred[static_cast<size_t>(x)] & ~done) == 0) ready |= bit(x);
+    }
+    Stage stage;
+    for (uint64_t r = ready; r; r &= r - 1) {
+      stage.groups.push_back({dag.units[static_cast<size_t>(lowest(r))]});
+    }
+    stage.predicted_ms = cost.stage_latency(stage);
+    ++out.stages_costed;
+    out.latency_ms += stage.predicted_ms;
+    out.stages.push_back(std::move(stage));
+    done |= ready;
+  }
+  return out;
+}
+
+BaselineBlock sequential_block(const BlockDag& dag, CostModel& cost) {
+  BaselineBlock out;
+  for (UnitId u : dag.units) {
+    Stage stage;
+    stage.groups = {{u}};
+    stage.predicted_ms = cost.stage_latency(stage);
+    ++out.stages_costed;
+    out.latency_ms += stage.predicted_ms;
+    out.stages.push_back(std::move(stage));
+  }
+  return out;
+}
+
 Schedule new_schedule(const std::string& name, const Params& params, const sched::CostModel& cost) {
   Schedule schedule;
   schedule.scheduler.name = name;
@@ -259,14 +314,17 @@ std::vector<SchedulerEntry> build_registry() {
   entries.push_back({"ios",
                      "IOS dynamic programming over stages (concurrent groups and operator merge)",
                      {kParamR, kParamS, kParamStrategy, kParamGroups},
-                     ios_factory("ios", std::nullopt)});
+                     ios_factory("ios", std::nullopt),
+                     true});
   entries.push_back({"ios-parallel", "IOS with concurrent execution only (IOS-Parallel)",
                      {kParamR, kParamS, kParamGroups},
-                     ios_factory("ios-parallel", StrategySet::kConcurrent)});
+                     ios_factory("ios-parallel", StrategySet::kConcurrent),
+                     true});
   entries.push_back({"ios-merge",
                      "IOS with operator merge only (IOS-Merge): stages are single units or merges",
                      {kParamR, kParamS, kParamGroups},
-                     ios_factory("ios-merge", StrategySet::kMerge)});
+                     ios_factory("ios-merge", StrategySet::kMerge),
+                     true});
   entries.push_back(
       {"dos",
        "DOS-style DP: the last stage is any set of units without successors in the rest "
@@ -280,7 +338,8 @@ std::vector<SchedulerEntry> build_registry() {
          options.group_shape = GroupShape::kSingleEntry;
          options.strategies = parse_strategy("dos", params.get_string("strategy"));
          return make_dp_scheduler("dos", params, options);
-       }});
+       },
+       true});
   entries.push_back({"lios",
                      "LIOS list scheduling: longest unit first, on the stream where it finishes "
                      "earliest",

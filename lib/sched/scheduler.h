@@ -15,6 +15,21 @@
 
 namespace ios::sched {
 
+// How a searching scheduler's DP went on one block.
+enum class BlockSearch {
+  kNone,       // the scheduler does not search
+  kComplete,   // searched completely with the requested pruning
+  kReduced,    // searched completely with a cheaper pruning (r, s below) chosen for time
+  kAbandoned,  // started, stopped by the time limit: no DP result
+  kSkipped,    // not started: no time left for any pruning
+};
+// Whose stages the block's schedule uses: the scheduler's own, or a
+// baseline's that was faster (or the only schedule when the DP did not finish).
+enum class BlockSource { kScheduler, kGreedy, kSequential };
+
+const char* block_search_name(BlockSearch search);  // "complete", "reduced", ...
+const char* block_source_name(BlockSource source);  // "search", "greedy", "sequential"
+
 // Search statistics of one block (IOS paper, Section 4.2 and Table 1).
 struct BlockStats {
   int block = 0;
@@ -25,6 +40,9 @@ struct BlockStats {
   int64_t stages_costed = 0;  // distinct stages sent to the cost model
   double search_ms = 0.0;
   double predicted_ms = 0.0;  // the block's scheduled latency
+  BlockSearch search = BlockSearch::kNone;
+  int r = 0, s = 0;  // the pruning the DP ran with (kComplete, kReduced, kAbandoned)
+  BlockSource kept = BlockSource::kScheduler;
 };
 
 struct SearchStats {
@@ -70,14 +88,19 @@ class Scheduler {
   // The caller fills model/device metadata.
   virtual Schedule run(const UnitGraph& graph, sched::CostModel& cost, SearchStats& stats) = 0;
   void set_block_progress(BlockProgress progress) { block_progress_ = std::move(progress); }
+  // Seconds the search may take from the start of run(); 0 = no limit.
+  // Schedulers that do not search ignore it (the CLI refuses it for them).
+  void set_time_limit(double seconds) { time_limit_s_ = seconds; }
 
  protected:
+  double time_limit_s() const { return time_limit_s_; }
   void report_block_done(int done, int total) const {
     if (block_progress_) block_progress_(done, total);
   }
 
  private:
   BlockProgress block_progress_;
+  double time_limit_s_ = 0.0;
 };
 
 struct SchedulerEntry {
@@ -85,6 +108,7 @@ struct SchedulerEntry {
   std::string description;  // one line, shown by --help and --list-schedulers
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Scheduler>(const Params&)> make;
+  bool searches = false;  // runs the DP: honours set_time_limit()
 };
 
 // All registered schedulers, in registration order.

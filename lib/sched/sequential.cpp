@@ -13,17 +13,11 @@ class SequentialScheduler : public Scheduler {
     Schedule schedule = new_schedule("sequential", params_, cost);
     StagedSchedule staged;
     schedule_blocks(graph, stats, [&](int b) {
-      const Block& block = graph.blocks()[static_cast<size_t>(b)];
-      double block_ms = 0.0;
-      for (UnitId u = block.begin; u < block.end; ++u) {
-        Stage stage;
-        stage.groups = {{u}};
-        stage.predicted_ms = cost.stage_latency(stage);
-        block_ms += stage.predicted_ms;
-        staged.stages.push_back(std::move(stage));
-      }
-      schedule.predicted_latency_ms += block_ms;
-      return PlainBlock{block_ms, block.size()};
+      const BlockDag dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
+      BaselineBlock block = sequential_block(dag, cost);
+      for (Stage& stage : block.stages) staged.stages.push_back(std::move(stage));
+      schedule.predicted_latency_ms += block.latency_ms;
+      return PlainBlock{block.latency_ms, block.stages_costed};
     });
     schedule.body = std::move(staged);
     return schedule;

@@ -1,0 +1,222 @@
+// The searching schedulers' guarantees: never slower than the greedy and
+// sequential baselines under any pruning, a time limit that bounds the
+// search and still yields a complete schedule, and the search-size estimate
+// the time limit plans with.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <random>
+
+#include "paper_graphs.h"
+#include "schedule_check.h"
+#include "sched/builtin_schedulers.h"
+#include "sched/ios_dp.h"
+#include "sched/scheduler.h"
+#include "synthetic_cost.h"
+
+using namespace ios::sched;
+using ios::sched::test::AdditiveCost;
+using ios::sched::test::check_schedule;
+using ios::sched::test::EdgeList;
+using ios::sched::test::RandomStageCost;
+
+namespace {
+
+struct Run {
+  Schedule schedule;
+  SearchStats stats;
+  double seconds = 0.0;
+};
+
+Run run(const std::string& name, const std::string& params, const UnitGraph& graph, CostModel& cost,
+        double time_limit_s = 0.0) {
+  const SchedulerEntry& entry = find_scheduler(name);
+  std::unique_ptr<Scheduler> scheduler = entry.make(Params::parse(name, entry.params, params));
+  scheduler->set_time_limit(time_limit_s);
+  Run out;
+  const auto start = std::chrono::steady_clock::now();
+  out.schedule = scheduler->run(graph, cost, out.stats);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(check_schedule(graph, out.schedule) == "");
+  REQUIRE(out.stats.blocks.size() == graph.blocks().size());
+  return out;
+}
+
+// N parallel branches (of the model's input) joined by one unit: units
+// 0..N-1 all feed N.
+UnitGraph fan_out(int branches, int max_block_units) {
+  std::vector<std::pair<int, int>> edges;
+  for (int k = 0; k < branches; ++k) edges.emplace_back(k, branches);
+  return UnitGraph::from_edges(branches + 1, edges, max_block_units);
+}
+
+// Each block's latency is no more than its greedy and sequential ones.
+void check_never_worse(const UnitGraph& graph, CostModel& cost, const Run& searched, bool with_greedy) {
+  const Run greedy = run("greedy", "", graph, cost);
+  const Run sequential = run("sequential", "", graph, cost);
+  for (size_t b = 0; b < graph.blocks().size(); ++b) {
+    INFO("block " << b);
+    const double eps = 1e-9 * (1.0 + sequential.stats.blocks[b].predicted_ms);
+    CHECK(searched.stats.blocks[b].predicted_ms <= sequential.stats.blocks[b].predicted_ms + eps);
+    if (with_greedy) CHECK(searched.stats.blocks[b].predicted_ms <= greedy.stats.blocks[b].predicted_ms + eps);
+  }
+  double sum = 0.0;
+  for (const Stage& stage : searched.schedule.staged().stages) sum += stage.predicted_ms;
+  CHECK(sum == Approx(searched.schedule.predicted_latency_ms));
+}
+
+}  // namespace
+
+TEST_CASE("search budget: a fan-out wider than s keeps greedy's stage", "[search_budget]") {
+  // A stage costs its longest group plus 2: one stage of all 10 branches
+  // (greedy) beats the two or more that s = 8 allows.
+  const UnitGraph graph = fan_out(10, 64);
+  REQUIRE(graph.blocks().size() == 1);
+  AdditiveCost cost(std::vector<double>(11, 1.0), 2.0);
+  const Run ios = run("ios", "", graph, cost);
+  const Run greedy = run("greedy", "", graph, cost);
+  CHECK(ios.schedule.predicted_latency_ms == Approx(greedy.schedule.predicted_latency_ms));
+  CHECK(ios.stats.blocks[0].search == BlockSearch::kComplete);
+  CHECK(ios.stats.blocks[0].kept == BlockSource::kGreedy);
+  check_never_worse(graph, cost, ios, true);
+  // Without the pruning the DP itself finds a stage of all ten branches.
+  const Run unpruned = run("ios", "s=0", graph, cost);
+  CHECK(unpruned.stats.blocks[0].kept == BlockSource::kScheduler);
+  CHECK(unpruned.schedule.predicted_latency_ms <= ios.schedule.predicted_latency_ms + 1e-12);
+  // IOS-Merge's stages are single units and merges: it is held to sequential only.
+  const Run merge = run("ios-merge", "", graph, cost);
+  for (const Stage& stage : merge.schedule.staged().stages) {
+    CHECK((stage.strategy == Strategy::kMerge || stage.groups.size() == 1));
+  }
+  check_never_worse(graph, cost, merge, false);
+}
+
+TEST_CASE("search budget: a 50-branch fan-out under a time limit", "[search_budget]") {
+  // Parts of 17 units: the s = 8 search of one takes seconds; 0.5 s for all.
+  const UnitGraph graph = fan_out(50, 17);
+  REQUIRE(graph.blocks().size() >= 3);
+  AdditiveCost cost(std::vector<double>(51, 1.0), 2.0);
+  const Run ios = run("ios", "", graph, cost, 0.5);
+  // The limit bounds the search; the baselines and the bookkeeping come on
+  // top, and the machine may be shared: a generous bound.
+  CHECK(ios.seconds < 5.0);
+  int incomplete = 0;
+  for (const BlockStats& b : ios.stats.blocks) incomplete += b.search != BlockSearch::kComplete;
+  CHECK(incomplete > 0);
+  check_never_worse(graph, cost, ios, true);
+}
+
+TEST_CASE("search budget: random DAGs, any pruning, never worse than the baselines", "[search_budget]") {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 30);
+    const double p = 0.05 + 0.4 * unit(rng);
+    std::vector<std::pair<int, int>> edges;
+    for (int u = 0; u < n; ++u) {
+      for (int v = u + 1; v < n; ++v) {
+        if (unit(rng) < p) edges.emplace_back(u, v);
+      }
+    }
+    const UnitGraph graph = UnitGraph::from_edges(n, edges, 4 + static_cast<int>(rng() % 10));
+    INFO("trial " << trial << " n " << n << " edges " << edges.size());
+    for (const char* params : {"", "r=1,s=1", "r=2,s=2", "s=1", "groups=single-entry,s=2"}) {
+      INFO("params " << params);
+      RandomStageCost cost(static_cast<uint64_t>(trial));
+      check_never_worse(graph, cost, run("ios", params, graph, cost), true);
+      check_never_worse(graph, cost, run("ios-parallel", params, graph, cost), true);
+      check_never_worse(graph, cost, run("ios-merge", params, graph, cost), false);
+    }
+    RandomStageCost cost(static_cast<uint64_t>(trial));
+    check_never_worse(graph, cost, run("dos", "s=2", graph, cost), true);
+    // A limit too short for any search still gives a complete schedule.
+    const Run rushed = run("ios", "", graph, cost, 1e-6);
+    for (const BlockStats& b : rushed.stats.blocks) {
+      CHECK((b.search == BlockSearch::kSkipped || b.search == BlockSearch::kAbandoned ||
+             b.search == BlockSearch::kComplete || b.search == BlockSearch::kReduced));
+    }
+    check_never_worse(graph, cost, rushed, true);
+  }
+}
+
+TEST_CASE("search budget: an ample limit changes nothing", "[search_budget]") {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int n = 4 + static_cast<int>(rng() % 20);
+    std::vector<std::pair<int, int>> edges;
+    for (int u = 0; u < n; ++u) {
+      for (int v = u + 1; v < n; ++v) {
+        if (rng() % 4 == 0) edges.emplace_back(u, v);
+      }
+    }
+    const UnitGraph graph = UnitGraph::from_edges(n, edges, 12);
+    RandomStageCost cost(static_cast<uint64_t>(trial));
+    const Run unbounded = run("ios", "", graph, cost);
+    const Run bounded = run("ios", "", graph, cost, 60.0);
+    const auto& a = unbounded.schedule.staged().stages;
+    const auto& b = bounded.schedule.staged().stages;
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      CHECK(a[k].groups == b[k].groups);
+      CHECK(a[k].strategy == b[k].strategy);
+    }
+    for (const BlockStats& s : bounded.stats.blocks) CHECK(s.search == BlockSearch::kComplete);
+  }
+}
+
+TEST_CASE("search budget: a search past its deadline is abandoned cleanly", "[search_budget]") {
+  const EdgeList g = ios::sched::test::inception_v3_last_block();
+  const BlockDag dag = BlockDag::from_edges(g.n, g.edges);
+  AdditiveCost cost(std::vector<double>(static_cast<size_t>(g.n), 1.0), 0.1);
+  SolveLimits limits;
+  limits.deadline = std::chrono::steady_clock::now();
+  const BlockSolution abandoned = solve_block(dag, IosOptions{}, cost, {}, limits);
+  CHECK_FALSE(abandoned.complete);
+  CHECK(abandoned.stages.empty());
+  const BlockSolution finished = solve_block(dag, IosOptions{}, cost);
+  CHECK(finished.complete);
+  CHECK_FALSE(finished.stages.empty());
+}
+
+TEST_CASE("search budget: the search-size estimate", "[search_budget]") {
+  IosOptions exact;
+  exact.strategies = StrategySet::kConcurrent;
+  exact.max_group_units = 0;
+  exact.max_groups = 0;
+  exact.group_shape = GroupShape::kSingleEntry;
+  const EdgeList g = ios::sched::test::inception_v3_last_block();
+  const BlockDag dag = BlockDag::from_edges(g.n, g.edges);
+  // Every state sampled: the count is exact (Table 1: 180 states, 4,871 transitions).
+  const SearchEstimate all = estimate_search(dag, exact, 1 << 20, 1000);
+  CHECK(all.exact_states);
+  CHECK(all.states == 180);
+  CHECK(all.transitions == Approx(4871));
+  // 48 of them: within a factor of two.
+  const SearchEstimate sampled = estimate_search(dag, exact);
+  CHECK(sampled.transitions > 4871 / 2.0);
+  CHECK(sampled.transitions < 4871 * 2.0);
+  // An antichain of 14 under s = 8: sum over states of sum_{j<=8} C(|S|, j).
+  std::vector<std::pair<int, int>> none;
+  const BlockDag wide = BlockDag::from_edges(14, none);
+  double expected = 0.0;
+  for (int k = 1; k <= 14; ++k) {
+    double states = 1.0, endings = 0.0, choose = 1.0;
+    for (int i = 0; i < k; ++i) states = states * (14 - i) / (i + 1);
+    for (int j = 1; j <= std::min(k, 8); ++j) {
+      choose = choose * (k - j + 1) / j;
+      endings += choose;
+    }
+    expected += states * endings;
+  }
+  AdditiveCost cost(std::vector<double>(14, 1.0), 0.1);
+  const BlockSolution solved = solve_block(wide, IosOptions{}, cost);
+  CHECK(static_cast<double>(solved.transitions) == Approx(expected));
+  const SearchEstimate estimate = estimate_search(wide, IosOptions{});
+  CHECK(estimate.states == 16383);
+  CHECK(estimate.transitions > expected / 2.0);
+  CHECK(estimate.transitions < expected * 2.0);
+  // Too many states to list: the paper's bound, flagged as such.
+  const SearchEstimate capped = estimate_search(wide, IosOptions{}, 1000);
+  CHECK_FALSE(capped.exact_states);
+  CHECK(capped.transitions >= expected);
+}
