@@ -41,3 +41,16 @@ finish() {
   echo "$passed passed, $failed failed"
   [ "$failed" = 0 ]
 }
+
+# limited COMMAND...: runs COMMAND within 10 s and 2 GiB, the bounds every
+# hostile input must be answered in. ASan reserves terabytes of address
+# space: under it the 2 GiB limit is its own hard_rss_limit_mb instead of
+# ulimit -v, and $asan is true (tests that need ulimit -v skip then).
+asan=false
+memory_limit=$((2 * 1024 * 1024))
+if grep -qa AddressSanitizer "$OPT" || ldd "$OPT" 2>/dev/null | grep -q libasan; then
+  asan=true
+  memory_limit=unlimited
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-}:hard_rss_limit_mb=2048"
+fi
+limited() { (ulimit -v "$memory_limit"; exec timeout -s KILL 10 "$@"); }

@@ -7,17 +7,6 @@ PY=/usr/bin/python3
 H="$BAD/hostile"
 [ -f "$H/resize_huge.onnx" ] || { echo "FAIL: $H/resize_huge.onnx missing: run scripts/make-models.sh"; exit 1; }
 
-# ASan reserves terabytes of address space: under it the 2 GiB limit is its
-# own hard_rss_limit_mb, and the ulimit -v cases are skipped.
-asan=false
-if grep -qa AddressSanitizer "$OPT" || ldd "$OPT" 2>/dev/null | grep -q libasan; then
-  asan=true
-  memory_limit=unlimited
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-}:hard_rss_limit_mb=2048"
-else
-  memory_limit=$((2 * 1024 * 1024))
-fi
-limited() { (ulimit -v "$memory_limit"; exec timeout -s KILL 10 "$@"); }
 
 # 1. JSON that fits the 64 MiB file limit but not memory once parsed.
 $PY - "$WORK" <<'PYEOF'

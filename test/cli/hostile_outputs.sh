@@ -10,13 +10,6 @@ cp "$BAD/tiny_conv.onnx" "$WORK/m.onnx"
 model="$WORK/m.onnx"
 cd "$WORK"
 
-if grep -qa AddressSanitizer "$OPT" || ldd "$OPT" 2>/dev/null | grep -q libasan; then
-  memory_limit=unlimited
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-}:hard_rss_limit_mb=2048"
-else
-  memory_limit=$((2 * 1024 * 1024))
-fi
-limited() { (ulimit -v "$memory_limit"; exec timeout -s KILL 10 "$@"); }
 opt() { limited "$OPT" "$model" --cost simulated --scheduler greedy "$@"; }
 run() { limited "$RUN" "$model" "$WORK/s.json" --backend sim "$@"; }
 sum() { sha256sum "$1" | cut -c1-64; }

@@ -8,15 +8,6 @@ PY=/usr/bin/python3
 M="$BAD/tiny_conv.onnx"
 [ -f "$M" ] || { echo "FAIL: $M missing: run scripts/make-models.sh"; exit 1; }
 
-# ASan reserves terabytes of address space: under it the 2 GiB limit is its
-# own hard_rss_limit_mb instead of ulimit -v.
-if grep -qa AddressSanitizer "$OPT" || ldd "$OPT" 2>/dev/null | grep -q libasan; then
-  memory_limit=unlimited
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-}:hard_rss_limit_mb=2048"
-else
-  memory_limit=$((2 * 1024 * 1024))
-fi
-limited() { (ulimit -v "$memory_limit"; exec timeout -s KILL 10 "$@"); }
 
 # profile NAME PYTHON: writes $WORK/NAME.json, the h100 profile changed by
 # the Python statements PYTHON (on the dict p).
