@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
-#include "ir/layer_norm.h"
+#include "ir/broadcast.h"
 #include "ir/op_info.h"
 
 namespace ios::cpu {
@@ -680,17 +680,17 @@ void softmax(int64_t axis, const ConstView& x_view, const View& y_view) {
 // LayerNormalization over x's dims from `axis` on, one row per outer index:
 // mean and variance (two passes) and the normalized value in double, so the
 // result is the float64 truth rounded once. Scale and B broadcast to the
-// normalized dims (ir/layer_norm.h); B may be absent.
+// normalized dims (ir/broadcast.h); B may be absent.
 void layer_norm(const ir::LayerNormAttrs& attrs, const ConstView& x_view,
                 const ConstView& scale_view, const ConstView* bias_view, const View& y_view) {
   std::vector<float> storage, scale_storage, bias_storage;
   const ConstView x = densify(x_view, storage);
   IOS_ASSERT(x.shape == y_view.shape && attrs.axis >= 0 && attrs.axis < x.rank(),
              "LayerNorm: axis {} on {}", attrs.axis, ir::to_string(x.shape));
-  const ir::Shape dims = ir::layer_norm::normalized_dims(x.shape, attrs.axis);
+  const ir::Shape dims = attrs.normalized_dims(x.shape);
   auto expanded = [&](const ConstView& p_view, std::vector<float>& p_storage) {
     const ConstView p = densify(p_view, p_storage);
-    return ir::layer_norm::expand(std::vector<float>(p.data, p.data + p.size()), p.shape, dims);
+    return ir::expand_to(std::vector<float>(p.data, p.data + p.size()), p.shape, dims);
   };
   const std::vector<float> scale = expanded(scale_view, scale_storage);
   const std::vector<float> bias =

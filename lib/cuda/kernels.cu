@@ -210,44 +210,6 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
   }
 }
 
-// The sum of v over the block (blockDim.x a multiple of 32, at most 1024),
-// returned to every thread; `scratch` holds 32 floats.
-__device__ float block_sum(float v, float* scratch) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  const int lane = static_cast<int>(threadIdx.x % 32), warp = static_cast<int>(threadIdx.x / 32);
-  __syncthreads();  // scratch may still be read from the previous sum
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  const int warps = static_cast<int>(blockDim.x / 32);
-  float total = 0.0f;
-  for (int w = 0; w < warps; ++w) total += scratch[w];
-  return total;
-}
-
-// One block per row (a grid-stride loop over rows); two passes over the row
-// for the mean and the variance, a third writes the output.
-__global__ void layer_norm_kernel(const LayerNormParams p) {
-  __shared__ float scratch[32];
-  const float inv_cols = 1.0f / static_cast<float>(p.cols);
-  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    const float* x = p.x + row * p.cols;
-    float* y = p.y + row * p.cols;
-    float sum = 0.0f;
-    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) sum += x[j];
-    const float mean = block_sum(sum, scratch) * inv_cols;
-    float squares = 0.0f;
-    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
-      const float d = x[j] - mean;
-      squares += d * d;
-    }
-    const float inv_std = rsqrtf(block_sum(squares, scratch) * inv_cols + p.epsilon);
-    for (int64_t j = threadIdx.x; j < p.cols; j += blockDim.x) {
-      const float v = (x[j] - mean) * inv_std * p.scale[j];
-      y[j] = p.bias != nullptr ? v + p.bias[j] : v;
-    }
-  }
-}
-
 constexpr int kTile = 16;
 
 __global__ void gemm_kernel(const GemmParams p) {
@@ -331,16 +293,6 @@ cudaError_t resize(const ResizeParams& params, cudaStream_t stream) {
 cudaError_t reduce_mean(const ReduceParams& params, cudaStream_t stream) {
   if (params.out_total == 0) return cudaSuccess;
   reduce_mean_kernel<<<blocks_for(params.out_total), kThreads, 0, stream>>>(params);
-  return cudaGetLastError();
-}
-
-cudaError_t layer_norm(const LayerNormParams& params, cudaStream_t stream) {
-  if (params.rows == 0 || params.cols == 0) return cudaSuccess;
-  // Whole warps, as few as cover a short row, at most kThreads.
-  const int64_t warps = (params.cols + 31) / 32;
-  const int threads = static_cast<int>(warps * 32 < kThreads ? warps * 32 : kThreads);
-  const int64_t blocks = params.rows < 65535 ? params.rows : 65535;
-  layer_norm_kernel<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(params);
   return cudaGetLastError();
 }
 

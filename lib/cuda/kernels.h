@@ -152,19 +152,6 @@ struct GemmParams {
 };
 cudaError_t gemm(const GemmParams& params, cudaStream_t stream);
 
-// LayerNormalization of `rows` dense rows of `cols` elements: y = (x - mean)
-// / sqrt(var + epsilon) * scale + bias per row, with scale and bias (null:
-// none) holding one value per column. One block per row, float accumulation.
-struct LayerNormParams {
-  int64_t rows = 0, cols = 0;
-  const float* x = nullptr;
-  const float* scale = nullptr;
-  const float* bias = nullptr;
-  float* y = nullptr;
-  float epsilon = 1e-5f;
-};
-cudaError_t layer_norm(const LayerNormParams& params, cudaStream_t stream);
-
 // p[i] = a pseudo-random value in [-1, 1) from (seed, i): inputs for stage
 // measurement, made on the device instead of uploaded from the host.
 cudaError_t fill_uniform(float* p, int64_t n, uint64_t seed, cudaStream_t stream);

@@ -1,5 +1,5 @@
-// LayerNormalization: the backend's own kernel (kernels.cu), one block per
-// row of the normalized dims, two passes (mean, then variance) in FP32. The
+// LayerNormalization: the backend's own kernel (op_layer_norm.cu), one block
+// per row of the normalized dims, two passes (mean, then variance) in FP32. The
 // kernel reads and writes dense rows, so a strided input (a slice of a
 // concatenation) is first copied dense and a strided output (written into a
 // concatenation) is computed in a dense scratch tensor and then copied
@@ -9,13 +9,37 @@
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "cuda/lowering.h"
-#include "ir/layer_norm.h"
+#include "ir/broadcast.h"
 
 namespace ios::cuda {
+namespace kernels {
+
+// LayerNormalization of `rows` dense rows of `cols` elements: y = (x - mean)
+// / sqrt(var + epsilon) * scale + bias per row, with scale and bias (null:
+// none) holding one value per column (op_layer_norm.cu).
+cudaError_t layer_norm(const float* x, const float* scale, const float* bias, float* y,
+                       int64_t rows, int64_t cols, float epsilon, cudaStream_t stream);
+
+}  // namespace kernels
+
 namespace {
 
 using ir::NodeId;
-using LayerNormGpuOp = OwnKernelGpuOp<kernels::LayerNormParams, kernels::layer_norm>;
+
+struct LayerNormParams {
+  int64_t rows = 0, cols = 0;
+  const float* x = nullptr;
+  const float* scale = nullptr;
+  const float* bias = nullptr;
+  float* y = nullptr;
+  float epsilon = 1e-5f;
+};
+
+cudaError_t launch_layer_norm(const LayerNormParams& p, cudaStream_t stream) {
+  return kernels::layer_norm(p.x, p.scale, p.bias, p.y, p.rows, p.cols, p.epsilon, stream);
+}
+
+using LayerNormGpuOp = OwnKernelGpuOp<LayerNormParams, launch_layer_norm>;
 
 // LayerNormalization of dense x into dense y over the dims from `axis` on;
 // scale and bias are constants of one value per normalized element (bias may
@@ -44,7 +68,7 @@ class LayerNormOp final : public Operation {
     IOS_ASSERT(xv.dense() && yv.dense() && xv.shape == yv.shape,
                "layer-norm of {} into {} needs dense values", ir::to_string(xv.shape),
                ir::to_string(yv.shape));
-    kernels::LayerNormParams lp;
+    LayerNormParams lp;
     lp.cols = 1;
     for (size_t d = static_cast<size_t>(axis); d < xv.shape.size(); ++d) lp.cols *= xv.shape[d];
     lp.rows = lp.cols > 0 ? xv.size() / lp.cols : 0;
@@ -64,19 +88,18 @@ void lower_layer_norm(Lowerer& lw, Launch& launch, NodeId n, int y) {
   const ir::Graph& g = lw.graph();
   const ir::Node& node = g.node(n);
   const auto& attrs = node.attr<ir::LayerNormAttrs>();
-  const ir::Shape dims =
-      ir::layer_norm::normalized_dims(g.tensor(node.inputs[0]).shape, attrs.axis);
+  const ir::Shape dims = attrs.normalized_dims(g.tensor(node.inputs[0]).shape);
   // Scale and B as one value per normalized element (the kernel's layout):
   // the constant itself when it has as many values, else its expansion.
   auto row_constant = [&](ir::TensorId t, const char* what) {
     const ir::Tensor& p = g.tensor(t);
-    IOS_ASSERT(p.is_constant() && ir::layer_norm::broadcasts_to(p.shape, dims),
+    IOS_ASSERT(p.is_constant() && ir::broadcasts_to(p.shape, dims),
                "LayerNormalization '{}': {} '{}' of shape {} is not a constant broadcasting to {}",
                node.name, what, p.name, ir::to_string(p.shape), ir::to_string(dims));
     const ir::Shape row{ir::num_elements(dims)};
     if (static_cast<int64_t>(p.data->size()) == row[0]) return Ref::constant(lw.constant(t, row));
     return Ref::constant(lw.new_constant(p.name + ":expanded:" + ir::to_string(dims), row,
-                                         ir::layer_norm::expand(*p.data, p.shape, dims)));
+                                         ir::expand_to(*p.data, p.shape, dims)));
   };
   LayerNormOp op;
   op.axis = attrs.axis;

@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
-#include "ir/layer_norm.h"
+#include "ir/broadcast.h"
 #include "ir/pass_util.h"
 
 namespace ios::ir {
@@ -73,7 +73,7 @@ std::optional<std::pair<NodeId, TensorId>> affine_step(const Graph& graph, NodeI
   if (dead[static_cast<size_t>(c)] || step.op != op) return std::nullopt;
   const TensorId p = other_operand(step, out);
   if (p == kNone || !graph.tensor(p).is_constant() ||
-      !layer_norm::broadcasts_to(graph.tensor(p).shape, dims)) {
+      !broadcasts_to(graph.tensor(p).shape, dims)) {
     return std::nullopt;
   }
   if (graph.tensor(step.outputs.at(0)).shape != graph.tensor(out).shape) return std::nullopt;
@@ -132,7 +132,7 @@ int fuse_layer_norm(Graph& graph) {
       continue;
     }
     // The affine part: Mul by gamma, then Add of beta, each optional.
-    const Shape dims = layer_norm::normalized_dims(xs, *axis);
+    const Shape dims = LayerNormAttrs{.axis = *axis}.normalized_dims(xs);
     std::vector<NodeId> pattern{mean_id, sub_id, pow_id, var_id, add_id, sqrt_id, div_id};
     TensorId gamma = kNone, beta = kNone;
     if (auto step = affine_step(graph, pattern.back(), OpKind::kMul, dims, dead)) {

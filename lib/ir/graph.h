@@ -226,9 +226,15 @@ struct ResizeAttrs {  // Resize and Upsample of a 4-D NCHW tensor on H and W
   }
 };
 
-struct LayerNormAttrs {  // normalizes over dims axis..rank-1 (axis >= 0)
-  int64_t axis = 1;
+// LayerNormalization normalizes X over its dims axis..rank-1 (the normalized
+// dims, flattened to one row per outer index) and then computes
+// y = normalized * Scale + B, with Scale and B that broadcast to the
+// normalized dims (ir/broadcast.h).
+struct LayerNormAttrs {
+  int64_t axis = 1;  // >= 0
   float epsilon = 1e-5f;
+
+  Shape normalized_dims(const Shape& x) const { return Shape(x.begin() + axis, x.end()); }
 
   bool operator==(const LayerNormAttrs&) const = default;
   static constexpr auto fields() {

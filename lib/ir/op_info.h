@@ -1,5 +1,7 @@
 // The operator table: one entry per ir::OpKind, holding everything the
-// program knows about an operator apart from its kernels.
+// program knows about an operator apart from its kernels. Each entry is made
+// by its operator's definition in lib/ir/ops (ir/op_definition.h), named by
+// the operator's line in IOS_OPERATORS (ir/op_kind.h).
 //
 //  - its ONNX name and the opset range ios follows for it (the importer
 //    looks operators up here and rejects the rest by name);
@@ -13,7 +15,7 @@
 //    unit_work.cpp adds the bytes, which belong to kernels, not nodes).
 //
 // The backends keep their own kernel tables keyed by OpKind (cpu/kernels.cpp,
-// cuda/kernel_table.cpp); each has a test that fails when this table
+// cuda/lowering_table.cpp); each has a test that fails when this table
 // declares an operator the backend lacks. Element-wise math is shared by
 // both backends in ir/elementwise.h. docs/architecture.md ("Adding an
 // operator") walks through adding one.

@@ -1,52 +1,60 @@
-// The operators the IR can hold. A plain enum in a header of its own, with no
+// The operators the IR can hold. A plain list in a header of its own, with no
 // library dependencies, so that CUDA device code (cuda/kernels.cu, through
 // ir/elementwise.h) can name element-wise operators by the same enum as the
-// rest of the program. Everything else about an operator (its ONNX name,
-// attributes, shapes, traits and work) is in its entry of the operator table,
-// ir/op_info.h.
+// rest of the program.
+//
+// IOS_OPERATORS is the one list of operators: each line names an OpKind and
+// the function in lib/ir/ops that returns the operator's table entry (its
+// ONNX name, attributes, shapes, traits and work; ir/op_info.h). The enum
+// and the operator table are both made from it, in this order.
 #pragma once
+
+// The importer rejects anything else by name (ir/op_info.h lists the names).
+#define IOS_OPERATORS(X)                                                                     \
+  X(kConv, conv_op)                                                                          \
+  X(kRelu, relu_op)                                                                          \
+  X(kClip, clip_op)                                                                          \
+  X(kSigmoid, sigmoid_op)                                                                    \
+  X(kHardSigmoid, hard_sigmoid_op)                                                           \
+  X(kHardSwish, hard_swish_op)                                                               \
+  X(kAdd, add_op)                                                                            \
+  X(kMul, mul_op)                                                                            \
+  X(kConcat, concat_op)                                                                      \
+  X(kSplit, split_op)                                                                        \
+  X(kSlice, slice_op)                                                                        \
+  X(kMaxPool, max_pool_op)                                                                   \
+  X(kAveragePool, average_pool_op)                                                           \
+  X(kGlobalAveragePool, global_average_pool_op)                                              \
+  X(kReduceMean, reduce_mean_op)                                                             \
+  X(kFlatten, flatten_op)                                                                    \
+  X(kReshape, reshape_op)                                                                    \
+  X(kTranspose, transpose_op)                                                                \
+  X(kGemm, gemm_op)                                                                          \
+  X(kMatMul, mat_mul_op)                                                                     \
+  X(kSoftmax, softmax_op)                                                                    \
+  X(kPad, pad_op)                                                                            \
+  X(kBatchNorm, batch_norm_op) /* only where no convolution precedes it (else folded) */     \
+  X(kTanh, tanh_op)                                                                          \
+  /* Element-wise arithmetic of normalisation layers and GELU (ConvNeXt, ViT). */            \
+  X(kSub, sub_op)                                                                            \
+  X(kDiv, div_op)                                                                            \
+  X(kPow, pow_op) /* the exponent must be a constant */                                      \
+  X(kSqrt, sqrt_op)                                                                          \
+  X(kReciprocal, reciprocal_op)                                                              \
+  X(kErf, erf_op)                                                                            \
+  X(kExp, exp_op)                                                                            \
+  X(kResize, resize_op)         /* ONNX Resize, and Upsample of opsets 7-9 */                \
+  X(kLayerNorm, layer_norm_op)  /* ONNX LayerNormalization (17); PyTorch's form is fused */  \
+  X(kGelu, gelu_op)             /* ONNX Gelu (20), and the erf/tanh chains written for it */
 
 namespace ios::ir {
 
-// The importer rejects anything else by name (ir/op_info.h lists the names).
+#define IOS_OPERATOR_KIND(kind, definition) kind,
 enum class OpKind : int {
-  kConv,
-  kRelu,
-  kClip,
-  kSigmoid,
-  kHardSigmoid,
-  kHardSwish,
-  kAdd,
-  kMul,
-  kConcat,
-  kSplit,
-  kSlice,
-  kMaxPool,
-  kAveragePool,
-  kGlobalAveragePool,
-  kReduceMean,
-  kFlatten,
-  kReshape,
-  kTranspose,
-  kGemm,
-  kMatMul,
-  kSoftmax,
-  kPad,
-  kBatchNorm,  // only where no convolution precedes it (otherwise folded)
-  kTanh,
-  // Element-wise arithmetic of normalisation layers and GELU (ConvNeXt, ViT).
-  kSub,
-  kDiv,
-  kPow,  // the exponent must be a constant
-  kSqrt,
-  kReciprocal,
-  kErf,
-  kExp,
-  kResize,     // ONNX Resize, and Upsample of opsets 7-9
-  kLayerNorm,  // ONNX LayerNormalization (opset 17); PyTorch's decomposed form is fused
-  kGelu,       // ONNX Gelu (opset 20), and the erf/tanh chains exporters write for it
-  kCount,      // not an operator: the number of operators, for tables indexed by OpKind
+  IOS_OPERATORS(IOS_OPERATOR_KIND)
+  kCount,  // not an operator: the number of operators, for tables indexed by OpKind
 };
+#undef IOS_OPERATOR_KIND
 
 inline constexpr int kNumOpKinds = static_cast<int>(OpKind::kCount);
 

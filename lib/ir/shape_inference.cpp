@@ -1,6 +1,6 @@
 // Shape inference over the IR: each node's output shapes come from its
-// operator's shape function in the operator table (ir/op_info.h,
-// ir/op_shapes.cpp).
+// operator's shape function in the operator table (ir/op_info.h; each
+// operator's own in lib/ir/ops).
 #include "ir/shape_inference.h"
 
 #include <algorithm>

@@ -1,13 +1,8 @@
-// The shape rules of LayerNormalization's Scale and B, shared by the
-// attribute parser, the shape function, the import pass that fuses PyTorch's
-// decomposition, and the backends' kernels (which take them expanded to one
-// value per normalized element).
-//
-// LayerNormalization normalizes X over its dims axis..rank-1 (the
-// normalized dims, flattened to one row per outer index) and then computes
-// y = normalized * Scale + B with ONNX's broadcasting. ios supports Scale and
-// B that broadcast to the normalized dims (aligned on the right, leading
-// dims of 1 allowed), so that they never change the output's shape.
+// Constants that broadcast to a shape without growing it: LayerNormalization's
+// Scale and B (aligned on the right with the normalized dims, leading dims of
+// 1 allowed). Shared by its attribute parser and shape function, the import
+// pass that fuses PyTorch's decomposition, and the backends' kernels (which
+// take such a constant expanded to one value per element).
 #pragma once
 
 #include <cstdint>
@@ -15,12 +10,7 @@
 
 #include "ir/graph.h"
 
-namespace ios::ir::layer_norm {
-
-// x's dims from `axis` (>= 0) on.
-inline Shape normalized_dims(const Shape& x, int64_t axis) {
-  return Shape(x.begin() + axis, x.end());
-}
+namespace ios::ir {
 
 // Whether a parameter of shape `p` broadcasts to `dims` without growing them.
 inline bool broadcasts_to(const Shape& p, const Shape& dims) {
@@ -38,8 +28,8 @@ inline bool broadcasts_to(const Shape& p, const Shape& dims) {
 
 // `values` (shape `p`, broadcastable to `dims`) as one value per element of
 // `dims`, row-major.
-inline std::vector<float> expand(const std::vector<float>& values, const Shape& p,
-                                 const Shape& dims) {
+inline std::vector<float> expand_to(const std::vector<float>& values, const Shape& p,
+                                    const Shape& dims) {
   const size_t rank = dims.size();
   // Element strides of p over dims (0 where p broadcasts).
   std::vector<int64_t> strides(rank, 0);
@@ -63,4 +53,4 @@ inline std::vector<float> expand(const std::vector<float>& values, const Shape& 
   return out;
 }
 
-}  // namespace ios::ir::layer_norm
+}  // namespace ios::ir
