@@ -123,6 +123,12 @@ int main(int argc, char** argv) {
                  "schedule found is written; 0 = no limit")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
+  app.add_option("--form", options.form,
+                 "how a staged schedule's stages are separated when it runs: staged (barriers), "
+                 "streamed (only true dependencies, as event waits) or best (the faster by the "
+                 "simulator)")
+      ->check(CLI::IsMember({"staged", "streamed", "best"}))
+      ->capture_default_str();
   app.add_option(
       "--report-json", options.report_json,
       "also write the summary and per-block statistics as JSON (for scripts), - for stdout");

@@ -673,12 +673,13 @@ def write_markdown(args, doc, path, charts):
         L.append(table(["model", "batch", "block", "first unit", "n", "width", "sequential (ms)", "ios (ms)",
                         "ios speed-up on the block"], rows))
 
-    # Scaling: measured separately by bench/scaling.py (minutes of CPU per
-    # row), carried over verbatim.
-    scaling = os.path.join(REPO, "docs", "benchmarks", "scaling.md")
-    if os.path.exists(scaling):
-        with open(scaling) as f:
-            L.append(f.read().rstrip() + "\n")
+    # Scaling and forms: measured separately by bench/scaling.py (minutes of
+    # CPU per row) and bench/forms.py, carried over verbatim.
+    for section in ("scaling.md", "forms.md"):
+        section_path = os.path.join(REPO, "docs", "benchmarks", section)
+        if os.path.exists(section_path):
+            with open(section_path) as f:
+                L.append(f.read().rstrip() + "\n")
 
     # Failures
     fails = doc["failures"]

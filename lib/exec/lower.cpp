@@ -57,11 +57,24 @@ ExecPlan lower_staged(const sched::StagedSchedule& staged) {
   return builder.take();
 }
 
-ExecPlan lower_streamed(const sched::UnitGraph& graph, const sched::StreamedSchedule& streamed) {
-  const int num_streams = streamed.num_streams;
+// One launch of a dependency-ordered plan: its units (several when merged)
+// on one stream.
+struct KernelLaunch {
+  int stream = 0;
+  std::vector<UnitId> units;
+  bool merged = false;
+};
+
+// Launches in issue order (a topological order of kernels) with an event
+// wait for each cross-stream dependency that no earlier wait implies.
+ExecPlan lower_by_dependencies(const sched::UnitGraph& graph, int num_streams,
+                               const std::vector<KernelLaunch>& launches) {
   PlanBuilder builder(num_streams);
-  std::vector<int> stream_of(static_cast<size_t>(graph.size()), -1);
-  for (const auto& launch : streamed.launches) stream_of[static_cast<size_t>(launch.unit)] = launch.stream;
+  std::vector<int> kernel_of(static_cast<size_t>(graph.size()), -1);
+  for (size_t k = 0; k < launches.size(); ++k) {
+    for (UnitId u : launches[k].units) kernel_of[static_cast<size_t>(u)] = static_cast<int>(k);
+  }
+  auto stream_of = [&](UnitId u) { return launches[static_cast<size_t>(kernel_of[static_cast<size_t>(u)])].stream; };
 
   // Vector clocks: known[s][t] = launches of stream t that stream s is known
   // to wait for. A dependency already implied by an earlier wait (directly or
@@ -73,31 +86,34 @@ ExecPlan lower_streamed(const sched::UnitGraph& graph, const sched::StreamedSche
     int event = -1;
     Clock clock;  // the producer stream's clock right after the producer
   };
-  std::map<UnitId, Recorded> recorded;
+  std::map<int, Recorded> recorded;  // by kernel
 
-  auto needs_event = [&](UnitId u) {
-    for (UnitId s : graph.succs(u)) {
-      if (stream_of[static_cast<size_t>(s)] != stream_of[static_cast<size_t>(u)]) return true;
+  auto needs_event = [&](const KernelLaunch& launch) {
+    for (UnitId u : launch.units) {
+      for (UnitId s : graph.succs(u)) {
+        if (stream_of(s) != launch.stream) return true;
+      }
     }
     return false;
   };
 
-  for (const auto& launch : streamed.launches) {
+  for (size_t k = 0; k < launches.size(); ++k) {
+    const KernelLaunch& launch = launches[k];
     const int s = launch.stream;
     Clock& mine = known[static_cast<size_t>(s)];
-    for (UnitId p : graph.preds(launch.unit)) {
-      const int t = stream_of[static_cast<size_t>(p)];
-      if (t == s) continue;
-      const Recorded& r = recorded.at(p);
-      if (mine[static_cast<size_t>(t)] >= r.clock[static_cast<size_t>(t)]) continue;
-      builder.wait(s, r.event);
-      for (size_t k = 0; k < mine.size(); ++k) mine[k] = std::max(mine[k], r.clock[k]);
+    for (UnitId u : launch.units) {
+      for (UnitId p : graph.preds(u)) {
+        const int t = stream_of(p);
+        if (t == s) continue;
+        const Recorded& r = recorded.at(kernel_of[static_cast<size_t>(p)]);
+        if (mine[static_cast<size_t>(t)] >= r.clock[static_cast<size_t>(t)]) continue;
+        builder.wait(s, r.event);
+        for (size_t c = 0; c < mine.size(); ++c) mine[c] = std::max(mine[c], r.clock[c]);
+      }
     }
-    builder.launch(s, {launch.unit}, false);
+    builder.launch(s, launch.units, launch.merged);
     mine[static_cast<size_t>(s)] = ++launched[static_cast<size_t>(s)];
-    if (needs_event(launch.unit)) {
-      recorded[launch.unit] = {builder.record(s), mine};
-    }
+    if (needs_event(launch)) recorded[static_cast<int>(k)] = {builder.record(s), mine};
   }
   // Join every stream into stream 0 at the end.
   for (int t = 1; t < num_streams; ++t) {
@@ -108,6 +124,31 @@ ExecPlan lower_streamed(const sched::UnitGraph& graph, const sched::StreamedSche
   return builder.take();
 }
 
+ExecPlan lower_streamed(const sched::UnitGraph& graph, const sched::StreamedSchedule& streamed) {
+  std::vector<KernelLaunch> launches;
+  launches.reserve(streamed.launches.size());
+  for (const auto& launch : streamed.launches) launches.push_back({launch.stream, {launch.unit}, false});
+  return lower_by_dependencies(graph, streamed.num_streams, launches);
+}
+
+// The staged schedule's launches in its issue order and on its streams (group
+// i of a stage on stream i, a merge on stream 0), without the barriers.
+ExecPlan lower_staged_by_dependencies(const sched::UnitGraph& graph, const sched::StagedSchedule& staged) {
+  size_t widest = 1;
+  std::vector<KernelLaunch> launches;
+  for (const Stage& stage : staged.stages) {
+    widest = std::max(widest, stage.groups.size());
+    if (stage.strategy == Strategy::kMerge) {
+      launches.push_back({0, stage.groups.at(0), true});
+      continue;
+    }
+    for (size_t s = 0; s < stage.groups.size(); ++s) {
+      for (UnitId u : stage.groups[s]) launches.push_back({static_cast<int>(s), {u}, false});
+    }
+  }
+  return lower_by_dependencies(graph, static_cast<int>(widest), launches);
+}
+
 }  // namespace
 
 int ExecPlan::count(Step::Kind kind) const {
@@ -116,8 +157,10 @@ int ExecPlan::count(Step::Kind kind) const {
 }
 
 ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule) {
-  return schedule.is_staged() ? lower_staged(schedule.staged())
-                              : lower_streamed(graph, schedule.streamed());
+  if (!schedule.is_staged()) return lower_streamed(graph, schedule.streamed());
+  const sched::StagedSchedule& staged = schedule.staged();
+  return staged.barriers == sched::Barriers::kStages ? lower_staged(staged)
+                                                     : lower_staged_by_dependencies(graph, staged);
 }
 
 std::string describe(const sched::UnitGraph& graph, const ExecPlan& plan) {

@@ -44,6 +44,8 @@ struct ExecPlan {
 //  - staged: group i of a stage runs on stream i; a stage boundary is a join
 //    (streams > 0 record, stream 0 waits) followed by a fork (stream 0 records,
 //    the next stage's streams > 0 wait). Single-stream stages need neither.
+//    With Barriers::kDependencies there are no joins and forks: the launches
+//    keep their streams and issue order, and wait as a streamed schedule's do.
 //  - streamed: units on their streams in issue order; a cross-stream
 //    dependency becomes a record after the producer and a wait before the
 //    consumer, skipped when an earlier wait already implies it. All streams

@@ -57,6 +57,14 @@ std::string search_cell(const sched::BlockStats& s) {
   return out;
 }
 
+// --form's choice and both forms' predictions.
+std::string form_line(const OptimizeReport& r) {
+  return fmt::format("{} (--form {}): streamed {:.4f} ms (dependency waits only), staged {:.4f} ms "
+                     "(stage barriers)",
+                     r.dependency_barriers ? "streamed" : "staged", r.form_option,
+                     r.streamed_form_ms, r.staged_form_ms);
+}
+
 }  // namespace
 
 std::string render_summary(const OptimizeReport& r) {
@@ -80,6 +88,7 @@ std::string render_summary(const OptimizeReport& r) {
   }
   if (r.staged) {
     out += fmt::format("Schedule         {} stages, {} operator merges\n", r.stages, r.merges);
+    if (r.form_option != "staged") out += fmt::format("Form             {}\n", form_line(r));
   } else {
     out += fmt::format("Schedule         {} units on {} streams\n", r.units, r.streams);
   }
@@ -135,7 +144,7 @@ std::string render_json(const OptimizeReport& r) {
   }
   nlohmann::json params = nlohmann::json::object();
   for (const auto& [k, v] : r.params) params[k] = v;
-  const nlohmann::json doc = {{"format", "ios-optimize-report"},
+  nlohmann::json doc = {{"format", "ios-optimize-report"},
                               {"version", 1},
                               {"model", r.model_path},
                               {"batch", r.batch},
@@ -157,6 +166,12 @@ std::string render_json(const OptimizeReport& r) {
                               {"schedule_file", r.schedule_file},
                               {"stages", r.staged ? r.stages : 0},
                               {"analyze_only", r.analyze_only}};
+  if (r.staged && r.form_option != "staged") {
+    doc["form"] = {{"option", r.form_option},
+                   {"chosen", r.dependency_barriers ? "streamed" : "staged"},
+                   {"staged_predicted_ms", r.staged_form_ms},
+                   {"streamed_predicted_ms", r.streamed_form_ms}};
+  }
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -170,6 +185,7 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const OptimizeRepo
   if (r.sequential_ms > 0) {
     rows.emplace_back("Sequential", fmt::format("{:.4f} ms ({:.2f}x)", r.sequential_ms, speedup(r)));
   }
+  if (r.staged && r.form_option != "staged") rows.emplace_back("Form", form_line(r));
   rows.emplace_back("Schedule file", r.schedule_file.empty() ? "(none: --analyze)" : r.schedule_file);
   return rows;
 }

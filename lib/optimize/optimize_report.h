@@ -52,6 +52,11 @@ struct OptimizeReport {
   // The schedule found.
   bool staged = true;
   int stages = 0, merges = 0, streams = 1;
+  // --form: what was asked, whether the staged schedule runs without its
+  // stage barriers, and the simulator's latency of each form (0: not computed).
+  std::string form_option = "staged";
+  bool dependency_barriers = false;
+  double staged_form_ms = 0.0, streamed_form_ms = 0.0;
   double predicted_ms = 0.0;
   double sequential_ms = 0.0;  // 0: not computed (--analyze)
   std::string schedule_file;   // empty: none written (--analyze)

@@ -245,13 +245,13 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
                            const CostChoice& cost, const std::string& output) {
   logger("cli")->debug(
       "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
-      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s analyze={} "
+      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s form={} analyze={} "
       "report-json={} dot={} html={}",
       options.model_path, prepared.model.batch, options.rewrite_batch,
       output.empty() ? "(none: --analyze)" : output,
       options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
       options.device_profile, options.precision, options.max_block_units,
-      options.max_block_log10_bound, options.time_limit_s, options.analyze,
+      options.max_block_log10_bound, options.time_limit_s, options.form, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
       options.html_path.empty() ? "(none)" : options.html_path);
@@ -371,6 +371,11 @@ void check_request(OptimizeRun& r) {
   r.output = o.analyze ? std::string() : o.output_path.empty() ? default_output(o.model_path, r.entry->name)
                                                               : o.output_path;
   check_outputs(r.output, o);
+  if (o.form != "staged" && r.entry->streamed) {
+    user_error("--form {}: {} writes a streamed schedule already (its units wait only for their "
+               "inputs); --form applies to staged schedulers such as ios, greedy and sequential",
+               o.form, r.entry->name);
+  }
   r.progress = std::make_unique<ProgressLine>(progress_wanted(o.quiet));
 }
 
@@ -392,6 +397,12 @@ void import_model(OptimizeRun& r) {
 // Phase 3: the cost model (measured on a GPU, or the simulator).
 void choose_cost_model(OptimizeRun& r) {
   r.cost = make_cost_model(r.units(), r.options, r.progress.get());
+  if (r.options.form != "staged" &&
+      dynamic_cast<const cost::SimulatedCostModel*>(r.cost.model.get()) == nullptr) {
+    user_error("--form {} needs whole-plan predictions, which only the simulator makes; with "
+               "--cost {} write the staged schedule and compare the forms on the GPU with ios-run",
+               r.options.form, r.cost.model->name());
+  }
   if (r.options.verbose) log_effective_options(r.options, *r.prepared, r.cost, r.output);
   if (!r.options.quiet) logger("cli")->info("{}", r.cost.note);
 }
@@ -402,6 +413,24 @@ void search(OptimizeRun& r) {
                               search_progress(*r.progress, r.units(), r.entry->name),
                               r.options.time_limit_s);
   r.progress->clear();
+}
+
+// Phase 4b: the form (--form). The schedule found runs with its stage
+// barriers; "streamed" drops them for the true dependencies, "best" keeps
+// whichever of the two the simulator predicts faster (the staged form on a
+// tie, so that it changes nothing where relaxing gains nothing).
+void choose_form(OptimizeRun& r) {
+  if (!r.schedule.is_staged()) return;
+  r.report.staged_form_ms = r.schedule.predicted_latency_ms;
+  if (r.options.form == "staged") return;
+  const auto& simulated = dynamic_cast<const cost::SimulatedCostModel&>(*r.cost.model);
+  sched::Schedule relaxed = r.schedule;
+  std::get<sched::StagedSchedule>(relaxed.body).barriers = sched::Barriers::kDependencies;
+  predict_by_simulation(simulated, relaxed, r.stats);
+  r.report.streamed_form_ms = relaxed.predicted_latency_ms;
+  if (r.options.form == "streamed" || relaxed.predicted_latency_ms < r.schedule.predicted_latency_ms) {
+    r.schedule = std::move(relaxed);
+  }
 }
 
 // Phase 5: the report object, from the model, the search and (unless
@@ -443,7 +472,9 @@ void fill_report(OptimizeRun& r) {
   report.predicted_ms = r.schedule.predicted_latency_ms;
   report.schedule_file = r.output;
   report.staged = r.schedule.is_staged();
+  report.form_option = r.options.form;
   if (report.staged) {
+    report.dependency_barriers = r.schedule.staged().barriers == sched::Barriers::kDependencies;
     report.stages = static_cast<int>(r.schedule.staged().stages.size());
     for (const auto& s : r.schedule.staged().stages) report.merges += s.strategy == sched::Strategy::kMerge;
   } else {
@@ -498,6 +529,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   import_model(r);
   choose_cost_model(r);
   search(r);
+  choose_form(r);
   fill_report(r);
   if (options.analyze) r.summary << render_analysis(r.report);
   write_outputs(r);

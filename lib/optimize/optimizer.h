@@ -42,6 +42,10 @@ struct OptimizeOptions {
   double max_block_log10_bound = 9.0;
   // Seconds the search may take (searching schedulers only); 0 = no limit.
   double time_limit_s = kDefaultTimeLimitS;
+  // How a staged schedule's stages are separated when it runs: "staged"
+  // (barriers), "streamed" (only true dependencies: sched::Barriers) or
+  // "best" (whichever the simulator predicts faster).
+  std::string form = "staged";
   std::string report_json;  // also write the summary and per-block statistics as JSON
   std::string dot_path;     // also write a picture of the schedule (DOT, or SVG for *.svg)
   std::string html_path;    // also write a page with the summary, picture and block table

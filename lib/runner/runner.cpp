@@ -262,7 +262,7 @@ void load_schedules(RunState& r) {
 int print_plans(RunState& r) {
   for (const auto& s : r.schedules) {
     r.out << fmt::format("=== {} ({} schedule by {}, {} units) ===\n", s.name,
-                         s.schedule.is_staged() ? "staged" : "streamed", s.schedule.scheduler.name,
+                         sched::form_description(s.schedule), s.schedule.scheduler.name,
                          r.units().size());
     r.out << exec::describe(r.units(), s.plan) << "\n";
   }

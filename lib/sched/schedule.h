@@ -32,8 +32,17 @@ struct Stage {
   double predicted_ms = 0.0;  // the cost model's latency for this stage
 };
 
+// What separates a staged schedule's stages when it runs. kStages: a barrier
+// (every stream joins, then forks), as IOS describes. kDependencies: only the
+// true dependencies between units (event waits, as a streamed schedule has),
+// so a stage's stragglers overlap the next stage's work; the stages then
+// only fix each unit's stream and the issue order (ios-optimize --form).
+enum class Barriers { kStages, kDependencies };
+std::string_view barriers_name(Barriers barriers);  // "stages" / "dependencies"
+
 struct StagedSchedule {
   std::vector<Stage> stages;
+  Barriers barriers = Barriers::kStages;
 };
 
 struct StreamedSchedule {
@@ -79,5 +88,9 @@ struct Schedule {
   const StagedSchedule& staged() const { return std::get<StagedSchedule>(body); }
   const StreamedSchedule& streamed() const { return std::get<StreamedSchedule>(body); }
 };
+
+// The schedule's form in words, for reports and pictures: "staged", "staged
+// without stage barriers" or "streamed".
+std::string_view form_description(const Schedule& schedule);
 
 }  // namespace ios::sched

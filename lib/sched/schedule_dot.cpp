@@ -100,7 +100,7 @@ std::string schedule_to_dot(const Schedule& schedule, const UnitGraph& graph,
   out += fmt::format(
       "  label={};\n  labelloc=t;\n  rankdir=TB;\n  compound=true;\n",
       dot_string(fmt::format("{} ({} schedule by {}, {} units, predicted {:.4f} ms)", label_name(title),
-                             schedule.is_staged() ? "staged" : "streamed", schedule.scheduler.name,
+                             form_description(schedule), schedule.scheduler.name,
                              graph.size(), schedule.predicted_latency_ms)));
   out += "  node [shape=box, style=\"rounded,filled\", fontsize=10];\n";
   if (schedule.is_staged()) {

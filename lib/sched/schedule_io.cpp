@@ -77,6 +77,7 @@ class Reader {
   Reader object(const std::string& key) const {
     return Reader(field(key, json::value_t::object), join(key), file_);
   }
+  bool has(const std::string& key) const { return value_.is_object() && value_.contains(key); }
   std::string join(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
   // `where` may hold an object key from the file: it is echoed as an excerpt.
@@ -156,6 +157,11 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
                         {"groups", groups}});
     }
     doc["stages"] = stages;
+    // Written only when not the default, so that files of the barrier form
+    // are what they always were.
+    if (schedule.staged().barriers != Barriers::kStages) {
+      doc["barriers"] = barriers_name(schedule.staged().barriers);
+    }
   } else {
     const StreamedSchedule& streamed = schedule.streamed();
     doc["num_streams"] = streamed.num_streams;
@@ -296,6 +302,14 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
       }
       staged.stages.push_back(std::move(stage));
     }
+    if (root.has("barriers")) {
+      const std::string barriers = root.string("barriers");
+      if (barriers == "dependencies") {
+        staged.barriers = Barriers::kDependencies;
+      } else if (barriers != "stages") {
+        root.fail("barriers", "\"stages\" or \"dependencies\"");
+      }
+    }
     schedule.body = std::move(staged);
   } else if (form == "streamed") {
     StreamedSchedule streamed;
@@ -328,6 +342,15 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
 
 std::string_view strategy_name(Strategy strategy) {
   return strategy == Strategy::kMerge ? "merge" : "concurrent";
+}
+
+std::string_view form_description(const Schedule& schedule) {
+  if (!schedule.is_staged()) return "streamed";
+  return schedule.staged().barriers == Barriers::kStages ? "staged" : "staged without stage barriers";
+}
+
+std::string_view barriers_name(Barriers barriers) {
+  return barriers == Barriers::kDependencies ? "dependencies" : "stages";
 }
 
 }  // namespace ios::sched

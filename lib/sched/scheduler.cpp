@@ -344,12 +344,16 @@ std::vector<SchedulerEntry> build_registry() {
                      "LIOS list scheduling: longest unit first, on the stream where it finishes "
                      "earliest",
                      {ParamSpec{"streams", int64_t{8}, "number of streams x (>= 1)"}},
-                     make_lios_scheduler});
+                     make_lios_scheduler,
+                     false,
+                     true});
   entries.push_back({"nimble",
                      "Nimble stream assignment: transitive reduction, maximum matching, chains "
                      "become streams",
                      {},
-                     make_nimble_scheduler});
+                     make_nimble_scheduler,
+                     false,
+                     true});
   return entries;
 }
 

@@ -109,6 +109,7 @@ struct SchedulerEntry {
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Scheduler>(const Params&)> make;
   bool searches = false;  // runs the DP: honours set_time_limit()
+  bool streamed = false;  // writes a streamed schedule (LIOS, Nimble); else a staged one
 };
 
 // All registered schedulers, in registration order.

@@ -122,3 +122,65 @@ TEST_CASE("streamed lowering of random DAGs respects every dependency", "[lower]
     check_plan_respects_dependencies(g, exec::lower(g, s));
   }
 }
+
+TEST_CASE("without stage barriers a staged schedule waits only for true dependencies", "[lower]") {
+  // Two chains, 0 -> 2 and 1 -> 3, staged as {0 | 1} then {2 | 3}: with
+  // barriers stream 1's second unit waits for the whole first stage; without,
+  // each chain stays on its stream and only the final join remains.
+  const UnitGraph g = UnitGraph::from_edges(4, {{0, 2}, {1, 3}});
+  Schedule s;
+  sched::StagedSchedule staged;
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{0}, {1}}, 0});
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{2}, {3}}, 0});
+  s.body = staged;
+  const ExecPlan with_barriers = exec::lower(g, s);
+  CHECK(with_barriers.count(Step::Kind::kWait) == 4);  // fork and join of each stage
+
+  std::get<sched::StagedSchedule>(s.body).barriers = sched::Barriers::kDependencies;
+  const ExecPlan relaxed = exec::lower(g, s);
+  CHECK(relaxed.num_streams == 2);
+  CHECK(relaxed.count(Step::Kind::kLaunch) == 4);
+  CHECK(relaxed.count(Step::Kind::kWait) == 1);  // stream 1 joins stream 0 at the end
+  check_plan_respects_dependencies(g, relaxed);
+}
+
+TEST_CASE("staged lowering without barriers respects every dependency, merges included",
+          "[lower]") {
+  uint32_t seed = 777;
+  auto next = [&]() { return seed = seed * 1664525u + 1013904223u; };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + static_cast<int>(next() % 12);
+    std::vector<std::pair<int, int>> edges;
+    std::vector<int> level(static_cast<size_t>(n), 0);
+    for (int v = 1; v < n; ++v) {
+      for (int u = 0; u < v; ++u) {
+        if (next() % 3 == 0) {
+          edges.emplace_back(u, v);
+          level[static_cast<size_t>(v)] = std::max(level[static_cast<size_t>(v)], level[static_cast<size_t>(u)] + 1);
+        }
+      }
+    }
+    const UnitGraph g = UnitGraph::from_edges(n, edges);
+    // One stage per level: its units merged, or in up to three groups.
+    sched::StagedSchedule staged;
+    staged.barriers = sched::Barriers::kDependencies;
+    const int levels = *std::max_element(level.begin(), level.end()) + 1;
+    for (int l = 0; l < levels; ++l) {
+      std::vector<int> units;
+      for (int u = 0; u < n; ++u) {
+        if (level[static_cast<size_t>(u)] == l) units.push_back(u);
+      }
+      if (units.size() > 1 && next() % 4 == 0) {
+        staged.stages.push_back(Stage{Strategy::kMerge, {units}, 0});
+        continue;
+      }
+      Stage stage{Strategy::kConcurrent, {}, 0};
+      stage.groups.resize(std::min<size_t>(units.size(), 1 + next() % 3));
+      for (size_t i = 0; i < units.size(); ++i) stage.groups[i % stage.groups.size()].push_back(units[i]);
+      staged.stages.push_back(stage);
+    }
+    Schedule s;
+    s.body = staged;
+    check_plan_respects_dependencies(g, exec::lower(g, s));
+  }
+}

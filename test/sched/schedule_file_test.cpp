@@ -62,6 +62,23 @@ TEST_CASE("a staged schedule survives a round trip", "[schedule_file]") {
   CHECK(back.predicted_latency_ms == Approx(0.5));
 }
 
+TEST_CASE("a staged schedule's barriers survive a round trip; files without them keep barriers",
+          "[schedule_file]") {
+  const UnitGraph g = diamond();
+  Schedule s = staged_schedule();
+  // The default form writes no "barriers" field: files are what they were.
+  CHECK_FALSE(as_json(s, g).contains("barriers"));
+  CHECK(parse_schedule(schedule_to_json(s, g), "x.json", g).staged().barriers == Barriers::kStages);
+  std::get<StagedSchedule>(s.body).barriers = Barriers::kDependencies;
+  CHECK(as_json(s, g)["barriers"] == "dependencies");
+  const Schedule back = parse_schedule(schedule_to_json(s, g), "x.json", g);
+  CHECK(back.staged().barriers == Barriers::kDependencies);
+  auto j = as_json(s, g);
+  j["barriers"] = "none";
+  CHECK(error_of(j.dump(), g).find("field 'barriers' must be \"stages\" or \"dependencies\"") !=
+        std::string::npos);
+}
+
 TEST_CASE("a streamed schedule survives a round trip", "[schedule_file]") {
   const UnitGraph g = diamond();
   Schedule s = staged_schedule();
