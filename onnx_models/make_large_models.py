@@ -3,7 +3,7 @@
 
     /usr/bin/python3 onnx_models/make_large_models.py OUT_DIR [KIND:NODES ...]
 
-KIND is conv, eltwise, gather or fanout; the default is conv:10000 eltwise:300000.
+KIND is conv, eltwise, gather, fanout or heavy; the default is conv:10000 eltwise:300000.
   conv_chain_N.onnx     input 1x8x8x8 -> N Conv 1x1 (8 -> 8 channels, one shared
                         weight) -> output 1x8x8x8: N schedule units in one chain
   eltwise_chain_N.onnx  input 1x8x4x4 -> N nodes alternating Relu and Sigmoid ->
@@ -16,6 +16,9 @@ KIND is conv, eltwise, gather or fanout; the default is conv:10000 eltwise:30000
                         pad 1, one shared weight) of the input -> Concat ->
                         output 1x(32N)x8x8: one block of width N (split into
                         parts by unit formation), the IOS search's worst case
+  heavy_chain_N.onnx    input 1x1024x2x2 -> N Conv 1x1 (1024 -> 1024 channels),
+                        each with its own 4 MiB weight: N x 4 MiB of weights for
+                        the importer's memory test
 Import, unit formation, blocks and the cost model must stay near-linear in
 the node count (docs/testing.md has the timings).  Output is deterministic.
 """
@@ -84,17 +87,28 @@ def fanout(n):
     return model(f"fanout_{n}", nodes, [w], [1, 32, 8, 8], [1, 32 * n, 8, 8])
 
 
+def heavy_chain(n):
+    rng = np.random.default_rng(0)
+    t = names(n)
+    inits = [numpy_helper.from_array(rng.standard_normal((1024, 1024, 1, 1), dtype=np.float32) / 32.0, f"w{k}")
+             for k in range(n)]
+    nodes = [helper.make_node("Conv", [t[k], f"w{k}"], [t[k + 1]], name=f"conv{k}", kernel_shape=[1, 1])
+             for k in range(n)]
+    return model(f"heavy_chain_{n}", nodes, inits, [1, 1024, 2, 2])
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) == 2 else 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
-    makers = {"conv": conv_chain, "eltwise": eltwise_chain, "gather": gather_chain, "fanout": fanout}
+    makers = {"conv": conv_chain, "eltwise": eltwise_chain, "gather": gather_chain, "fanout": fanout,
+              "heavy": heavy_chain}
     for spec in argv[2:] or ["conv:10000", "eltwise:300000"]:
         kind, _, count = spec.partition(":")
         if kind not in makers or not count.isdigit() or int(count) < 1:
-            print(f"make_large_models.py: '{spec}' is not KIND:NODES (KIND: conv, eltwise, gather, fanout)",
+            print(f"make_large_models.py: '{spec}' is not KIND:NODES (KIND: conv, eltwise, gather, fanout, heavy)",
                   file=sys.stderr)
             return 2
         m = makers[kind](int(count))

@@ -20,9 +20,9 @@ using ::onnx::TensorProto;
 
 class Builder {
  public:
-  Builder(const ::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file)
+  Builder(::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file)
       : graph_proto_(model.graph()), shapes_(shapes), file_(file), opset_(default_opset(model)) {
-    for (const auto& t : graph_proto_.initializer()) initializers_[t.name()] = &t;
+    for (auto& t : *model.mutable_graph()->mutable_initializer()) initializers_[t.name()] = &t;
   }
 
   ir::Graph build() {
@@ -148,10 +148,23 @@ class Builder {
       t.data = std::make_shared<const std::vector<float>>(std::move(values));
     } else {
       t.data = std::make_shared<const std::vector<float>>(decode_float_weights(*init->second, file_));
+      release_weights(*init->second);
     }
     const ir::TensorId id = graph_.add_tensor(std::move(t));
     ids_[name] = id;
     return id;
+  }
+
+  // A weight now held by the IR leaves the protobuf, so that the file's
+  // weights are in memory once, not twice, while the graph is built. Small
+  // tensors stay: they cost nothing and are read again as attributes.
+  void release_weights(TensorProto& proto) {
+    constexpr int kKeepBytes = 4096;
+    if (proto.raw_data().size() + 4 * static_cast<size_t>(proto.float_data_size()) <= kKeepBytes) return;
+    std::string().swap(*proto.mutable_raw_data());
+    proto.clear_raw_data();
+    ::google::protobuf::RepeatedField<float>().Swap(proto.mutable_float_data());
+    released_.insert(proto.name());
   }
 
   // A constant input read as attribute (Reshape target, Slice bounds, ...);
@@ -164,6 +177,13 @@ class Builder {
     if (init == initializers_.end()) {
       fail(node, "input {} ('{}', the {}) is computed at run time; ios needs it constant (static "
                  "shapes only: pass --batch N if it depends on a symbolic batch)", index, name, what);
+    }
+    if (released_.count(name) > 0) {  // a weight read as an attribute too: its values are the IR's
+      const ir::Tensor& weight = graph_.tensor(ids_.at(name));
+      ConstTensor value;
+      value.dims = weight.shape;
+      value.f.assign(weight.data->begin(), weight.data->end());
+      return value;
     }
     return decode_tensor(*init->second, file_);
   }
@@ -332,7 +352,8 @@ class Builder {
   std::unordered_set<std::string> used_names_;  // filled by unused_name()
   const std::string& file_;
   int64_t opset_;
-  std::unordered_map<std::string, const TensorProto*> initializers_;
+  std::unordered_map<std::string, TensorProto*> initializers_;
+  std::unordered_set<std::string> released_;  // float weights moved into the IR (release_weights)
   std::unordered_map<std::string, ir::TensorId> ids_;
   std::unordered_map<std::string, std::string> alias_;
   ir::Graph graph_;
@@ -360,7 +381,7 @@ std::string supported_ops_list() {
   return out;
 }
 
-ir::Graph build_ir(const ::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file) {
+ir::Graph build_ir(::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file) {
   return Builder(model, shapes, file).build();
 }
 

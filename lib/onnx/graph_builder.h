@@ -23,8 +23,10 @@ namespace ios::onnx {
 // names every activation of the IR.
 // Throws UserError naming `file` and the node for unsupported operators,
 // non-constant attribute inputs, non-float32 weights and unsupported
-// attribute values.
-ir::Graph build_ir(const ::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file);
+// attribute values. Each float32 weight larger than 4 KiB leaves `model`
+// (its data is released) once the IR holds it, so that the weights are in
+// memory once while the graph is built.
+ir::Graph build_ir(::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file);
 
 // ONNX op types that become IR nodes, plus Identity and Dropout.
 bool is_supported_op(const std::string& op_type);

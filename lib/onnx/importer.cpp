@@ -3,6 +3,10 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -78,31 +82,37 @@ void onnx_call(const std::string& file, const char* stage, const std::function<v
   }
 }
 
-std::string read_file(const std::string& path) {
+// Refuses what is not a model file before it is read; true for a regular
+// file, false for a pipe (`<(cat model.onnx)`, read like a file, once).
+bool check_model_path(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status)) user_error("{}: no such file; check the path", path);
   if (fs::is_directory(status)) user_error("{}: is a directory; give the path of a .onnx file", path);
-  // A device (/dev/zero) would be read to the limit for nothing; a pipe
-  // (`<(cat model.onnx)`) is read like a file.
+  // A device (/dev/zero) would be read to the limit for nothing.
   if (!fs::is_regular_file(status) && !fs::is_fifo(status)) {
     user_error("{}: is not a regular file; give the path of a .onnx file", path);
   }
+  return fs::is_regular_file(status);
+}
+
+std::string read_file(const std::string& path) {
   return read_file_limited(path, static_cast<uint64_t>(INT_MAX), "ONNX model (protobuf limit)");
 }
 
-ModelProto parse(const std::string& bytes, const std::string& path) {
-  if (bytes.empty()) user_error("{}: the file is empty; it is not an ONNX model", path);
-  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-    user_error("{}: the file is over 2 GiB, the protobuf limit; save the weights as external data "
-               "is not supported either, use a smaller model", path);
-  }
-  ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    user_error("{}: not a valid ONNX model (protobuf parse failed); the file is truncated or not an "
-               "ONNX file, re-export it", path);
-  }
+[[noreturn]] void too_large_for_protobuf(const std::string& path) {
+  user_error("{}: the file is over 2 GiB, the protobuf limit; save the weights as external data "
+             "is not supported either, use a smaller model", path);
+}
+
+[[noreturn]] void not_a_model(const std::string& path) {
+  user_error("{}: not a valid ONNX model (protobuf parse failed); the file is truncated or not an "
+             "ONNX file, re-export it", path);
+}
+
+// What every parsed file must have before anything else reads it.
+void check_parsed(const ModelProto& model, const std::string& path) {
   // Arbitrary bytes sometimes parse as a protobuf with unknown fields only.
   if (!model.has_graph() || model.ir_version() <= 0 || model.opset_import_size() == 0) {
     user_error("{}: not a valid ONNX model (no graph, IR version or opset); the file is truncated "
@@ -113,6 +123,47 @@ ModelProto parse(const std::string& bytes, const std::string& path) {
     user_error("{}: the ONNX graph has {} nodes, more than {}, the most ios imports (CNNs have "
                "thousands); it is not a model ios can schedule", path, model.graph().node_size(), kMaxNodes);
   }
+}
+
+// A regular file parsed straight from the disk: its bytes and the parsed
+// model (which holds the weights again) are never in memory together.
+ModelProto parse_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) user_error("{}: cannot open the ONNX model ({})", path, std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    ::close(fd);
+    user_error("{}: cannot read the ONNX model ({})", path, std::strerror(errno));
+  }
+  if (info.st_size == 0) {
+    ::close(fd);
+    user_error("{}: the file is empty; it is not an ONNX model", path);
+  }
+  if (static_cast<uint64_t>(info.st_size) > static_cast<uint64_t>(INT_MAX)) {
+    ::close(fd);
+    too_large_for_protobuf(path);
+  }
+  ModelProto model;
+  bool parsed = false;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    stream.SetCloseOnDelete(true);
+    parsed = model.ParseFromZeroCopyStream(&stream);
+    if (stream.GetErrno() != 0) {
+      user_error("{}: read error in the ONNX model ({})", path, std::strerror(stream.GetErrno()));
+    }
+  }
+  if (!parsed) not_a_model(path);
+  check_parsed(model, path);
+  return model;
+}
+
+ModelProto parse(const std::string& bytes, const std::string& path) {
+  if (bytes.empty()) user_error("{}: the file is empty; it is not an ONNX model", path);
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) too_large_for_protobuf(path);
+  ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) not_a_model(path);
+  check_parsed(model, path);
   return model;
 }
 
@@ -581,14 +632,32 @@ void cross_check(const ir::Graph& graph, const ShapeMap& onnx_shapes, const std:
 
 }  // namespace
 
+namespace {
+
+ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const std::string& path,
+                            const ImportOptions& options);
+
+}  // namespace
+
 ImportedModel import_model(const std::string& path, const ImportOptions& options) {
-  return import_model_from_bytes(read_file(path), path, options);
+  if (!check_model_path(path)) return import_model_from_bytes(read_file(path), path, options);
+  ModelProto model = parse_file(path);
+  return import_parsed(model, sha256_file(path), path, options);
 }
 
 ImportedModel import_model_from_bytes(const std::string& bytes, const std::string& path,
                                       const ImportOptions& options) {
-  auto log = logger("onnx");
   ModelProto model = parse(bytes, path);
+  return import_parsed(model, sha256_hex(bytes), path, options);
+}
+
+namespace {
+
+// Everything after parsing. The weights move from `model` into the IR as
+// the graph is built (build_ir), so `model` is left without them.
+ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const std::string& path,
+                            const ImportOptions& options) {
+  auto log = logger("onnx");
   check_operators(model, path);
   check_tensors(model, path);
   sort_nodes(*model.mutable_graph(), path);
@@ -601,7 +670,7 @@ ImportedModel import_model_from_bytes(const std::string& bytes, const std::strin
 
   ImportedModel result;
   result.path = path;
-  result.sha256 = sha256_hex(bytes);
+  result.sha256 = sha256;
   InputShapes inputs = set_input_shapes(model, options, path);
   result.inputs = std::move(inputs.inputs);
   result.batch = inputs.batch;
@@ -650,5 +719,7 @@ ImportedModel import_model_from_bytes(const std::string& bytes, const std::strin
              stats.gelus_fused, stats.dead_removed, layer_norms);
   return result;
 }
+
+}  // namespace
 
 }  // namespace ios::onnx
