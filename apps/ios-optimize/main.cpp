@@ -123,6 +123,11 @@ int main(int argc, char** argv) {
                  "schedule found is written; 0 = no limit")
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
+  app.add_option("--threads", options.threads,
+                 "threads of the search (blocks in parallel, simulated costs); 0 = one per core; "
+                 "the schedule does not depend on it")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
   app.add_option("--form", options.form,
                  "how a staged schedule's stages are separated when it runs: staged (barriers), "
                  "streamed (only true dependencies, as event waits) or best (the faster by the "

@@ -111,4 +111,10 @@ double SimulatedCostModel::stage_latency(const sched::Stage& stage) {
   return schedule_latency(one_stage);
 }
 
+double SimulatedCostModel::unit_lower_bound_ms(sched::UnitId unit) {
+  double us = 0.0;
+  for (const sim::KernelCost& k : kernels_.at(static_cast<size_t>(unit))) us += k.total_us();
+  return us / 1000.0;
+}
+
 }  // namespace ios::cost

@@ -37,6 +37,12 @@ class SimulatedCostModel : public sched::CostModel {
   // The simulated latency of the stage's lowered plan (a one-stage schedule
   // run as a CUDA graph): fork, groups, join.
   double stage_latency(const sched::Stage& stage) override;
+  // The unit's kernels' launches and solo work: in the simulator a kernel's
+  // launch takes launch_us on its stream and sharing the device only slows
+  // its work down, whatever runs beside it.
+  double unit_lower_bound_ms(sched::UnitId unit) override;
+  // stage_latency reads only what the constructor computed.
+  bool thread_safe() const override { return true; }
 
   const DeviceProfile& profile() const { return profile_; }
   const SimulatedOptions& options() const { return options_; }

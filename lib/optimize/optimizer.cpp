@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -128,13 +129,14 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats, sched::BlockProgress progress,
-                               double time_limit_s) {
+                               double time_limit_s, int threads) {
   const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
   const sched::Params parsed = sched::Params::parse(entry.name, entry.params, params);
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<sched::Scheduler> instance = entry.make(parsed);
   instance->set_block_progress(std::move(progress));
   instance->set_time_limit(time_limit_s);
+  instance->set_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   sched::Schedule schedule = instance->run(*prepared.units, *cost.model, stats);
   stats.total_search_ms = ms_since(start);
   schedule.model = prepared.info();
@@ -245,13 +247,13 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
                            const CostChoice& cost, const std::string& output) {
   logger("cli")->debug(
       "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
-      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s form={} analyze={} "
+      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s threads={} form={} analyze={} "
       "report-json={} dot={} html={}",
       options.model_path, prepared.model.batch, options.rewrite_batch,
       output.empty() ? "(none: --analyze)" : output,
       options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
       options.device_profile, options.precision, options.max_block_units,
-      options.max_block_log10_bound, options.time_limit_s, options.form, options.analyze,
+      options.max_block_log10_bound, options.time_limit_s, options.threads, options.form, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
       options.html_path.empty() ? "(none)" : options.html_path);
@@ -411,7 +413,7 @@ void choose_cost_model(OptimizeRun& r) {
 void search(OptimizeRun& r) {
   r.schedule = schedule_model(*r.prepared, r.options.scheduler, r.options.scheduler_params, r.cost, r.stats,
                               search_progress(*r.progress, r.units(), r.entry->name),
-                              r.options.time_limit_s);
+                              r.options.time_limit_s, r.options.threads);
   r.progress->clear();
 }
 

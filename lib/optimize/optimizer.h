@@ -46,6 +46,9 @@ struct OptimizeOptions {
   // (barriers), "streamed" (only true dependencies: sched::Barriers) or
   // "best" (whichever the simulator predicts faster).
   std::string form = "staged";
+  // Threads the search may use (searching schedulers, simulated costs); 0:
+  // one per core. The schedule does not depend on it.
+  int threads = 0;
   std::string report_json;  // also write the summary and per-block statistics as JSON
   std::string dot_path;     // also write a picture of the schedule (DOT, or SVG for *.svg)
   std::string html_path;    // also write a page with the summary, picture and block table
@@ -77,11 +80,12 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 // predicted latency is then that of its whole lowered plan on the simulator
 // (predict_by_simulation), whatever the scheduler estimated.
 // `progress`, when set, is told after each block of a searching scheduler.
-// `time_limit_s` bounds a searching scheduler's search (0 = no limit).
+// `time_limit_s` bounds a searching scheduler's search (0 = no limit);
+// `threads` (0: one per core) search its blocks in parallel.
 sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats, sched::BlockProgress progress = {},
-                               double time_limit_s = 0.0);
+                               double time_limit_s = 0.0, int threads = 1);
 
 // Replaces a schedule's predictions by the simulation of its whole lowered
 // plan: the predicted latency, and for a streamed schedule each launch's

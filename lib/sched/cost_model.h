@@ -22,6 +22,18 @@ class CostModel {
   // legality first (sched/merge.h).
   virtual double stage_latency(const Stage& stage) = 0;
 
+  // A lower bound in milliseconds of the time `unit` keeps its stream busy in
+  // any concurrent stage, or 0 where the model promises none (measurements).
+  // A concurrent stage then lasts at least, for each of its groups, the sum
+  // of its units' bounds, and the IOS search skips, without costing it, a
+  // stage that cannot beat the best ending found by that much.
+  virtual double unit_lower_bound_ms(UnitId /*unit*/) { return 0.0; }
+
+  // Whether stage_latency may be called from several threads at once (the
+  // IOS search then costs blocks in parallel). A GPU measures one stage at a
+  // time.
+  virtual bool thread_safe() const { return false; }
+
   // Latency of one unit alone (a one-unit stage). LIOS uses it as priority.
   double unit_latency(UnitId unit) {
     Stage stage;

@@ -48,6 +48,10 @@ class Solver {
     // Merge-only stages are single units or merges, both antichains of units
     // without successors in S: the DOS enumeration covers exactly those.
     sinks_only_ = options.ending_rule == EndingRule::kDos || !use_concurrent_;
+    if (cost_ != nullptr) {
+      for (UnitId u : dag_.units) bound_.push_back(cost_->unit_lower_bound_ms(u));
+      if (std::all_of(bound_.begin(), bound_.end(), [](double b) { return b <= 0.0; })) bound_.clear();
+    }
   }
 
   double solve(uint64_t s) {
@@ -166,6 +170,13 @@ class Solver {
       ++transitions_;
       const double rest = solve(level.state & ~e);
       if (rest >= level.best.cost) return;
+      // Likewise when the stage's longest group alone would make it lose
+      // (the cost model's unit bounds); a merge may be faster than its
+      // members, so a possible merge is always costed.
+      if (!bound_.empty() && !(use_merge_ && (e & (e - 1)) != 0 && is_antichain(e)) &&
+          rest + longest_group_bound(e) >= level.best.cost) {
+        return;
+      }
       const StageEntry stage = stage_cost(e);
       if (rest + stage.cost < level.best.cost) {
         level.best.cost = rest + stage.cost;
@@ -265,6 +276,29 @@ class Solver {
     return true;
   }
 
+  // A lower bound of the concurrent stage `e`'s latency: its longest weakly
+  // connected component (group), by the cost model's unit bounds, less a
+  // relative 1e-6 for the simulator's rounding.
+  double longest_group_bound(uint64_t e) const {
+    double longest = 0.0;
+    for (uint64_t rest = e; rest;) {
+      uint64_t comp = rest & -rest;
+      double sum = 0.0;
+      for (uint64_t frontier = comp; frontier;) {
+        const int x = lowest(frontier);
+        frontier &= frontier - 1;
+        sum += bound_[static_cast<size_t>(x)];
+        const uint64_t nb =
+            (dag_.succ[static_cast<size_t>(x)] | dag_.pred[static_cast<size_t>(x)]) & e & ~comp;
+        comp |= nb;
+        frontier |= nb;
+      }
+      rest &= ~comp;
+      longest = std::max(longest, sum);
+    }
+    return longest * (1.0 - 1e-6);
+  }
+
   // Weakly connected components of `e`, each in topological order, ordered
   // by their first unit.
   void fill_groups(uint64_t e, Stage& stage) const {
@@ -333,6 +367,7 @@ class Solver {
   bool sinks_only_ = false;
   MaskMap<MemoEntry> memo_;
   MaskMap<StageEntry> stages_;
+  std::vector<double> bound_;  // per block unit: the cost model's lower bound; empty: none
   Stage scratch_;
   std::vector<uint64_t> comp_stack_;
   int64_t states_ = 0;

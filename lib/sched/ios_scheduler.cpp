@@ -17,10 +17,19 @@
 // gets the first cheaper pruning of a fixed ladder that fits, or is skipped;
 // a search that overruns its deadline is abandoned and the block keeps its
 // baseline stages.
+//
+// With several threads (and a thread-safe cost model) the blocks are
+// searched in parallel, taken in the same order; a block's share of the time
+// left then counts every thread's time. Each block's search is independent
+// of the others', so whenever every block completes, the schedule is the
+// same with any number of threads.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 #include "core/log.h"
 #include "sched/builtin_schedulers.h"
@@ -127,11 +136,11 @@ class DpScheduler : public Scheduler {
       w.stats = plain_block_stats(graph, b, 0.0, 0.0);
       w.stats.search = BlockSearch::kSkipped;
     }
+    workers_ = cost.thread_safe() ? std::min(threads(), std::max(1, num_blocks)) : 1;
     if (time_limit_s() <= 0.0) {
-      for (int b = 0; b < num_blocks; ++b) {
-        search(work[static_cast<size_t>(b)], options_, SolveLimits{}, cost);
-        report_block_done(b + 1, num_blocks);
-      }
+      std::vector<int> order(work.size());
+      std::iota(order.begin(), order.end(), 0);
+      for_each_block(order, [&](int b) { search(work[static_cast<size_t>(b)], options_, SolveLimits{}, cost); });
     } else {
       const auto limit = std::chrono::duration<double>(time_limit_s());
       search_within(work, start + std::chrono::duration_cast<Clock::duration>(limit), cost);
@@ -148,6 +157,24 @@ class DpScheduler : public Scheduler {
   }
 
  private:
+  // Runs `fn(b)` for every block b of `order`, in that order on one thread
+  // or taken in that order by workers_ threads, and reports each block done.
+  void for_each_block(const std::vector<int>& order, const std::function<void(int)>& fn) {
+    std::atomic<size_t> next{0};
+    int done = 0;
+    auto worker = [&] {
+      for (size_t k; (k = next.fetch_add(1)) < order.size();) {
+        fn(order[k]);
+        const std::lock_guard<std::mutex> lock(mutex_);
+        report_block_done(++done, static_cast<int>(order.size()));
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < workers_; ++t) helpers.emplace_back(worker);
+    worker();
+    for (std::thread& helper : helpers) helper.join();
+  }
+
   // Runs the DP on one block with `options`; true when it finished.
   bool search(BlockWork& w, const IosOptions& options, const SolveLimits& limits,
               sched::CostModel& cost) {
@@ -170,7 +197,10 @@ class DpScheduler : public Scheduler {
                            solution.states, solution.transitions, solution.stages_costed,
                            solution.complete ? solution.latency_ms : 0.0, solution.search_ms);
     if (solution.complete) {
-      rate_.add(solution.transitions, solution.search_ms);
+      {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        rate_.add(solution.transitions, solution.search_ms);
+      }
       w.solution = std::move(solution);
     }
     return w.solution.has_value();
@@ -195,17 +225,20 @@ class DpScheduler : public Scheduler {
       estimates[static_cast<size_t>(b)] = cache.get(work[static_cast<size_t>(b)].dag, ladder_);
       rest += estimates[static_cast<size_t>(b)].front();
     }
-    int done = 0;
-    for (int b : order) {
+    for_each_block(order, [&](int b) {
       const std::vector<double>& estimate = estimates[static_cast<size_t>(b)];
-      if (!estimate.empty()) {
+      if (estimate.empty()) return;
+      double share_ms = 0.0;
+      {
+        // The time left is every worker's: a block may take up to all of it
+        // on its own thread.
+        const std::lock_guard<std::mutex> lock(mutex_);
         const double left_ms = ms_between(Clock::now(), deadline);
-        const double share_ms = left_ms * estimate.front() / std::max(rest, estimate.front());
+        share_ms = std::min(left_ms, workers_ * left_ms * estimate.front() / std::max(rest, estimate.front()));
         rest -= estimate.front();
-        search_share(work[static_cast<size_t>(b)], estimate, share_ms, deadline, cost);
       }
-      report_block_done(++done, static_cast<int>(work.size()));
-    }
+      search_share(work[static_cast<size_t>(b)], estimate, share_ms, deadline, cost);
+    });
   }
 
   // Searches one block with the most thorough pruning of the ladder whose
@@ -217,7 +250,7 @@ class DpScheduler : public Scheduler {
     for (size_t step = 0; step < ladder_.size(); ++step) {
       const Clock::time_point now = Clock::now();
       const double left_ms = share_ms - ms_between(start, now);
-      const double expected_ms = estimate[step] * rate_.ms_per_transition();
+      const double expected_ms = estimate[step] * ms_per_transition();
       if (now >= deadline || left_ms <= 0.0) return;
       if (expected_ms > left_ms) continue;
       // Room for an estimate off by 3x; never past the overall deadline.
@@ -228,6 +261,11 @@ class DpScheduler : public Scheduler {
                               std::chrono::duration<double, std::milli>(allowed_ms)));
       if (search(w, ladder_[step], limits, cost)) return;
     }
+  }
+
+  double ms_per_transition() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return rate_.ms_per_transition();
   }
 
   static double gap(const BlockWork& w) {
@@ -266,7 +304,9 @@ class DpScheduler : public Scheduler {
   IosOptions options_;
   std::vector<IosOptions> ladder_;
   MergePredicate can_merge_;
-  SearchRate rate_;
+  SearchRate rate_;      // under mutex_
+  int workers_ = 1;      // threads searching blocks in this run
+  std::mutex mutex_;     // rate_, the time shares, progress reports
 };
 
 }  // namespace

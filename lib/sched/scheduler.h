@@ -2,6 +2,7 @@
 // typed parameters; unknown or malformed parameters are user errors.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -91,9 +92,13 @@ class Scheduler {
   // Seconds the search may take from the start of run(); 0 = no limit.
   // Schedulers that do not search ignore it (the CLI refuses it for them).
   void set_time_limit(double seconds) { time_limit_s_ = seconds; }
+  // Threads the search may use (blocks searched in parallel, when the cost
+  // model is thread-safe); results do not depend on it. At least 1.
+  void set_threads(int threads) { threads_ = std::max(1, threads); }
 
  protected:
   double time_limit_s() const { return time_limit_s_; }
+  int threads() const { return threads_; }
   void report_block_done(int done, int total) const {
     if (block_progress_) block_progress_(done, total);
   }
@@ -101,6 +106,7 @@ class Scheduler {
  private:
   BlockProgress block_progress_;
   double time_limit_s_ = 0.0;
+  int threads_ = 1;
 };
 
 struct SchedulerEntry {
