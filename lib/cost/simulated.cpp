@@ -75,21 +75,29 @@ sim::DeviceLimits SimulatedCostModel::limits(sim::LaunchMode mode) const {
 std::vector<std::vector<sim::KernelCost>> SimulatedCostModel::kernel_costs(
     const exec::ExecPlan& plan) const {
   std::vector<std::vector<sim::KernelCost>> costs;
-  costs.reserve(plan.kernels.size());
-  for (const exec::Kernel& kernel : plan.kernels) {
+  kernel_costs_into(plan, costs);
+  return costs;
+}
+
+void SimulatedCostModel::kernel_costs_into(const exec::ExecPlan& plan,
+                                           std::vector<std::vector<sim::KernelCost>>& costs) const {
+  costs.resize(plan.kernels.size());
+  for (size_t i = 0; i < plan.kernels.size(); ++i) {
+    const exec::Kernel& kernel = plan.kernels[i];
+    std::vector<sim::KernelCost>& parts = costs[i];
     if (!kernel.merged) {
       IOS_ASSERT(kernel.units.size() == 1, "an unmerged launch runs one unit, not {}",
                  kernel.units.size());
-      costs.push_back(kernels_.at(static_cast<size_t>(kernel.units[0])));
+      const auto& unit = kernels_.at(static_cast<size_t>(kernel.units[0]));
+      parts.assign(unit.begin(), unit.end());
       continue;
     }
     const sched::MergeCheck check = sched::check_merge(graph_, kernel.units);
     IOS_ASSERT(check.spec.has_value(), "merge stage is not mergeable: {}", check.reason);
     const UnitWork merged = merged_work(graph_, *check.spec);
-    std::vector<sim::KernelCost>& parts = costs.emplace_back();
+    parts.clear();
     for (const KernelWork& k : merged.kernels) parts.push_back(time_kernel(k));
   }
-  return costs;
 }
 
 sim::Timeline SimulatedCostModel::simulate(const exec::ExecPlan& plan, sim::LaunchMode mode) const {
@@ -100,15 +108,26 @@ double SimulatedCostModel::schedule_latency(const sched::Schedule& schedule) con
   return simulate(exec::lower(graph_, schedule)).makespan_us / 1000.0;
 }
 
+// The buffers of stage_latency, one set per thread: the search costs
+// millions of stages, and a warm set allocates nothing for an unmerged one.
+struct StageWorkspace {
+  exec::ExecPlan plan;
+  std::vector<std::vector<sim::KernelCost>> costs;
+  sim::Simulator simulator;
+};
+
 double SimulatedCostModel::stage_latency(const sched::Stage& stage) {
   IOS_ASSERT(!stage.groups.empty(), "a stage needs at least one group");
   if (stage.strategy == sched::Strategy::kMerge) {
     IOS_ASSERT(stage.groups.size() == 1, "a merge stage has exactly one group, got {}",
                stage.groups.size());
   }
-  sched::Schedule one_stage;
-  one_stage.body = sched::StagedSchedule{{stage}};
-  return schedule_latency(one_stage);
+  // What schedule_latency() of a one-stage schedule computes, without its
+  // allocations.
+  thread_local StageWorkspace ws;
+  exec::lower_stage(stage, ws.plan);
+  kernel_costs_into(ws.plan, ws.costs);
+  return ws.simulator.run(ws.plan, ws.costs, limits()).makespan_us / 1000.0;
 }
 
 double SimulatedCostModel::unit_lower_bound_ms(sched::UnitId unit) {

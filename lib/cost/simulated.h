@@ -56,6 +56,9 @@ class SimulatedCostModel : public sched::CostModel {
   sim::DeviceLimits limits(sim::LaunchMode mode = sim::LaunchMode::kGraph) const;
   // The device kernels of every launch of `plan` (merged convolutions as one).
   std::vector<std::vector<sim::KernelCost>> kernel_costs(const exec::ExecPlan& plan) const;
+  // The same into `costs`, reusing its buffers.
+  void kernel_costs_into(const exec::ExecPlan& plan,
+                         std::vector<std::vector<sim::KernelCost>>& costs) const;
   // Runs `plan` (lowered from a schedule of this model's graph) on the simulator.
   sim::Timeline simulate(const exec::ExecPlan& plan,
                          sim::LaunchMode mode = sim::LaunchMode::kGraph) const;

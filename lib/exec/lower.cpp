@@ -1,5 +1,6 @@
 // Lowering of both schedule forms to one ExecPlan (see plan.h for the rules).
 #include <algorithm>
+#include <array>
 #include <map>
 #include <sstream>
 
@@ -13,13 +14,29 @@ using sched::Stage;
 using sched::Strategy;
 using sched::UnitId;
 
+// Appends steps to `plan`, which it empties first; the plan's kernels keep
+// their buffers, so that lowering many small plans into one ExecPlan does
+// not allocate once warm (lower_stage).
 class PlanBuilder {
  public:
-  explicit PlanBuilder(int num_streams) { plan_.num_streams = num_streams; }
+  PlanBuilder(ExecPlan& plan, int num_streams) : plan_(plan) {
+    plan_.num_streams = num_streams;
+    plan_.num_events = 0;
+    plan_.steps.clear();
+  }
+  ~PlanBuilder() { plan_.kernels.resize(used_); }
+  PlanBuilder(const PlanBuilder&) = delete;
+  PlanBuilder& operator=(const PlanBuilder&) = delete;
 
-  void launch(int stream, std::vector<UnitId> units, bool merged) {
-    plan_.kernels.push_back({std::move(units), merged});
-    plan_.steps.push_back({Step::Kind::kLaunch, stream, static_cast<int>(plan_.kernels.size() - 1), -1});
+  template <typename Units>
+  void launch(int stream, const Units& units, bool merged) {
+    if (used_ < plan_.kernels.size()) {
+      plan_.kernels[used_].units.assign(std::begin(units), std::end(units));
+      plan_.kernels[used_].merged = merged;
+    } else {
+      plan_.kernels.push_back({std::vector<UnitId>(std::begin(units), std::end(units)), merged});
+    }
+    plan_.steps.push_back({Step::Kind::kLaunch, stream, static_cast<int>(used_++), -1});
   }
   int record(int stream) {
     const int event = plan_.num_events++;
@@ -27,34 +44,41 @@ class PlanBuilder {
     return event;
   }
   void wait(int stream, int event) { plan_.steps.push_back({Step::Kind::kWait, stream, -1, event}); }
-  ExecPlan take() { return std::move(plan_); }
 
  private:
-  ExecPlan plan_;
+  ExecPlan& plan_;
+  size_t used_ = 0;  // kernels written so far
 };
+
+// One stage: group i on stream i, or a merge on stream 0; a concurrent stage
+// of several groups forks from stream 0 and joins back into it.
+void add_stage(PlanBuilder& builder, const Stage& stage) {
+  if (stage.strategy == Strategy::kMerge) {
+    builder.launch(0, stage.groups.at(0), /*merged=*/true);
+    return;
+  }
+  const int streams = static_cast<int>(stage.groups.size());
+  if (streams > 1) {
+    // Fork: the other streams start after everything stream 0 has issued.
+    const int fork = builder.record(0);
+    for (int s = 1; s < streams; ++s) builder.wait(s, fork);
+  }
+  for (int s = 0; s < streams; ++s) {
+    for (UnitId u : stage.groups[static_cast<size_t>(s)]) builder.launch(s, std::array<UnitId, 1>{u}, false);
+  }
+  // Join: the stage ends when every stream it used is done.
+  for (int s = 1; s < streams; ++s) builder.wait(0, builder.record(s));
+}
 
 ExecPlan lower_staged(const sched::StagedSchedule& staged) {
   size_t widest = 1;
   for (const Stage& stage : staged.stages) widest = std::max(widest, stage.groups.size());
-  PlanBuilder builder(static_cast<int>(widest));
-  for (const Stage& stage : staged.stages) {
-    if (stage.strategy == Strategy::kMerge) {
-      builder.launch(0, stage.groups.at(0), /*merged=*/true);
-      continue;
-    }
-    const int streams = static_cast<int>(stage.groups.size());
-    if (streams > 1) {
-      // Fork: the other streams start after everything stream 0 has issued.
-      const int fork = builder.record(0);
-      for (int s = 1; s < streams; ++s) builder.wait(s, fork);
-    }
-    for (int s = 0; s < streams; ++s) {
-      for (UnitId u : stage.groups[static_cast<size_t>(s)]) builder.launch(s, {u}, false);
-    }
-    // Join: the stage ends when every stream it used is done.
-    for (int s = 1; s < streams; ++s) builder.wait(0, builder.record(s));
+  ExecPlan plan;
+  {
+    PlanBuilder builder(plan, static_cast<int>(widest));
+    for (const Stage& stage : staged.stages) add_stage(builder, stage);
   }
-  return builder.take();
+  return plan;
 }
 
 // One launch of a dependency-ordered plan: its units (several when merged)
@@ -69,7 +93,8 @@ struct KernelLaunch {
 // wait for each cross-stream dependency that no earlier wait implies.
 ExecPlan lower_by_dependencies(const sched::UnitGraph& graph, int num_streams,
                                const std::vector<KernelLaunch>& launches) {
-  PlanBuilder builder(num_streams);
+  ExecPlan plan;
+  PlanBuilder builder(plan, num_streams);
   std::vector<int> kernel_of(static_cast<size_t>(graph.size()), -1);
   for (size_t k = 0; k < launches.size(); ++k) {
     for (UnitId u : launches[k].units) kernel_of[static_cast<size_t>(u)] = static_cast<int>(k);
@@ -121,7 +146,7 @@ ExecPlan lower_by_dependencies(const sched::UnitGraph& graph, int num_streams,
       builder.wait(0, builder.record(t));
     }
   }
-  return builder.take();
+  return plan;
 }
 
 ExecPlan lower_streamed(const sched::UnitGraph& graph, const sched::StreamedSchedule& streamed) {
@@ -154,6 +179,11 @@ ExecPlan lower_staged_by_dependencies(const sched::UnitGraph& graph, const sched
 int ExecPlan::count(Step::Kind kind) const {
   return static_cast<int>(
       std::count_if(steps.begin(), steps.end(), [&](const Step& s) { return s.kind == kind; }));
+}
+
+void lower_stage(const sched::Stage& stage, ExecPlan& plan) {
+  PlanBuilder builder(plan, std::max(1, static_cast<int>(stage.groups.size())));
+  add_stage(builder, stage);
 }
 
 ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule) {

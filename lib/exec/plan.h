@@ -52,6 +52,10 @@ struct ExecPlan {
 //    join stream 0 at the end.
 ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule);
 
+// One stage lowered as lower() lowers a one-stage schedule, into `plan`,
+// reusing its buffers (the IOS search costs millions of stages).
+void lower_stage(const sched::Stage& stage, ExecPlan& plan);
+
 // Human-readable plan: per stream, its launches and event steps (ios-run --dry-run).
 std::string describe(const sched::UnitGraph& graph, const ExecPlan& plan);
 

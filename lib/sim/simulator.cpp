@@ -30,18 +30,25 @@ struct StreamState {
   int span = -1;  // the current kernel's entry in Timeline::kernels
 };
 
+}  // namespace
+
+// One plan's simulation (simulate() and Simulator run it).
 class Simulation {
  public:
-  Simulation(const exec::ExecPlan& plan, const std::vector<std::vector<KernelCost>>& costs,
-             const DeviceLimits& limits)
-      : plan_(plan), costs_(costs), limits_(limits) {
+  // Sets up `plan` from the start, reusing the buffers of earlier plans.
+  void reset(const exec::ExecPlan& plan, const std::vector<std::vector<KernelCost>>& costs,
+             const DeviceLimits& limits) {
+    plan_ = &plan;
+    costs_ = &costs;
+    limits_ = &limits;
     IOS_ASSERT(costs.size() == plan.kernels.size(), "{} kernel costs for {} plan launches",
                costs.size(), plan.kernels.size());
     IOS_ASSERT(plan.num_streams >= 1, "a plan needs at least one stream");
     IOS_ASSERT(limits.max_concurrent_kernels >= 1, "max_concurrent_kernels must be >= 1");
-    streams_.resize(static_cast<size_t>(plan.num_streams));
+    streams_.assign(static_cast<size_t>(plan.num_streams), StreamState{});
     // Each stream's steps in issue order, as one array (counting sort by stream).
-    std::vector<size_t> count(streams_.size() + 1, 0);
+    std::vector<size_t>& count = count_;
+    count.assign(streams_.size() + 1, 0);
     for (const Step& step : plan.steps) {
       IOS_ASSERT(step.stream >= 0 && step.stream < plan.num_streams, "a step is on stream {} of {}",
                  step.stream, plan.num_streams);
@@ -56,7 +63,13 @@ class Simulation {
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       stream_steps_[count[static_cast<size_t>(plan.steps[i].stream)]++] = static_cast<int>(i);
     }
+    queue_.clear();
     queue_.reserve(streams_.size());
+    queue_head_ = 0;
+    working_ = 0;
+    now_ = 0.0;
+    timeline_.makespan_us = 0.0;
+    timeline_.kernels.clear();
     timeline_.stream_end_us.assign(streams_.size(), 0.0);
     timeline_.launch_begin_us.assign(plan.kernels.size(), 0.0);
     timeline_.launch_end_us.assign(plan.kernels.size(), 0.0);
@@ -64,7 +77,8 @@ class Simulation {
 
     // A wait refers to the most recent record of its event issued before it
     // (CUDA semantics); a wait before any record is a no-op.
-    std::vector<int> last_record(static_cast<size_t>(plan.num_events), -1);
+    std::vector<int>& last_record = last_record_;
+    last_record.assign(static_cast<size_t>(plan.num_events), -1);
     bound_record_.assign(plan.steps.size(), -1);
     record_done_.assign(plan.steps.size(), -1.0);
     issued_.assign(plan.steps.size(), 0.0);
@@ -91,7 +105,8 @@ class Simulation {
     }
   }
 
-  Timeline run() {
+  // Runs the plan given to reset(); the timeline stays here until the next reset.
+  const Timeline& run() {
     for (;;) {
       settle();
       const double slowdown = current_slowdown();
@@ -121,13 +136,15 @@ class Simulation {
                working_);
     timeline_.makespan_us =
         *std::max_element(timeline_.stream_end_us.begin(), timeline_.stream_end_us.end());
-    return std::move(timeline_);
+    return timeline_;
   }
+
+  Timeline take() { return std::move(timeline_); }
 
  private:
   const KernelCost& current_kernel(const StreamState& st) const {
-    const Step& step = plan_.steps[static_cast<size_t>(stream_steps_[st.pos])];
-    return costs_[static_cast<size_t>(step.kernel)][static_cast<size_t>(st.part)];
+    const Step& step = plan_->steps[static_cast<size_t>(stream_steps_[st.pos])];
+    return (*costs_)[static_cast<size_t>(step.kernel)][static_cast<size_t>(st.part)];
   }
 
   // Applies every transition possible at `now_` until none is left: steps
@@ -139,7 +156,7 @@ class Simulation {
       changed = false;
       for (size_t s = 0; s < streams_.size(); ++s) changed |= advance(s);
       while (queue_head_ < queue_.size() &&
-             working_ < static_cast<size_t>(limits_.max_concurrent_kernels)) {
+             working_ < static_cast<size_t>(limits_->max_concurrent_kernels)) {
         StreamState& st = streams_[queue_[queue_head_++]];
         st.phase = Phase::kWorking;
         st.remaining = current_kernel(st).work_us;
@@ -168,8 +185,8 @@ class Simulation {
           if (st.remaining > kWorkEps) return changed;
           timeline_.kernels[static_cast<size_t>(st.span)].end_us = now_;
           --working_;
-          const Step& step = plan_.steps[static_cast<size_t>(stream_steps_[st.pos])];
-          if (static_cast<size_t>(++st.part) == costs_[static_cast<size_t>(step.kernel)].size()) {
+          const Step& step = plan_->steps[static_cast<size_t>(stream_steps_[st.pos])];
+          if (static_cast<size_t>(++st.part) == (*costs_)[static_cast<size_t>(step.kernel)].size()) {
             timeline_.launch_end_us[static_cast<size_t>(step.kernel)] = now_;
             ++st.pos;
             st.part = 0;
@@ -188,11 +205,11 @@ class Simulation {
         return true;
       }
       const size_t i = static_cast<size_t>(stream_steps_[st.pos]);
-      const Step& step = plan_.steps[i];
+      const Step& step = plan_->steps[i];
       const double issued =
-          issued_[i] + (step.kind == Step::Kind::kLaunch ? st.part * limits_.host_call_us : 0.0);
+          issued_[i] + (step.kind == Step::Kind::kLaunch ? st.part * limits_->host_call_us : 0.0);
       if (issued > now_ &&
-          !(step.kind == Step::Kind::kLaunch && costs_[static_cast<size_t>(step.kernel)].empty())) {
+          !(step.kind == Step::Kind::kLaunch && (*costs_)[static_cast<size_t>(step.kernel)].empty())) {
         st.ready_at = issued;
         return changed;
       }
@@ -205,15 +222,15 @@ class Simulation {
           const int record = bound_record_[i];
           if (record >= 0) {
             if (record_done_[static_cast<size_t>(record)] < 0.0) return changed;  // blocked
-            const bool cross = plan_.steps[static_cast<size_t>(record)].stream != step.stream;
+            const bool cross = plan_->steps[static_cast<size_t>(record)].stream != step.stream;
             st.ready_at = std::max(st.ready_at, record_done_[static_cast<size_t>(record)] +
-                                                    (cross ? limits_.event_wait_us : 0.0));
+                                                    (cross ? limits_->event_wait_us : 0.0));
           }
           ++st.pos;
           break;
         }
         case Step::Kind::kLaunch: {
-          const auto& parts = costs_[static_cast<size_t>(step.kernel)];
+          const auto& parts = (*costs_)[static_cast<size_t>(step.kernel)];
           if (st.part == 0) timeline_.launch_begin_us[static_cast<size_t>(step.kernel)] = now_;
           if (parts.empty()) {
             timeline_.launch_end_us[static_cast<size_t>(step.kernel)] = now_;
@@ -243,7 +260,7 @@ class Simulation {
       bandwidth += current_kernel(st).bandwidth_share;
     }
     double slowdown = std::max({1.0, sm, bandwidth});
-    if (working_ > 1) slowdown *= 1.0 + limits_.concurrency_interference;
+    if (working_ > 1) slowdown *= 1.0 + limits_->concurrency_interference;
     return slowdown;
   }
 
@@ -270,10 +287,12 @@ class Simulation {
     return next;
   }
 
-  const exec::ExecPlan& plan_;
-  const std::vector<std::vector<KernelCost>>& costs_;
-  const DeviceLimits& limits_;
+  const exec::ExecPlan* plan_ = nullptr;
+  const std::vector<std::vector<KernelCost>>* costs_ = nullptr;
+  const DeviceLimits* limits_ = nullptr;
   std::vector<StreamState> streams_;
+  std::vector<size_t> count_;        // reset()'s counting sort
+  std::vector<int> last_record_;     // reset()'s latest record per event
   std::vector<int> stream_steps_;    // step indices grouped by stream, each in issue order
   std::vector<int> bound_record_;    // per wait step: its record step, or -1
   std::vector<double> record_done_;  // per record step: when it completed, -1 before
@@ -285,11 +304,22 @@ class Simulation {
   Timeline timeline_;
 };
 
-}  // namespace
-
 Timeline simulate(const exec::ExecPlan& plan, const std::vector<std::vector<KernelCost>>& costs,
                   const DeviceLimits& limits) {
-  return Simulation(plan, costs, limits).run();
+  Simulation simulation;
+  simulation.reset(plan, costs, limits);
+  simulation.run();
+  return simulation.take();
+}
+
+Simulator::Simulator() : simulation_(std::make_unique<Simulation>()) {}
+Simulator::~Simulator() = default;
+
+const Timeline& Simulator::run(const exec::ExecPlan& plan,
+                               const std::vector<std::vector<KernelCost>>& costs,
+                               const DeviceLimits& limits) {
+  simulation_->reset(plan, costs, limits);
+  return simulation_->run();
 }
 
 }  // namespace ios::sim

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "exec/plan.h"
@@ -69,5 +70,23 @@ struct Timeline {
 // that can never be satisfied) is an InternalError.
 Timeline simulate(const exec::ExecPlan& plan, const std::vector<std::vector<KernelCost>>& costs,
                   const DeviceLimits& limits);
+
+// The same simulation for many plans in a row (the IOS search's stages),
+// reusing its buffers so that a warm simulator does not allocate: the same
+// rules and arithmetic as simulate(), so the same times. Not shareable
+// between threads; one per thread.
+class Simulator {
+ public:
+  Simulator();
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+  // The timeline of `plan`; valid until the next call.
+  const Timeline& run(const exec::ExecPlan& plan, const std::vector<std::vector<KernelCost>>& costs,
+                      const DeviceLimits& limits);
+
+ private:
+  std::unique_ptr<class Simulation> simulation_;
+};
 
 }  // namespace ios::sim
