@@ -19,12 +19,13 @@ _ios_complete() {
     --cost) COMPREPLY=($(compgen -W $'auto\nsimulated\nmeasured' -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W $'cuda\ncpu' -- "$cur")); return ;;
     --precision) COMPREPLY=($(compgen -W $'tf32\nfp32' -- "$cur")); return ;;
+    --form) COMPREPLY=($(compgen -W $'staged\nstreamed\nbest' -- "$cur")); return ;;
     --device-profile) COMPREPLY=($(compgen -W $'h100\nh200\na100\nv100' -- "$cur") $(compgen -f -- "$cur")); return ;;
     --output-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     -o|--output|--report-json|--dot|--profile-db|--export-times|--trace|--input|--reference)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
     -b|--batch|-p|--params|--input-shape|--warmup|--iterations|--duration|--rtol|--atol|--seed|--threads|\
-    --max-block-units|--max-block-bound)
+    --max-block-units|--max-block-bound|--time-limit)
       return ;;  # a value the user types
   esac
   if [[ $cur == -* ]]; then

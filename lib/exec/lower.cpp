@@ -99,7 +99,9 @@ ExecPlan lower_by_dependencies(const sched::UnitGraph& graph, int num_streams,
   for (size_t k = 0; k < launches.size(); ++k) {
     for (UnitId u : launches[k].units) kernel_of[static_cast<size_t>(u)] = static_cast<int>(k);
   }
-  auto stream_of = [&](UnitId u) { return launches[static_cast<size_t>(kernel_of[static_cast<size_t>(u)])].stream; };
+  auto stream_of = [&](UnitId u) {
+    return launches[static_cast<size_t>(kernel_of[static_cast<size_t>(u)])].stream;
+  };
 
   // Vector clocks: known[s][t] = launches of stream t that stream s is known
   // to wait for. A dependency already implied by an earlier wait (directly or

@@ -136,7 +136,8 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
   std::unique_ptr<sched::Scheduler> instance = entry.make(parsed);
   instance->set_block_progress(std::move(progress));
   instance->set_time_limit(time_limit_s);
-  instance->set_threads(threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  instance->set_threads(threads > 0 ? threads : cores);
   sched::Schedule schedule = instance->run(*prepared.units, *cost.model, stats);
   stats.total_search_ms = ms_since(start);
   schedule.model = prepared.info();

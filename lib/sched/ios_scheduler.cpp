@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -140,7 +142,9 @@ class DpScheduler : public Scheduler {
     if (time_limit_s() <= 0.0) {
       std::vector<int> order(work.size());
       std::iota(order.begin(), order.end(), 0);
-      for_each_block(order, [&](int b) { search(work[static_cast<size_t>(b)], options_, SolveLimits{}, cost); });
+      for_each_block(order, [&](int b) {
+        search(work[static_cast<size_t>(b)], options_, SolveLimits{}, cost);
+      });
     } else {
       const auto limit = std::chrono::duration<double>(time_limit_s());
       search_within(work, start + std::chrono::duration_cast<Clock::duration>(limit), cost);
@@ -159,12 +163,22 @@ class DpScheduler : public Scheduler {
  private:
   // Runs `fn(b)` for every block b of `order`, in that order on one thread
   // or taken in that order by workers_ threads, and reports each block done.
+  // An error in any block (an internal error, a failed allocation) stops the
+  // others from taking new blocks and is rethrown here once all have ended.
   void for_each_block(const std::vector<int>& order, const std::function<void(int)>& fn) {
     std::atomic<size_t> next{0};
     int done = 0;
+    std::exception_ptr error;
     auto worker = [&] {
       for (size_t k; (k = next.fetch_add(1)) < order.size();) {
-        fn(order[k]);
+        try {
+          fn(order[k]);
+        } catch (...) {
+          const std::lock_guard<std::mutex> lock(mutex_);
+          if (!error) error = std::current_exception();
+          next = order.size();
+          return;
+        }
         const std::lock_guard<std::mutex> lock(mutex_);
         report_block_done(++done, static_cast<int>(order.size()));
       }
@@ -173,6 +187,7 @@ class DpScheduler : public Scheduler {
     for (int t = 1; t < workers_; ++t) helpers.emplace_back(worker);
     worker();
     for (std::thread& helper : helpers) helper.join();
+    if (error) std::rethrow_exception(error);
   }
 
   // Runs the DP on one block with `options`; true when it finished.
@@ -234,7 +249,8 @@ class DpScheduler : public Scheduler {
         // on its own thread.
         const std::lock_guard<std::mutex> lock(mutex_);
         const double left_ms = ms_between(Clock::now(), deadline);
-        share_ms = std::min(left_ms, workers_ * left_ms * estimate.front() / std::max(rest, estimate.front()));
+        share_ms = std::min(left_ms, workers_ * left_ms * estimate.front() /
+                                         std::max(rest, estimate.front()));
         rest -= estimate.front();
       }
       search_share(work[static_cast<size_t>(b)], estimate, share_ms, deadline, cost);
