@@ -84,14 +84,14 @@ void write_html_report(const std::string& path, const OptimizeReport& report,
   html +=
       "<h2>Blocks</h2>\n<table id=\"blocks\">\n<tr><th>block</th><th>first unit</th><th>n</th>"
       "<th>width</th><th>states</th><th>transitions</th><th>stages costed</th><th>search "
-      "(ms)</th><th>predicted (ms)</th><th>split by size cap</th></tr>\n";
+      "(ms)</th><th>search</th><th>predicted (ms)</th><th>split by size cap</th></tr>\n";
   for (const BlockReport& b : report.blocks) {
     const sched::BlockStats s = b.search.value_or(sched::BlockStats{});
     html += fmt::format(
         "<tr><td>{}</td><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-        "<td>{}</td><td>{:.3f}</td><td>{:.4f}</td><td>{}</td></tr>\n",
+        "<td>{}</td><td>{:.3f}</td><td class=\"text\">{}</td><td>{:.4f}</td><td>{}</td></tr>\n",
         b.index, escaped(b.first_unit), b.units, b.width, s.states, s.transitions, s.stages_costed,
-        s.search_ms, s.predicted_ms, b.split_by_cap ? "yes" : "");
+        s.search_ms, escaped(search_cell(s)), s.predicted_ms, b.split_by_cap ? "yes" : "");
   }
   html += "</table>\n</body>\n</html>\n";
   create_parent_folder(path);

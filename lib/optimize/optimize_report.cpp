@@ -46,17 +46,6 @@ std::string without_trailing_spaces(std::string line) {
   return line;
 }
 
-// The --analyze column: how the DP went and whose stages were kept.
-std::string search_cell(const sched::BlockStats& s) {
-  if (s.search == sched::BlockSearch::kNone) return "-";
-  std::string out = sched::block_search_name(s.search);
-  if (s.search == sched::BlockSearch::kReduced) out += fmt::format(" r{}s{}", s.r, s.s);
-  if (s.kept != sched::BlockSource::kScheduler) {
-    out += fmt::format(", {}", sched::block_source_name(s.kept));
-  }
-  return out;
-}
-
 // --form's choice and both forms' predictions.
 std::string form_line(const OptimizeReport& r) {
   return fmt::format("{} (--form {}): streamed {:.4f} ms (dependency waits only), staged {:.4f} ms "
@@ -66,6 +55,16 @@ std::string form_line(const OptimizeReport& r) {
 }
 
 }  // namespace
+
+std::string search_cell(const sched::BlockStats& s) {
+  if (s.search == sched::BlockSearch::kNone) return "-";
+  std::string out = sched::block_search_name(s.search);
+  if (s.search == sched::BlockSearch::kReduced) out += fmt::format(" r{}s{}", s.r, s.s);
+  if (s.kept != sched::BlockSource::kScheduler) {
+    out += fmt::format(", {}", sched::block_source_name(s.kept));
+  }
+  return out;
+}
 
 std::string render_summary(const OptimizeReport& r) {
   std::string out = "\n=== ios-optimize summary ===\n";

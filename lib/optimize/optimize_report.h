@@ -62,6 +62,11 @@ struct OptimizeReport {
   std::string schedule_file;   // empty: none written (--analyze)
 };
 
+// How a block's search went and whose stages it kept ("complete",
+// "reduced r3s4, greedy", "-" for a scheduler that does not search): the
+// --analyze and --html search column.
+std::string search_cell(const sched::BlockStats& s);
+
 // "=== ios-optimize summary ===" and its lines.
 std::string render_summary(const OptimizeReport& report);
 // The --analyze table: one row per block, then the totals.

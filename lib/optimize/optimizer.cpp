@@ -221,22 +221,25 @@ namespace {
 // The search's progress line: blocks searched / total, with an ETA that
 // weighs each block by the IOS paper's bound on its transitions (blocks
 // differ in cost by orders of magnitude, so a block count alone misleads).
+// The ETA extrapolates the blocks' search bounds, and never passes the time
+// limit (0: none), where the search stops.
 sched::BlockProgress search_progress(ProgressLine& line, const sched::UnitGraph& units,
-                                     const std::string& scheduler) {
+                                     const std::string& scheduler, double time_limit_s) {
   if (!line.enabled()) return {};
   std::vector<double> weight;
   for (const sched::Block& b : units.blocks()) {
     weight.push_back(std::pow(10.0, std::min(15.0, sched::log10_search_bound(b.size(), b.width))));
   }
   const auto start = std::chrono::steady_clock::now();
-  return [&line, weight, start, scheduler](int done, int total) {
+  return [&line, weight, start, scheduler, time_limit_s](int done, int total) {
     double done_weight = 0.0, all_weight = 0.0;
     for (size_t b = 0; b < weight.size(); ++b) {
       all_weight += weight[b];
       if (static_cast<int>(b) < done) done_weight += weight[b];
     }
     const double elapsed_s = ms_since(start) / 1000.0;
-    const double eta_s = done_weight > 0 ? elapsed_s * (all_weight - done_weight) / done_weight : 0.0;
+    double eta_s = done_weight > 0 ? elapsed_s * (all_weight - done_weight) / done_weight : 0.0;
+    if (time_limit_s > 0.0) eta_s = std::min(eta_s, std::max(0.0, time_limit_s - elapsed_s));
     line.update(fmt::format("[{}] {}/{} blocks searched, {:.1f} s, ETA {:.0f} s", scheduler, done, total,
                             elapsed_s, eta_s),
                 done == total);
@@ -413,7 +416,8 @@ void choose_cost_model(OptimizeRun& r) {
 // Phase 4: the search.
 void search(OptimizeRun& r) {
   r.schedule = schedule_model(*r.prepared, r.options.scheduler, r.options.scheduler_params, r.cost, r.stats,
-                              search_progress(*r.progress, r.units(), r.entry->name),
+                              search_progress(*r.progress, r.units(), r.entry->name,
+                                              r.entry->searches ? r.options.time_limit_s : 0.0),
                               r.options.time_limit_s, r.options.threads);
   r.progress->clear();
 }

@@ -64,6 +64,9 @@ dom, r = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
 blocks = re.search(r'<table id="blocks">\s*<tbody>(.*?)</tbody>\s*</table>', dom, re.S)
 assert blocks, "no parsed blocks table"
 assert blocks.group(1).count("<tr>") == len(r["blocks"]) + 1, (blocks.group(1).count("<tr>"), len(r["blocks"]))
+# Every block of Inception V3 is searched completely within the default limit.
+assert "<th>search</th>" in blocks.group(1)
+assert blocks.group(1).count("<td class=\"text\">complete</td>") == len(r["blocks"]), blocks.group(1)[:2000]
 svg = re.search(r"<svg .*?</svg>", dom, re.S)
 assert svg, "no SVG element"
 assert svg.group(0).count('class="node"') == r["units"], (svg.group(0).count('class="node"'), r["units"])

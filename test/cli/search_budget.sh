@@ -76,6 +76,19 @@ check_wide fanout_1000 $((60 * slack))
 # --time-limit 10 plus import (about 2 s for 20,000 convolutions).
 check_wide fanout_20000 $((12 * slack)) --time-limit 10
 
+# --- the progress line's ETA never passes the time limit -----------------------------------
+# On a terminal (script(1) gives the program one) the search shows blocks
+# done, time and ETA; with --time-limit 3, every ETA shown is at most 3 s.
+if command -v script >/dev/null; then
+  script -qec "'$OPT' '$WORK/fanout_1000.onnx' --cost simulated --time-limit 3 -o '$WORK/eta.json' >/dev/null" \
+    /dev/null </dev/null >"$WORK/eta.out"
+  etas=$(tr '\r' '\n' <"$WORK/eta.out" | grep -oE 'ETA [0-9]+ s' | awk '{print $2}')
+  [ -n "$etas" ] && ok || fail "no ETA shown on a terminal: $(cat -v "$WORK/eta.out" | head -c 400)"
+  for eta in $etas; do [ "$eta" -le 3 ] || { fail "ETA $eta s with --time-limit 3"; break; }; done
+else
+  fail "script(1) is not installed (util-linux)"
+fi
+
 # --- every model: IOS no slower than greedy and sequential ------------------------------
 for model in "$IOS_MODELS_DIR"/*.onnx; do
   name=$(basename "$model" .onnx)
