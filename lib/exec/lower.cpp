@@ -158,19 +158,45 @@ ExecPlan lower_streamed(const sched::UnitGraph& graph, const sched::StreamedSche
   return lower_by_dependencies(graph, streamed.num_streams, launches);
 }
 
-// The staged schedule's launches in its issue order and on its streams (group
-// i of a stage on stream i, a merge on stream 0), without the barriers.
-ExecPlan lower_staged_by_dependencies(const sched::UnitGraph& graph, const sched::StagedSchedule& staged) {
+// The staged schedule's launches in its issue order, without the barriers.
+// Each group (or merge) continues on the stream of its first unit's latest
+// producer where no other group of the stage took that stream, so that a
+// chain stays on one stream and needs no event (Nimble's reasoning); else it
+// takes the lowest free stream. A stage of k groups uses k streams.
+ExecPlan lower_staged_by_dependencies(const sched::UnitGraph& graph,
+                                      const sched::StagedSchedule& staged) {
   size_t widest = 1;
+  for (const Stage& stage : staged.stages) widest = std::max(widest, stage.groups.size());
+  std::vector<int> stream_of(static_cast<size_t>(graph.size()), -1);
+  std::vector<int> order_of(static_cast<size_t>(graph.size()), -1);  // issue position
   std::vector<KernelLaunch> launches;
+  std::vector<bool> taken(widest);
   for (const Stage& stage : staged.stages) {
-    widest = std::max(widest, stage.groups.size());
-    if (stage.strategy == Strategy::kMerge) {
-      launches.push_back({0, stage.groups.at(0), true});
-      continue;
-    }
-    for (size_t s = 0; s < stage.groups.size(); ++s) {
-      for (UnitId u : stage.groups[s]) launches.push_back({static_cast<int>(s), {u}, false});
+    std::fill(taken.begin(), taken.end(), false);
+    for (const auto& group : stage.groups) {
+      // The producer issued last among the group's first unit's inputs.
+      int stream = -1, latest = -1;
+      for (UnitId p : graph.preds(group.front())) {
+        const int s = stream_of[static_cast<size_t>(p)];
+        if (s >= 0 && !taken[static_cast<size_t>(s)] && order_of[static_cast<size_t>(p)] > latest) {
+          latest = order_of[static_cast<size_t>(p)];
+          stream = s;
+        }
+      }
+      if (stream < 0) {
+        stream = static_cast<int>(std::find(taken.begin(), taken.end(), false) - taken.begin());
+      }
+      taken[static_cast<size_t>(stream)] = true;
+      const bool merged = stage.strategy == Strategy::kMerge;
+      if (merged) {
+        launches.push_back({stream, group, true});
+      } else {
+        for (UnitId u : group) launches.push_back({stream, {u}, false});
+      }
+      for (UnitId u : group) {
+        stream_of[static_cast<size_t>(u)] = stream;
+        order_of[static_cast<size_t>(u)] = static_cast<int>(launches.size());
+      }
     }
   }
   return lower_by_dependencies(graph, static_cast<int>(widest), launches);

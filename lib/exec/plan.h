@@ -45,7 +45,9 @@ struct ExecPlan {
 //    (streams > 0 record, stream 0 waits) followed by a fork (stream 0 records,
 //    the next stage's streams > 0 wait). Single-stream stages need neither.
 //    With Barriers::kDependencies there are no joins and forks: the launches
-//    keep their streams and issue order, and wait as a streamed schedule's do.
+//    keep their issue order and wait as a streamed schedule's do; a group
+//    continues on the stream of its first unit's latest producer when no
+//    other group of its stage took it (else the lowest free stream).
 //  - streamed: units on their streams in issue order; a cross-stream
 //    dependency becomes a record after the producer and a wait before the
 //    consumer, skipped when an earlier wait already implies it. All streams

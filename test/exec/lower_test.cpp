@@ -184,3 +184,26 @@ TEST_CASE("staged lowering without barriers respects every dependency, merges in
     check_plan_respects_dependencies(g, exec::lower(g, s));
   }
 }
+
+TEST_CASE("without stage barriers a group continues on its producer's stream", "[lower]") {
+  // Chains 0 -> 2 and 1 -> 3, the second stage listing its groups the other
+  // way round: {3} continues on 1's stream and {2} on 0's, so no group waits
+  // for an event; only the final join remains.
+  const UnitGraph g = UnitGraph::from_edges(4, {{0, 2}, {1, 3}});
+  Schedule s;
+  sched::StagedSchedule staged;
+  staged.barriers = sched::Barriers::kDependencies;
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{0}, {1}}, 0});
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{3}, {2}}, 0});
+  s.body = staged;
+  const ExecPlan plan = exec::lower(g, s);
+  CHECK(plan.count(Step::Kind::kWait) == 1);
+  std::vector<int> stream_of(4, -1);
+  for (const Step& step : plan.steps) {
+    if (step.kind == Step::Kind::kLaunch) stream_of[static_cast<size_t>(plan.kernels[static_cast<size_t>(step.kernel)].units[0])] = step.stream;
+  }
+  CHECK(stream_of[2] == stream_of[0]);
+  CHECK(stream_of[3] == stream_of[1]);
+  CHECK(stream_of[0] != stream_of[1]);
+  check_plan_respects_dependencies(g, plan);
+}
