@@ -51,6 +51,19 @@ void check_plan_respects_dependencies(const UnitGraph& g, const ExecPlan& plan) 
   CHECK(static_cast<int>(happened[0].size()) == g.size());
 }
 
+// A random DAG on n units: each edge u -> v (u < v) with probability 1/3,
+// drawn from `next` in order of v, then u.
+template <typename Next>
+std::vector<std::pair<int, int>> random_edges(int n, Next& next) {
+  std::vector<std::pair<int, int>> edges;
+  for (int v = 1; v < n; ++v) {
+    for (int u = 0; u < v; ++u) {
+      if (next() % 3 == 0) edges.emplace_back(u, v);
+    }
+  }
+  return edges;
+}
+
 }  // namespace
 
 TEST_CASE("a staged schedule forks and joins streams at stage boundaries", "[lower]") {
@@ -105,12 +118,7 @@ TEST_CASE("streamed lowering of random DAGs respects every dependency", "[lower]
   auto next = [&]() { return seed = seed * 1664525u + 1013904223u; };
   for (int trial = 0; trial < 200; ++trial) {
     const int n = 2 + static_cast<int>(next() % 12);
-    std::vector<std::pair<int, int>> edges;
-    for (int v = 1; v < n; ++v) {
-      for (int u = 0; u < v; ++u) {
-        if (next() % 3 == 0) edges.emplace_back(u, v);
-      }
-    }
+    const auto edges = random_edges(n, next);
     const UnitGraph g = UnitGraph::from_edges(n, edges);
     Schedule s;
     sched::StreamedSchedule streamed;
@@ -150,15 +158,10 @@ TEST_CASE("staged lowering without barriers respects every dependency, merges in
   auto next = [&]() { return seed = seed * 1664525u + 1013904223u; };
   for (int trial = 0; trial < 200; ++trial) {
     const int n = 2 + static_cast<int>(next() % 12);
-    std::vector<std::pair<int, int>> edges;
-    std::vector<int> level(static_cast<size_t>(n), 0);
-    for (int v = 1; v < n; ++v) {
-      for (int u = 0; u < v; ++u) {
-        if (next() % 3 == 0) {
-          edges.emplace_back(u, v);
-          level[static_cast<size_t>(v)] = std::max(level[static_cast<size_t>(v)], level[static_cast<size_t>(u)] + 1);
-        }
-      }
+    const auto edges = random_edges(n, next);
+    std::vector<int> level(static_cast<size_t>(n), 0);  // edges come with u < v, in order of v
+    for (const auto& [u, v] : edges) {
+      level[static_cast<size_t>(v)] = std::max(level[static_cast<size_t>(v)], level[static_cast<size_t>(u)] + 1);
     }
     const UnitGraph g = UnitGraph::from_edges(n, edges);
     // One stage per level: its units merged, or in up to three groups.

@@ -221,38 +221,6 @@ TEST_CASE("search budget: the search-size estimate", "[search_budget]") {
   CHECK(capped.transitions >= expected);
 }
 
-namespace {
-
-// The additive cost without a call counter, so several threads may ask it at
-// once; with `bounded`, it also gives the search each unit's weight as a
-// lower bound (a concurrent stage takes at least its longest group).
-class SharedAdditiveCost : public CostModel {
- public:
-  SharedAdditiveCost(std::vector<double> weight, double overhead, bool bounded)
-      : weight_(std::move(weight)), overhead_(overhead), bounded_(bounded) {}
-  std::string name() const override { return "synthetic-shared-additive"; }
-  double stage_latency(const Stage& stage) override {
-    double longest = 0.0;
-    for (const auto& group : stage.groups) {
-      double sum = 0.0;
-      for (UnitId u : group) sum += weight_.at(static_cast<size_t>(u));
-      longest = std::max(longest, sum);
-    }
-    return longest + overhead_;
-  }
-  double unit_lower_bound_ms(UnitId unit) override {
-    return bounded_ ? weight_.at(static_cast<size_t>(unit)) : 0.0;
-  }
-  bool thread_safe() const override { return true; }
-
- private:
-  std::vector<double> weight_;
-  double overhead_;
-  bool bounded_;
-};
-
-}  // namespace
-
 TEST_CASE("the search's schedule depends neither on its threads nor on the cost model's stage bound",
           "[search_budget]") {
   std::mt19937 rng(2024);
@@ -270,7 +238,7 @@ TEST_CASE("the search's schedule depends neither on its threads nor on the cost 
     for (double& w : weight) w = 0.01 + 0.001 * static_cast<double>(rng() % 100);
     for (const char* name : {"ios", "ios-parallel", "dos"}) {
       INFO("trial " << trial << ", " << name);
-      SharedAdditiveCost plain(weight, 0.002, false), bounded(weight, 0.002, true);
+      AdditiveCost plain(weight, 0.002), bounded(weight, 0.002, 0.7, /*bounded=*/true);
       const Run reference = run(name, "", graph, plain);
       for (int threads : {1, 4}) {
         for (double limit : {0.0, 30.0}) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <random>
 #include <string>
@@ -15,11 +16,15 @@ namespace ios::sched::test {
 // Additive cost with a concurrency benefit: a concurrent stage takes the
 // longest group (sum of its units' weights) plus a per-stage overhead; a
 // merged stage takes merge_factor * (sum of weights) plus the overhead.
+// Several threads may ask it at once; with `bounded` it gives the search
+// each unit's weight as a lower bound (a concurrent stage takes at least its
+// longest group).
 class AdditiveCost : public sched::CostModel {
  public:
   explicit AdditiveCost(std::vector<double> weight, double stage_overhead = 0.0,
-                        double merge_factor = 0.7)
-      : weight_(std::move(weight)), overhead_(stage_overhead), merge_factor_(merge_factor) {}
+                        double merge_factor = 0.7, bool bounded = false)
+      : weight_(std::move(weight)), overhead_(stage_overhead), merge_factor_(merge_factor),
+        bounded_(bounded) {}
 
   std::string name() const override { return "synthetic-additive"; }
 
@@ -40,13 +45,18 @@ class AdditiveCost : public sched::CostModel {
     }
     return longest + overhead_;
   }
+  double unit_lower_bound_ms(UnitId unit) override {
+    return bounded_ ? weight_.at(static_cast<size_t>(unit)) : 0.0;
+  }
+  bool thread_safe() const override { return true; }
 
-  int64_t calls = 0;
+  std::atomic<int64_t> calls{0};
 
  private:
   std::vector<double> weight_;
   double overhead_;
   double merge_factor_;
+  bool bounded_;
 };
 
 // A random latency per distinct stage (strategy + set of units), drawn on
