@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "sched/scheduler.h"
+#include "sched/signature.h"
 
 namespace ios::cost {
 namespace {
@@ -22,7 +23,7 @@ class RecordingCost : public sched::CostModel {
       : graph_(graph), model_(model) {}
   std::string name() const override { return model_.name(); }
   double stage_latency(const sched::Stage& stage) override {
-    if (seen_.insert(stage_signature(graph_, stage)).second) stages_.push_back(stage);
+    if (seen_.insert(sched::stage_signature(graph_, stage)).second) stages_.push_back(stage);
     return model_.stage_latency(stage);
   }
   std::vector<sched::Stage> take() { return std::move(stages_); }
@@ -137,7 +138,7 @@ DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
                           int64_t batch) {
   std::unordered_map<std::string, size_t> candidate;  // signature -> index in `candidates`
   for (size_t i = 0; i < candidates.size(); ++i)
-    candidate.emplace(stage_signature(graph, candidates[i]), i);
+    candidate.emplace(sched::stage_signature(graph, candidates[i]), i);
   // Rows are streamed and only those of a candidate stage kept, so memory
   // follows the model, not the file; the caps bound a file crafted to match.
   constexpr size_t kMaxRows = 100000;

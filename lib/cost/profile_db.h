@@ -3,7 +3,7 @@
 // later runs and by identical stages elsewhere in the model.
 //
 // Key: device name, driver version, cuDNN version, precision, batch and the
-// canonical stage signature (stage_signature below). Value: the median
+// canonical stage signature (sched::stage_signature). Value: the median
 // latency in ms, the number of repetitions it is the median of, and when it
 // was measured. Several processes may share one file (WAL journal, busy
 // timeout); one ProfileDb object must not be used by two threads at once.
@@ -29,7 +29,7 @@ struct ProfileKey {
   std::string cudnn;      // e.g. "9.19.0"
   std::string precision;  // "fp32" / "tf32"
   int64_t batch = 1;
-  std::string signature;  // stage_signature()
+  std::string signature;  // sched::stage_signature()
 
   bool operator==(const ProfileKey&) const = default;
 };
@@ -102,12 +102,5 @@ class ProfileDb {
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
 };
-
-// Canonical text of a stage in terms of shapes and attributes, never names:
-// the strategy, then per group its units in order (unit kind, and per node
-// the op, attributes, input/output shapes, weight shapes, and where each
-// input comes from), groups sorted since concurrent groups are unordered.
-// Identical stages in different blocks of a model share a signature.
-std::string stage_signature(const sched::UnitGraph& graph, const sched::Stage& stage);
 
 }  // namespace ios::cost

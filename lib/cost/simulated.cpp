@@ -130,10 +130,19 @@ double SimulatedCostModel::stage_latency(const sched::Stage& stage) {
   return ws.simulator.run(ws.plan, ws.costs, limits()).makespan_us / 1000.0;
 }
 
-double SimulatedCostModel::unit_lower_bound_ms(sched::UnitId unit) {
-  double us = 0.0;
-  for (const sim::KernelCost& k : kernels_.at(static_cast<size_t>(unit))) us += k.total_us();
-  return us / 1000.0;
+// A kernel keeps its stream busy for at least its launch and its solo work;
+// working with others it progresses at most at its solo rate, and the
+// kernels working at once never fill more than all the slots or all the
+// bandwidth (sim::Simulation's slowdown), so the slot-time and the
+// bandwidth-time of a stage's kernels each fit within the stage.
+sched::CostModel::UnitBound SimulatedCostModel::unit_bound(sched::UnitId unit) {
+  UnitBound bound;
+  for (const sim::KernelCost& k : kernels_.at(static_cast<size_t>(unit))) {
+    bound.stream_ms += k.total_us() / 1000.0;
+    bound.slots_ms += k.work_us * k.sm_share / 1000.0;
+    bound.dram_ms += k.work_us * k.bandwidth_share / 1000.0;
+  }
+  return bound;
 }
 
 }  // namespace ios::cost

@@ -40,7 +40,11 @@ class SimulatedCostModel : public sched::CostModel {
   // The unit's kernels' launches and solo work: in the simulator a kernel's
   // launch takes launch_us on its stream and sharing the device only slows
   // its work down, whatever runs beside it.
-  double unit_lower_bound_ms(sched::UnitId unit) override;
+  UnitBound unit_bound(sched::UnitId unit) override;
+  // A stage's kernels follow from its units' operators, attributes and
+  // shapes, and merges also from which inputs they share: all in the
+  // signature.
+  bool costs_follow_signatures() const override { return true; }
   // stage_latency reads only what the constructor computed.
   bool thread_safe() const override { return true; }
 

@@ -14,6 +14,7 @@
 #include "cuda/device_pool.h"
 #include "cuda/runtime.h"
 #include "exec/stats.h"
+#include "sched/signature.h"
 
 namespace ios::cuda {
 namespace {
@@ -54,7 +55,7 @@ class MeasuredModel final : public MeasuredCostModel {
   }
 
   double stage_latency(const sched::Stage& stage) override {
-    const std::string signature = cost::stage_signature(graph_, stage);
+    const std::string signature = sched::stage_signature(graph_, stage);
     if (auto it = memo_.find(signature); it != memo_.end()) {
       ++progress_.cache_hits;
       report();

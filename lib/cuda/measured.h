@@ -54,6 +54,9 @@ struct MeasuredOptions {
 class MeasuredCostModel : public sched::CostModel {
  public:
   std::string name() const override { return "measured"; }
+  // A stage is measured once per signature and then answered from memory
+  // or the profile database.
+  bool costs_follow_signatures() const override { return true; }
   // Announces how many stage_latency() calls the caller expects (for the
   // progress ETA); may be called again to revise.
   virtual void expect(int stages) = 0;

@@ -19,7 +19,8 @@ double speedup(const OptimizeReport& r) { return r.sequential_ms / std::max(1e-1
 // How far the search got over the blocks, and where a baseline's stages
 // were kept; empty for a scheduler that does not search.
 std::string coverage(const OptimizeReport& r) {
-  int searched = 0, complete = 0, reduced = 0, abandoned = 0, skipped = 0, greedy = 0, sequential = 0;
+  int searched = 0, complete = 0, reduced = 0, abandoned = 0, skipped = 0, greedy = 0, sequential = 0,
+      repeats = 0;
   for (const BlockReport& b : r.blocks) {
     if (!b.search || b.search->search == sched::BlockSearch::kNone) continue;
     ++searched;
@@ -29,9 +30,11 @@ std::string coverage(const OptimizeReport& r) {
     skipped += b.search->search == sched::BlockSearch::kSkipped;
     greedy += b.search->kept == sched::BlockSource::kGreedy;
     sequential += b.search->kept == sched::BlockSource::kSequential;
+    repeats += b.search->same_as >= 0;
   }
   if (searched == 0) return {};
   std::string out = fmt::format("{} of {} blocks searched completely", complete, searched);
+  if (repeats > 0) out += fmt::format(" ({} as repeats of earlier blocks)", repeats);
   if (complete < searched) {
     out += fmt::format(" ({} with a cheaper pruning, {} abandoned, {} skipped: time limit {:g} s)",
                        reduced, abandoned, skipped, r.time_limit_s);
@@ -63,6 +66,7 @@ std::string search_cell(const sched::BlockStats& s) {
   if (s.kept != sched::BlockSource::kScheduler) {
     out += fmt::format(", {}", sched::block_source_name(s.kept));
   }
+  if (s.same_as >= 0) out += fmt::format(", as block {}", s.same_as);
   return out;
 }
 
@@ -137,6 +141,8 @@ std::string render_json(const OptimizeReport& r) {
         entry["search_r"] = b.search->r;
         entry["search_s"] = b.search->s;
         entry["kept"] = sched::block_source_name(b.search->kept);
+        // The earlier block whose search this one repeats (its own counts are 0).
+        if (b.search->same_as >= 0) entry["same_as"] = b.search->same_as;
       }
     }
     blocks.push_back(entry);

@@ -22,12 +22,28 @@ class CostModel {
   // legality first (sched/merge.h).
   virtual double stage_latency(const Stage& stage) = 0;
 
-  // A lower bound in milliseconds of the time `unit` keeps its stream busy in
-  // any concurrent stage, or 0 where the model promises none (measurements).
-  // A concurrent stage then lasts at least, for each of its groups, the sum
-  // of its units' bounds, and the IOS search skips, without costing it, a
-  // stage that cannot beat the best ending found by that much.
-  virtual double unit_lower_bound_ms(UnitId /*unit*/) { return 0.0; }
+  // Lower bounds, in milliseconds, of what `unit` costs any concurrent stage
+  // it is part of, or zeros where the model promises none (measurements).
+  struct UnitBound {
+    double stream_ms = 0.0;   // the time it keeps its stream busy
+    // Its work weighted by the share of the device it occupies while working
+    // alone: thread-block slots and DRAM bandwidth. Concurrent units divide
+    // the device between them, so a stage lasts at least the sum of each.
+    double slots_ms = 0.0;
+    double dram_ms = 0.0;
+  };
+  // A concurrent stage then lasts at least the largest of: for each of its
+  // groups, the sum of its units' stream_ms; the sum of all slots_ms; the
+  // sum of all dram_ms. The IOS search skips, without costing it, a stage
+  // that cannot beat the best ending found by that much.
+  virtual UnitBound unit_bound(UnitId /*unit*/) { return {}; }
+
+  // Whether stage_latency depends on nothing but the stage's signature
+  // (sched/signature.h): what its units compute, not which units of the
+  // model they are. The IOS search then searches each distinct block once
+  // and gives its repeats (NASNet's cells, a ResNet's identical bottlenecks)
+  // the same stages.
+  virtual bool costs_follow_signatures() const { return false; }
 
   // Whether stage_latency may be called from several threads at once (the
   // IOS search then costs blocks in parallel). A GPU measures one stage at a

@@ -49,8 +49,12 @@ class Solver {
     // without successors in S: the DOS enumeration covers exactly those.
     sinks_only_ = options.ending_rule == EndingRule::kDos || !use_concurrent_;
     if (cost_ != nullptr) {
-      for (UnitId u : dag_.units) bound_.push_back(cost_->unit_lower_bound_ms(u));
-      if (std::all_of(bound_.begin(), bound_.end(), [](double b) { return b <= 0.0; })) bound_.clear();
+      bool any = false;
+      for (UnitId u : dag_.units) {
+        const CostModel::UnitBound& b = bound_.emplace_back(cost_->unit_bound(u));
+        any = any || b.stream_ms > 0.0 || b.slots_ms > 0.0 || b.dram_ms > 0.0;
+      }
+      if (!any) bound_.clear();
     }
   }
 
@@ -174,7 +178,7 @@ class Solver {
       // (the cost model's unit bounds); a merge may be faster than its
       // members, so a possible merge is always costed.
       if (!bound_.empty() && !(use_merge_ && (e & (e - 1)) != 0 && is_antichain(e)) &&
-          rest + longest_group_bound(e) >= level.best.cost) {
+          rest + stage_bound(e) >= level.best.cost) {
         return;
       }
       const StageEntry stage = stage_cost(e);
@@ -276,18 +280,22 @@ class Solver {
     return true;
   }
 
-  // A lower bound of the concurrent stage `e`'s latency: its longest weakly
-  // connected component (group), by the cost model's unit bounds, less a
-  // relative 1e-6 for the simulator's rounding.
-  double longest_group_bound(uint64_t e) const {
-    double longest = 0.0;
+  // A lower bound of the concurrent stage `e`'s latency (CostModel::UnitBound):
+  // its longest weakly connected component (group) by the units' stream
+  // bounds, or the device time all its units fill, less a relative 1e-6 for
+  // the simulator's rounding.
+  double stage_bound(uint64_t e) const {
+    double longest = 0.0, slots = 0.0, dram = 0.0;
     for (uint64_t rest = e; rest;) {
       uint64_t comp = rest & -rest;
       double sum = 0.0;
       for (uint64_t frontier = comp; frontier;) {
         const int x = lowest(frontier);
         frontier &= frontier - 1;
-        sum += bound_[static_cast<size_t>(x)];
+        const CostModel::UnitBound& b = bound_[static_cast<size_t>(x)];
+        sum += b.stream_ms;
+        slots += b.slots_ms;
+        dram += b.dram_ms;
         const uint64_t nb =
             (dag_.succ[static_cast<size_t>(x)] | dag_.pred[static_cast<size_t>(x)]) & e & ~comp;
         comp |= nb;
@@ -296,7 +304,7 @@ class Solver {
       rest &= ~comp;
       longest = std::max(longest, sum);
     }
-    return longest * (1.0 - 1e-6);
+    return std::max({longest, slots, dram}) * (1.0 - 1e-6);
   }
 
   // Weakly connected components of `e`, each in topological order, ordered
@@ -367,7 +375,7 @@ class Solver {
   bool sinks_only_ = false;
   MaskMap<MemoEntry> memo_;
   MaskMap<StageEntry> stages_;
-  std::vector<double> bound_;  // per block unit: the cost model's lower bound; empty: none
+  std::vector<CostModel::UnitBound> bound_;  // per block unit; empty: the model gives none
   Stage scratch_;
   std::vector<uint64_t> comp_stack_;
   int64_t states_ = 0;

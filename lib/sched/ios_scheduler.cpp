@@ -18,6 +18,12 @@
 // a search that overruns its deadline is abandoned and the block keeps its
 // baseline stages.
 //
+// Where the cost model's stage costs follow stage signatures (the simulator,
+// measurements), a block that repeats an earlier one (same signature: the
+// same units, edges and shared inputs, as NASNet's cells are) is not
+// searched again: it gets the earlier block's result with its own units,
+// which is what its own search would have found.
+//
 // With several threads (and a thread-safe cost model) the blocks are
 // searched in parallel, taken in the same order; a block's share of the time
 // left then counts every thread's time. Each block's search is independent
@@ -30,12 +36,12 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <numeric>
 #include <thread>
 
 #include "core/log.h"
 #include "sched/builtin_schedulers.h"
 #include "sched/merge.h"
+#include "sched/signature.h"
 
 namespace ios::sched {
 
@@ -138,16 +144,20 @@ class DpScheduler : public Scheduler {
       w.stats = plain_block_stats(graph, b, 0.0, 0.0);
       w.stats.search = BlockSearch::kSkipped;
     }
-    workers_ = cost.thread_safe() ? std::min(threads(), std::max(1, num_blocks)) : 1;
+    const std::vector<int> distinct = find_repeats(graph, cost, work);
+    workers_ = cost.thread_safe() ? std::min(threads(), std::max(1, static_cast<int>(distinct.size())))
+                                  : 1;
     if (time_limit_s() <= 0.0) {
-      std::vector<int> order(work.size());
-      std::iota(order.begin(), order.end(), 0);
-      for_each_block(order, [&](int b) {
+      for_each_block(distinct, [&](int b) {
         search(work[static_cast<size_t>(b)], options_, SolveLimits{}, cost);
       });
     } else {
       const auto limit = std::chrono::duration<double>(time_limit_s());
-      search_within(work, start + std::chrono::duration_cast<Clock::duration>(limit), cost);
+      search_within(work, distinct, start + std::chrono::duration_cast<Clock::duration>(limit),
+                    cost);
+    }
+    for (BlockWork& w : work) {
+      if (w.stats.same_as >= 0) reuse_search(work[static_cast<size_t>(w.stats.same_as)], w);
     }
     StagedSchedule staged;
     for (BlockWork& w : work) {
@@ -161,6 +171,49 @@ class DpScheduler : public Scheduler {
   }
 
  private:
+  // Marks each block that repeats an earlier one (BlockStats::same_as) where
+  // the cost model allows it, and returns the others, in order: the blocks
+  // to search.
+  static std::vector<int> find_repeats(const UnitGraph& graph, const sched::CostModel& cost,
+                                       std::vector<BlockWork>& work) {
+    std::vector<int> distinct;
+    std::map<std::string, int> first;  // block signature -> the first block with it
+    const bool reuse = graph.ir() != nullptr && cost.costs_follow_signatures();
+    for (int b = 0; b < static_cast<int>(work.size()); ++b) {
+      if (reuse) {
+        const auto [it, added] =
+            first.emplace(block_signature(graph, graph.blocks()[static_cast<size_t>(b)]), b);
+        if (!added) {
+          work[static_cast<size_t>(b)].stats.same_as = it->second;
+          continue;
+        }
+      }
+      distinct.push_back(b);
+    }
+    return distinct;
+  }
+
+  // Gives `copy` the search result of the block it repeats, in its own units
+  // (the same local order: unit i of one is unit i of the other).
+  static void reuse_search(const BlockWork& original, BlockWork& copy) {
+    const BlockStats& from = original.stats;
+    BlockStats& to = copy.stats;
+    to.search = from.search;
+    to.r = from.r;
+    to.s = from.s;
+    if (!original.solution) return;
+    BlockSolution solution = *original.solution;
+    const UnitId offset = copy.dag.units.front() - original.dag.units.front();
+    for (Stage& stage : solution.stages) {
+      for (auto& group : stage.groups) {
+        for (UnitId& u : group) u += offset;
+      }
+    }
+    solution.states = solution.transitions = solution.stages_costed = 0;
+    solution.search_ms = 0.0;
+    copy.solution = std::move(solution);
+  }
+
   // Runs `fn(b)` for every block b of `order`, in that order on one thread
   // or taken in that order by workers_ threads, and reports each block done.
   // An error in any block (an internal error, a failed allocation) stops the
@@ -221,12 +274,10 @@ class DpScheduler : public Scheduler {
     return w.solution.has_value();
   }
 
-  // The anytime search: blocks by expected gain, each with its share of the
-  // time left (see the file comment).
-  void search_within(std::vector<BlockWork>& work, Clock::time_point deadline,
-                     sched::CostModel& cost) {
-    std::vector<int> order(work.size());
-    std::iota(order.begin(), order.end(), 0);
+  // The anytime search of the blocks `order`: by expected gain, each with its
+  // share of the time left (see the file comment).
+  void search_within(std::vector<BlockWork>& work, std::vector<int> order,
+                     Clock::time_point deadline, sched::CostModel& cost) {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
       return gap(work[static_cast<size_t>(a)]) > gap(work[static_cast<size_t>(b)]);
     });

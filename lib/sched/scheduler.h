@@ -44,6 +44,9 @@ struct BlockStats {
   BlockSearch search = BlockSearch::kNone;
   int r = 0, s = 0;  // the pruning the DP ran with (kComplete, kReduced, kAbandoned)
   BlockSource kept = BlockSource::kScheduler;
+  // >= 0: this block repeats that earlier block (sched/signature.h), whose
+  // search it reuses with its own units; its own counts are then zero.
+  int same_as = -1;
 };
 
 struct SearchStats {

@@ -3,6 +3,8 @@
 #include "sched/unit_graph.h"
 
 #include <algorithm>
+#include <limits>
+#include <tuple>
 #include <cmath>
 #include <functional>
 
@@ -137,6 +139,91 @@ int block_width(const UnitGraph& graph, UnitId begin, UnitId end) {
   return n - matching;
 }
 
+namespace {
+
+// Whether a part of `size` units fits the caps whatever its width (the
+// paper's bound grows with the width, and a part is never wider than it is
+// long).
+bool fits_any_width(int size, double max_log10_bound) {
+  return size <= 1 || log10_search_bound(size, size) <= max_log10_bound;
+}
+
+}  // namespace
+
+// The split of a region follows its narrow waists: a cut before unit k
+// costs the units before k whose outputs are read after it (within
+// max_block_units of the cut on either side: the data that crosses between
+// parts). The split takes the cheapest cuts, among those the fewest parts,
+// every part within the caps. NASNet's regions are then cut between cells,
+// where only the last two cells' outputs cross; a fan-out's branches all
+// cost the same, so it gets the fewest parts; a region that fits stays whole.
+std::vector<Block> UnitGraph::split_region(UnitId begin, UnitId end) const {
+  const int n = end - begin;
+  const int window = max_block_units_;
+  auto at = [begin](UnitId u) { return static_cast<size_t>(u - begin); };
+
+  // crossing[k - begin]: the units a cut before unit k separates from a reader.
+  std::vector<int64_t> crossing(static_cast<size_t>(n) + 1, 0);
+  for (UnitId k = begin + 1; k < end; ++k) {
+    for (UnitId u = std::max(begin, k - window); u < k; ++u) {
+      const auto& readers = succs_[static_cast<size_t>(u)];
+      crossing[at(k)] += std::any_of(readers.begin(), readers.end(), [&](UnitId s) {
+        return s >= k && s < std::min(end, k + window);
+      });
+    }
+  }
+
+  // longest[j - begin]: the end of the longest part starting at j within
+  // the caps. A part's sub-ranges fit too (narrower and shorter), so the
+  // ends only move forward with j.
+  std::vector<UnitId> longest(static_cast<size_t>(n));
+  UnitId part_end = begin + 1;
+  for (UnitId j = begin; j < end; ++j) {
+    part_end = std::max(part_end, j + 1);
+    while (part_end < end && part_end + 1 - j <= window &&
+           (fits_any_width(part_end + 1 - j, max_block_log10_bound_) ||
+            log10_search_bound(part_end + 1 - j, block_width(*this, j, part_end + 1)) <=
+                max_block_log10_bound_)) {
+      ++part_end;
+    }
+    longest[at(j)] = part_end;
+  }
+
+  // Cheapest split of [begin, k): the outputs it cuts off, then the fewest
+  // parts, then the most even sizes (the least sum of squared sizes: a
+  // block's search grows steeply with its size), and where its last part
+  // starts.
+  struct Best {
+    int64_t crossing = std::numeric_limits<int64_t>::max();
+    int parts = 0;
+    int64_t squares = 0;
+    UnitId from = 0;
+    auto key() const { return std::tie(crossing, parts, squares); }
+  };
+  std::vector<Best> best(static_cast<size_t>(n) + 1);
+  best[0] = {0, 0, 0, begin};
+  for (UnitId k = begin + 1; k <= end; ++k) {
+    Best& b = best[at(k)];
+    for (UnitId j = k - 1; j >= begin && longest[at(j)] >= k; --j) {
+      const Best& prefix = best[at(j)];
+      const Best candidate = {prefix.crossing + (j > begin ? crossing[at(j)] : 0), prefix.parts + 1,
+                              prefix.squares + int64_t{k - j} * (k - j), j};
+      if (candidate.key() < b.key()) b = candidate;
+    }
+  }
+  std::vector<Block> parts;
+  for (UnitId k = end; k > begin; k = best[at(k)].from) {
+    Block block;
+    block.begin = best[at(k)].from;
+    block.end = k;
+    block.width = block_width(*this, block.begin, block.end);
+    parts.push_back(block);
+  }
+  std::reverse(parts.begin(), parts.end());
+  for (Block& block : parts) block.split_by_cap = parts.size() > 1;
+  return parts;
+}
+
 void UnitGraph::finish() {
   const size_t n = units_.size();
   for (auto& p : preds_) std::sort(p.begin(), p.end());
@@ -188,30 +275,10 @@ void UnitGraph::finish() {
     last_is_chain = single;
   }
 
-  // Regions larger than the caps (units, search bound) are split into the
-  // fewest near-equal consecutive parts that fit; a prefix of a topological
-  // order is dependency-closed, so parts run in sequence like blocks.
   blocks_.clear();
   for (auto [begin, end] : merged) {
-    const int size = end - begin;
-    for (int parts = (size + max_block_units_ - 1) / max_block_units_;; ++parts) {
-      std::vector<Block> split;
-      bool fits = true;
-      for (int p = 0; p < parts && fits; ++p) {
-        Block block;
-        block.begin = begin + static_cast<UnitId>(static_cast<int64_t>(size) * p / parts);
-        block.end = begin + static_cast<UnitId>(static_cast<int64_t>(size) * (p + 1) / parts);
-        block.split_by_cap = parts > 1;
-        block.width = block_width(*this, block.begin, block.end);
-        fits = block.size() <= 1 ||
-               log10_search_bound(block.size(), block.width) <= max_block_log10_bound_;
-        split.push_back(block);
-      }
-      if (fits) {
-        blocks_.insert(blocks_.end(), split.begin(), split.end());
-        break;
-      }
-    }
+    const std::vector<Block> parts = split_region(begin, end);
+    blocks_.insert(blocks_.end(), parts.begin(), parts.end());
   }
   block_of_.assign(n, 0);
   for (size_t b = 0; b < blocks_.size(); ++b) {

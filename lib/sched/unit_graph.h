@@ -98,6 +98,8 @@ class UnitGraph {
 
  private:
   void finish();  // edges -> cut points -> blocks
+  // The blocks of the region between two cut points (unit_graph.cpp).
+  std::vector<Block> split_region(UnitId begin, UnitId end) const;
 
   const ir::Graph* ir_ = nullptr;
   std::vector<Unit> units_;

@@ -12,13 +12,14 @@
 #include "core/error.h"
 #include "cost/ir_builder.h"
 #include "cost/temp_dir.h"
+#include "sched/signature.h"
 #include "sched/unit_graph.h"
 
 using Catch::Matchers::Contains;
 using ios::cost::ProfileDb;
 using ios::cost::ProfileEntry;
 using ios::cost::ProfileKey;
-using ios::cost::stage_signature;
+using ios::sched::stage_signature;
 using ios::sched::Stage;
 using ios::sched::Strategy;
 using ios::sched::UnitGraph;

@@ -312,3 +312,54 @@ TEST_CASE("every profile the parser accepts simulates to a finite, positive late
     }
   }
 }
+
+TEST_CASE("every stage lasts at least the bounds the search prunes with", "[cost][simulated]") {
+  // Six independent convolutions from tiny to device-filling, every subset
+  // of them in every way of splitting it into two groups.
+  for (const int64_t batch : {1, 8}) {
+    IrBuilder b;
+    const auto x = b.input("x", {batch, 64, 28, 28});
+    const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 1}, {16, 3}, {64, 1},
+                                                             {64, 3}, {256, 3}, {512, 5}};
+    std::vector<std::string> names;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      names.push_back("c" + std::to_string(i));
+      b.output(b.conv(names.back(), x, shapes[i].first, shapes[i].second, 1, shapes[i].second / 2));
+    }
+    const UnitGraph g = UnitGraph::form(b.graph);
+    std::vector<UnitId> units;
+    for (const std::string& name : names) units.push_back(unit(g, name.c_str()));
+    for (const std::string& device : ios::cost::shipped_device_profiles()) {
+      SimulatedCostModel model(g, load_device_profile(device));
+      bool device_bound_binds = false;  // the slot or DRAM bound above the longest group's
+      for (uint32_t subset = 1; subset < (1u << units.size()); ++subset) {
+        for (uint32_t second = subset;; second = (second - 1) & subset) {
+          std::vector<std::vector<UnitId>> groups(2);
+          double slots = 0.0, dram = 0.0, stream[2] = {0.0, 0.0};
+          for (size_t i = 0; i < units.size(); ++i) {
+            if (!(subset >> i & 1)) continue;
+            const int gi = (second >> i & 1) ? 1 : 0;
+            groups[static_cast<size_t>(gi)].push_back(units[i]);
+            const auto bound = model.unit_bound(units[i]);
+            stream[gi] += bound.stream_ms;
+            slots += bound.slots_ms;
+            dram += bound.dram_ms;
+          }
+          std::erase_if(groups, [](const auto& group) { return group.empty(); });
+          const double latency = model.stage_latency(concurrent(groups));
+          const double longest = std::max(stream[0], stream[1]);
+          INFO(device << " batch " << batch << " subset " << subset << " second " << second
+                      << ": latency " << latency << " ms, longest group " << longest
+                      << ", slots " << slots << ", dram " << dram);
+          CHECK(latency >= longest * (1.0 - 1e-6));
+          CHECK(latency >= slots * (1.0 - 1e-6));
+          CHECK(latency >= dram * (1.0 - 1e-6));
+          device_bound_binds = device_bound_binds || std::max(slots, dram) > longest;
+          if (second == 0) break;
+        }
+      }
+      INFO(device << " batch " << batch);
+      CHECK(device_bound_binds);
+    }
+  }
+}

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "cost/profile_db.h"
+#include "sched/signature.h"
 #include "ir/graph.h"
 #include "ir/shape_inference.h"
 #include "sched/unit_graph.h"
@@ -14,7 +14,7 @@
 namespace {
 
 namespace ir = ios::ir;
-using ios::cost::stage_signature;
+using ios::sched::stage_signature;
 using ios::sched::Stage;
 using ios::sched::Strategy;
 using ios::sched::UnitGraph;

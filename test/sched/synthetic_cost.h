@@ -45,8 +45,9 @@ class AdditiveCost : public sched::CostModel {
     }
     return longest + overhead_;
   }
-  double unit_lower_bound_ms(UnitId unit) override {
-    return bounded_ ? weight_.at(static_cast<size_t>(unit)) : 0.0;
+  UnitBound unit_bound(UnitId unit) override {
+    if (!bounded_) return {};
+    return {.stream_ms = weight_.at(static_cast<size_t>(unit))};
   }
   bool thread_safe() const override { return true; }
 

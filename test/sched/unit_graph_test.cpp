@@ -1,6 +1,7 @@
 // UnitGraph from explicit edges: reachability, cut points, blocks, width.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -55,6 +56,51 @@ TEST_CASE("a region wider than the cap is split into consecutive parts", "[unit_
     covered = b.end;
   }
   CHECK(covered == 11);
+}
+
+TEST_CASE("a wide region is split where the least data crosses: between NASNet-like cells",
+          "[unit_graph]") {
+  // A stem, then 6 cells of 9 units that each read the two previous cells'
+  // outputs (so no cell output is a cut point and all cells form one
+  // region): two adjustments, four branches, two sums and the cell's concat.
+  std::vector<std::pair<int, int>> edges;
+  int next = 1;
+  int prev = 0, prev2 = 0;  // the last two cells' outputs (the stem for the first)
+  for (int cell = 0; cell < 6; ++cell) {
+    const int a = next, b = next + 1, p = next + 2, s1 = next + 6, s2 = next + 7, h = next + 8;
+    edges.insert(edges.end(), {{prev, a}, {prev2, b}, {a, p}, {b, p + 1}, {a, p + 2}, {b, p + 3},
+                               {p, s1}, {p + 1, s1}, {p + 2, s2}, {p + 3, s2}, {s1, h}, {s2, h}});
+    prev2 = prev;
+    prev = h;
+    next += 9;
+  }
+  const UnitGraph g = UnitGraph::from_edges(next, edges, /*max_block_units=*/12);
+  // A near-equal split would make five parts of 10-11 units across the
+  // cells; the cheapest cuts are the cell boundaries, where only the last
+  // two cells' outputs cross.
+  REQUIRE(g.blocks().size() == 7);
+  CHECK(g.blocks()[0].size() == 1);  // the stem
+  for (int cell = 0; cell < 6; ++cell) {
+    const auto& block = g.blocks()[static_cast<size_t>(cell + 1)];
+    CHECK(block.begin == 1 + 9 * cell);
+    CHECK(block.end == 10 + 9 * cell);
+    CHECK(block.split_by_cap);
+  }
+}
+
+TEST_CASE("a fan-out wider than the cap gets the fewest parts, as even as they come",
+          "[unit_graph]") {
+  // 30 independent units then a join: 31 units, cap 8: at least 4 parts.
+  std::vector<std::pair<int, int>> edges;
+  for (int u = 0; u < 30; ++u) edges.emplace_back(u, 30);
+  const UnitGraph g = UnitGraph::from_edges(31, edges, /*max_block_units=*/8);
+  REQUIRE(g.blocks().size() == 4);
+  int smallest = 8, largest = 0;
+  for (const auto& b : g.blocks()) {
+    smallest = std::min(smallest, b.size());
+    largest = std::max(largest, b.size());
+  }
+  CHECK(largest - smallest <= 1);
 }
 
 TEST_CASE("width is the largest antichain (Dilworth)", "[unit_graph]") {

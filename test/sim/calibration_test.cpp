@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "cost/temp_dir.h"
 #include "optimize/optimizer.h"
+#include "sched/signature.h"
 #include "test_paths.h"
 
 using namespace ios;
@@ -66,14 +67,14 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
     std::vector<std::pair<cost::ProfileKey, cost::ProfileEntry>> entries;
     const std::vector<sched::Stage> stages = cost::candidate_stages(units, truth, options);
     for (const sched::Stage& stage : stages) {
-      const std::string signature = cost::stage_signature(units, stage);
+      const std::string signature = sched::stage_signature(units, stage);
       entries.push_back({{"Synthetic V100", "1.0", "9.0", "fp32", 1, signature},
                          {measured.stage_latency(stage), 100, 0}});
       entries.push_back({{"Synthetic V100", "1.0", "9.0", "fp32", 8, signature}, {1.0, 100, 0}});
     }
     for (size_t i = 0; i < 5 && i < stages.size(); ++i) {
       entries.push_back(
-          {{"Other GPU", "1.0", "9.0", "fp32", 1, cost::stage_signature(units, stages[i])},
+          {{"Other GPU", "1.0", "9.0", "fp32", 1, sched::stage_signature(units, stages[i])},
            {1.0, 100, 0}});
     }
     db.store_all(entries);
