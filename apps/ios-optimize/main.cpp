@@ -134,6 +134,12 @@ int main(int argc, char** argv) {
                  "simulator)")
       ->check(CLI::IsMember({"staged", "streamed", "best"}))
       ->capture_default_str();
+  app.add_option("--launch", options.launch,
+                 "how the schedule will run, planned for and recorded in it: graph (a captured "
+                 "CUDA graph, as ios-run runs by default) or plain (host launches, ios-run "
+                 "--no-cuda-graph)")
+      ->check(CLI::IsMember({"graph", "plain"}))
+      ->capture_default_str();
   app.add_option(
       "--report-json", options.report_json,
       "also write the summary and per-block statistics as JSON (for scripts), - for stdout");

@@ -119,6 +119,9 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force,
                "accept schedules made for another model file (hash mismatch); replace existing "
                "files that are not of the kind an output writes (never an input)");
+  app.add_flag("--retarget", o.retarget,
+               "run schedules made for another batch at this one (--batch), as they are (the IOS "
+               "paper's Table 3 experiment); the report marks each");
   app.add_option("--warmup", o.warmup, "untimed iterations (default: cuda 20, cpu 1)")->check(CLI::Range(0, 1000000));
   app.add_option("--iterations", o.iterations, "timed iterations (default: cuda 200, cpu 5)")->check(CLI::Range(1, 10000000));
   app.add_option("--duration", o.duration_s, "keep timing at least this many seconds")->check(CLI::Range(0.0, 86400.0));

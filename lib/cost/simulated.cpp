@@ -62,12 +62,12 @@ sim::KernelCost SimulatedCostModel::time_kernel(const KernelWork& k) const {
   return t;
 }
 
-sim::DeviceLimits SimulatedCostModel::limits(sim::LaunchMode mode) const {
+sim::DeviceLimits SimulatedCostModel::limits() const {
   sim::DeviceLimits limits;
   limits.max_concurrent_kernels = profile_.max_concurrent_kernels;
   limits.concurrency_interference = profile_.concurrency_interference;
   limits.event_wait_us = profile_.event_sync_overhead_us;
-  limits.mode = mode;
+  limits.mode = options_.launch;
   limits.host_call_us = profile_.host_launch_us;
   return limits;
 }
@@ -100,8 +100,8 @@ void SimulatedCostModel::kernel_costs_into(const exec::ExecPlan& plan,
   }
 }
 
-sim::Timeline SimulatedCostModel::simulate(const exec::ExecPlan& plan, sim::LaunchMode mode) const {
-  return sim::simulate(plan, kernel_costs(plan), limits(mode));
+sim::Timeline SimulatedCostModel::simulate(const exec::ExecPlan& plan) const {
+  return sim::simulate(plan, kernel_costs(plan), limits());
 }
 
 double SimulatedCostModel::schedule_latency(const sched::Schedule& schedule) const {

@@ -24,6 +24,9 @@ std::string_view precision_name(Precision precision);  // "fp32" / "tf32"
 
 struct SimulatedOptions {
   Precision precision = Precision::kFp32;
+  // How the plans run: a captured CUDA graph, or plain launches from one
+  // host thread (ios-run --no-cuda-graph; ios-optimize --launch plain).
+  sim::LaunchMode launch = sim::LaunchMode::kGraph;
 };
 
 class SimulatedCostModel : public sched::CostModel {
@@ -35,7 +38,7 @@ class SimulatedCostModel : public sched::CostModel {
 
   std::string name() const override { return "simulated"; }
   // The simulated latency of the stage's lowered plan (a one-stage schedule
-  // run as a CUDA graph): fork, groups, join.
+  // in the options' launch mode): fork, groups, join.
   double stage_latency(const sched::Stage& stage) override;
   // The unit's kernels' launches and solo work: in the simulator a kernel's
   // launch takes launch_us on its stream and sharing the device only slows
@@ -56,18 +59,18 @@ class SimulatedCostModel : public sched::CostModel {
   // One kernel alone on the device.
   sim::KernelCost time_kernel(const KernelWork& kernel) const;
 
-  // The simulator's device limits for this profile and launch mode.
-  sim::DeviceLimits limits(sim::LaunchMode mode = sim::LaunchMode::kGraph) const;
+  // The simulator's device limits for this profile and the options' launch mode.
+  sim::DeviceLimits limits() const;
   // The device kernels of every launch of `plan` (merged convolutions as one).
   std::vector<std::vector<sim::KernelCost>> kernel_costs(const exec::ExecPlan& plan) const;
   // The same into `costs`, reusing its buffers.
   void kernel_costs_into(const exec::ExecPlan& plan,
                          std::vector<std::vector<sim::KernelCost>>& costs) const;
   // Runs `plan` (lowered from a schedule of this model's graph) on the simulator.
-  sim::Timeline simulate(const exec::ExecPlan& plan,
-                         sim::LaunchMode mode = sim::LaunchMode::kGraph) const;
+  sim::Timeline simulate(const exec::ExecPlan& plan) const;
   // Predicted latency in ms of a validated schedule: its whole lowered plan
-  // simulated as a CUDA graph (what ios-optimize reports for every scheduler).
+  // simulated in the options' launch mode (what ios-optimize reports for
+  // every scheduler).
   double schedule_latency(const sched::Schedule& schedule) const;
 
  private:

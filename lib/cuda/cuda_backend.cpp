@@ -55,6 +55,7 @@ class CudaBackend : public exec::Backend {
     engine_options_.precision = parse_precision(options.precision);
   }
   std::string device_name() const override { return device_name_; }
+  std::string schedule_device_name() const override { return device_name_; }
   // cuDNN picks algorithms per launch shape, and TF32 rounds inputs to 10
   // bits: schedules differ from the sequential one beyond float32 noise.
   exec::Tolerance default_tolerance() const override {

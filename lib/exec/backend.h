@@ -84,6 +84,10 @@ class Backend {
   virtual ~Backend() = default;
   // The device as reports name it ("NVIDIA H100 80GB HBM3", "CPU reference").
   virtual std::string device_name() const = 0;
+  // The device name a schedule made for this device records
+  // (sched::DeviceInfo::name: the GPU's name when measured, the profile's
+  // when simulated); empty when schedules do not target the backend (the CPU).
+  virtual std::string schedule_device_name() const { return {}; }
   // When the numbers are not measurements, what they are (printed with them
   // and in the trace); empty otherwise.
   virtual std::string prediction_note() const { return {}; }

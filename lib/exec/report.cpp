@@ -37,13 +37,15 @@ nlohmann::ordered_json summary_json(const LatencyStats& s) {
 
 std::string format_summary(const TimedRun& run, const LatencyStats& s,
                            const ReportOptions& options) {
+  std::string warnings;
+  for (const std::string& w : run.warnings) warnings += fmt::format("[W] {}\n", w);
   if (run.predicted) {
     // A prediction is one deterministic number: no spread to report.
     return fmt::format(
         "=== Predicted performance: {} ({}, {}, batch {}) ===\n"
         "Predicted throughput: {:.2f} qps\n"
-        "Predicted GPU Compute Time: {:.4f} ms (simulated, not measured)\n",
-        run.name, run.backend, run.device, run.batch, s.throughput, s.mean);
+        "Predicted GPU Compute Time: {:.4f} ms (simulated, not measured)\n{}",
+        run.name, run.backend, run.device, run.batch, s.throughput, s.mean, warnings);
   }
   std::string out =
       fmt::format("=== Performance summary: {} ({}, batch {}, {} iterations) ===\n", run.name,
@@ -70,7 +72,7 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s,
     out += fmt::format("[W] Latency is unstable: coefficient of variation {:.2f}% > {:.0f}%. {}\n",
                        s.cv * 100.0, options.cv_warning * 100.0, advice);
   }
-  return out;
+  return out + warnings;
 }
 
 std::string format_comparison(const std::vector<TimedRun>& runs) {

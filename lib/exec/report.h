@@ -55,6 +55,9 @@ struct TimedRun {
   bool predicted = false;            // ... predicted by the GPU simulator, not measured
   std::vector<double> end_to_end_ms; // empty, or one per iteration (CUDA: submit to completion)
   std::vector<double> start_ms;      // empty, or one per iteration
+  // Why these numbers may not be what the schedule was made for (another
+  // batch, device or launch mode), one sentence each; printed as [W] lines.
+  std::vector<std::string> warnings;
 };
 
 struct ReportOptions {

@@ -122,6 +122,10 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
                     : fmt::format("predicted: GPU simulator with the '{}' device profile", profile.name);
   cost::SimulatedOptions simulated;
   simulated.precision = precision;
+  if (options.launch == "plain") {
+    simulated.launch = sim::LaunchMode::kPlain;
+    choice.note += ", plain launches";
+  }
   choice.model = std::make_unique<cost::SimulatedCostModel>(units, std::move(profile), simulated);
   return choice;
 }
@@ -145,15 +149,17 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
   schedule.scheduler.name = entry.name;
   schedule.scheduler.params = parsed.to_strings();
   schedule.scheduler.cost_model = cost.model->name();
+  // The measured model times stages as CUDA graphs.
+  const auto* simulated = dynamic_cast<const cost::SimulatedCostModel*>(cost.model.get());
+  schedule.scheduler.launch =
+      simulated != nullptr && simulated->options().launch == sim::LaunchMode::kPlain ? "plain" : "graph";
   try {
     sched::validate_schedule(schedule, *prepared.units, "the " + entry.name + " schedule");
   } catch (const UserError& e) {
     // The schedule came from ios, not from the user: a scheduler bug.
     internal_error("scheduler '{}' produced an invalid schedule: {}", entry.name, e.what());
   }
-  if (const auto* simulated = dynamic_cast<const cost::SimulatedCostModel*>(cost.model.get())) {
-    predict_by_simulation(*simulated, schedule, stats);
-  }
+  if (simulated != nullptr) predict_by_simulation(*simulated, schedule, stats);
   return schedule;
 }
 
@@ -251,13 +257,13 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
                            const CostChoice& cost, const std::string& output) {
   logger("cli")->debug(
       "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
-      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s threads={} form={} analyze={} "
+      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s threads={} form={} launch={} analyze={} "
       "report-json={} dot={} html={}",
       options.model_path, prepared.model.batch, options.rewrite_batch,
       output.empty() ? "(none: --analyze)" : output,
       options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
       options.device_profile, options.precision, options.max_block_units,
-      options.max_block_log10_bound, options.time_limit_s, options.threads, options.form, options.analyze,
+      options.max_block_log10_bound, options.time_limit_s, options.threads, options.form, options.launch, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
       options.html_path.empty() ? "(none)" : options.html_path);
@@ -408,6 +414,13 @@ void choose_cost_model(OptimizeRun& r) {
     user_error("--form {} needs whole-plan predictions, which only the simulator makes; with "
                "--cost {} write the staged schedule and compare the forms on the GPU with ios-run",
                r.options.form, r.cost.model->name());
+  }
+  if (r.options.launch != "graph" &&
+      dynamic_cast<const cost::SimulatedCostModel*>(r.cost.model.get()) == nullptr) {
+    user_error("--launch {} plans with the simulator only: --cost {} times stages as CUDA graphs; "
+               "use --cost simulated, or run the measured schedule with ios-run --no-cuda-graph to "
+               "see its plain-launch latency",
+               r.options.launch, r.cost.model->name());
   }
   if (r.options.verbose) log_effective_options(r.options, *r.prepared, r.cost, r.output);
   if (!r.options.quiet) logger("cli")->info("{}", r.cost.note);

@@ -46,6 +46,10 @@ struct OptimizeOptions {
   // (barriers), "streamed" (only true dependencies: sched::Barriers) or
   // "best" (whichever the simulator predicts faster).
   std::string form = "staged";
+  // How the schedule will run, planned for by the simulator and recorded in
+  // the schedule: "graph" (a captured CUDA graph, ios-run's default) or
+  // "plain" (host launches, ios-run --no-cuda-graph).
+  std::string launch = "graph";
   // Threads the search may use (searching schedulers, simulated costs); 0:
   // one per core. The schedule does not depend on it.
   int threads = 0;

@@ -40,6 +40,7 @@ struct LoadedSchedule {
   std::string path;  // empty for the built-in sequential schedule
   sched::Schedule schedule;
   exec::ExecPlan plan;
+  std::vector<std::string> warnings;  // made for another batch, device or launch mode
 };
 
 // What a schedule document says about its model, read before the model is
@@ -239,7 +240,8 @@ void load_schedules(RunState& r) {
       sched::check_model_hash(header.sha256, header.model_path, model, path, r.options.force);
     }
     loaded.schedule = sched::schedule_from_document(r.documents[i], path, r.units());
-    sched::check_schedule_matches_model(loaded.schedule, model, path, r.options.force);
+    sched::check_schedule_matches_model(loaded.schedule, model, path, r.options.force,
+                                        r.options.retarget);
     loaded.plan = exec::lower(r.units(), loaded.schedule);
     r.schedules.push_back(std::move(loaded));
   }
@@ -272,6 +274,38 @@ int print_plans(RunState& r) {
 }
 
 // Phase 4: the backend, and what its traits make of the options.
+std::string_view launch_words(std::string_view launch) {
+  return launch == "plain" ? "plain launches" : "a CUDA graph";
+}
+
+// What a schedule was made for and how it runs here differ: another batch
+// (--retarget), another device, or the other launch mode. Each becomes a
+// warning on stderr and a [W] line of its report.
+void warn_about_target(const RunState& r, LoadedSchedule& s) {
+  if (s.path.empty()) return;  // the built-in sequential schedule is made here
+  const sched::Schedule& made = s.schedule;
+  const int64_t batch = r.prepared->model.batch;
+  if (made.model.batch != batch) {
+    s.warnings.push_back(fmt::format("{} was made for batch {} and runs at batch {} (--retarget)",
+                                     s.name, made.model.batch, batch));
+  }
+  const std::string device = r.backend->schedule_device_name();
+  if (!device.empty() && !made.device.name.empty() && made.device.name != device) {
+    s.warnings.push_back(fmt::format("{} was made for device '{}' and runs on '{}'", s.name,
+                                     made.device.name, device));
+  }
+  if (r.traits().uses_cuda_graph && !made.scheduler.launch.empty()) {
+    const std::string launch = r.options.cuda_graph ? "graph" : "plain";
+    if (made.scheduler.launch != launch) {
+      s.warnings.push_back(fmt::format(
+          "{} was planned for {} and runs with {}{}", s.name, launch_words(made.scheduler.launch),
+          launch_words(launch),
+          launch == "plain" ? " (--no-cuda-graph)" : "; pass --no-cuda-graph to run it as planned"));
+    }
+  }
+  for (const std::string& w : s.warnings) logger("cli")->warn("{}", w);
+}
+
 void open_backend(RunState& r) {
   const RunOptions& o = r.options;
   r.backend_entry = o.backend.empty() ? &backends::all().front() : &backends::find(o.backend);
@@ -300,6 +334,7 @@ void open_backend(RunState& r) {
   backend_options.device_profile = o.device_profile;
   if (!r.schedules[0].path.empty()) backend_options.schedule_device = r.schedules[0].schedule.device.name;
   r.backend = r.backend_entry->make(r.units(), backend_options);
+  for (LoadedSchedule& s : r.schedules) warn_about_target(r, s);
   r.warmup = o.warmup >= 0 ? o.warmup : traits.default_warmup;
   r.iterations = o.iterations > 0 ? o.iterations : traits.default_iterations;
   r.duration_s = traits.measured ? o.duration_s : 0.0;  // predictions do not vary
@@ -411,6 +446,7 @@ void time_interleaved(RunState& r) {
     run.warmup_iterations = r.warmup;
     run.gpu_compute = r.traits().gpu_compute_time;
     run.predicted = !r.traits().measured;
+    run.warnings = r.schedules[i].warnings;
     r.sessions[i]->time(r.warmup, 0);
   }
   const int rounds = std::max(1, std::min(r.iterations, 10));

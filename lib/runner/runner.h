@@ -27,6 +27,9 @@ struct RunOptions {
   bool rewrite_batch = false;  // batch also replaces a static batch (onnx::ImportOptions)
   std::vector<std::string> input_shapes;
   bool force = false;            // accept schedules made for another model file
+  // Run schedules made for another batch at this one (the IOS paper's
+  // Table 3 experiment); the report marks each.
+  bool retarget = false;
   int warmup = -1;               // -1: the backend's default
   int iterations = -1;           // -1: the backend's default
   double duration_s = 0.0;       // keep timing at least this long

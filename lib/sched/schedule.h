@@ -75,6 +75,10 @@ struct SchedulerInfo {
   std::string name;                                         // registry name, e.g. "ios"
   std::vector<std::pair<std::string, std::string>> params;  // effective parameters, sorted
   std::string cost_model;                                   // "simulated" / "measured"
+  // How the cost model assumed the schedule runs: "graph" (a captured CUDA
+  // graph) or "plain" (launches issued one by one from the host, ios-run
+  // --no-cuda-graph); empty in files written before it was recorded.
+  std::string launch;
 };
 
 struct Schedule {

@@ -140,6 +140,7 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
   doc["scheduler"] = {{"name", schedule.scheduler.name},
                       {"params", params},
                       {"cost_model", schedule.scheduler.cost_model}};
+  if (!schedule.scheduler.launch.empty()) doc["scheduler"]["launch"] = schedule.scheduler.launch;
   doc["predicted_latency_ms"] = schedule.predicted_latency_ms;
   doc["created"] = now_utc();
   doc["form"] = form_name(schedule);
@@ -266,6 +267,12 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
   const Reader scheduler = root.object("scheduler");
   schedule.scheduler.name = scheduler.string("name");
   schedule.scheduler.cost_model = scheduler.string("cost_model");
+  if (scheduler.has("launch")) {
+    schedule.scheduler.launch = scheduler.string("launch");
+    if (schedule.scheduler.launch != "graph" && schedule.scheduler.launch != "plain") {
+      scheduler.fail("scheduler.launch", "\"graph\" or \"plain\"");
+    }
+  }
   const json& params = scheduler.field("params", json::value_t::object);
   for (auto it = params.begin(); it != params.end(); ++it) {
     if (!it->is_string()) scheduler.fail("scheduler.params." + it.key(), "a string");

@@ -132,12 +132,15 @@ void check_model_hash(const std::string& schedule_sha256, const std::string& sch
 }
 
 void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& model,
-                                  const std::string& source, bool force) {
+                                  const std::string& source, bool force, bool other_batch) {
   check_model_hash(schedule.model.sha256, schedule.model.path, model, source, force);
-  if (schedule.model.batch != model.batch) {
+  const bool batch_differs = schedule.model.batch != model.batch;
+  if (batch_differs && !other_batch) {
     user_error("{}: the schedule was made for batch {} but the model is run at batch {}; pass "
-               "--batch {} or re-run ios-optimize --batch {}",
-               source, schedule.model.batch, model.batch, schedule.model.batch, model.batch);
+               "--batch {}, re-run ios-optimize --batch {}, or pass --retarget to run it at "
+               "batch {} as it is",
+               source, schedule.model.batch, model.batch, schedule.model.batch, model.batch,
+               model.batch);
   }
   for (const auto& input : schedule.model.inputs) {
     // Named references, not a structured binding: clang 14 cannot capture
@@ -150,7 +153,11 @@ void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& mod
       user_error("{}: the schedule names input {}, which the model does not have", source,
                  quote_excerpt(name));
     }
-    if (it->second != shape) {
+    // Another batch changes the leading dimension only.
+    const bool same = batch_differs && !shape.empty() && it->second.size() == shape.size()
+                          ? std::equal(shape.begin() + 1, shape.end(), it->second.begin() + 1)
+                          : it->second == shape;
+    if (!same) {
       user_error("{}: input {} has shape {} in the schedule but {} in the model", source,
                  quote_excerpt(name), ir::to_string(shape), ir::to_string(it->second));
     }

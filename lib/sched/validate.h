@@ -23,8 +23,10 @@ void check_model_hash(const std::string& schedule_sha256, const std::string& sch
                       const ModelInfo& model, const std::string& source, bool force);
 
 // The schedule was made for this model: same content hash (unless `force`),
-// same batch and input shapes. Throws UserError naming both values.
+// same batch (unless `other_batch`) and input shapes (but for the leading,
+// batch dimension when the batches differ). Throws UserError naming both
+// values.
 void check_schedule_matches_model(const Schedule& schedule, const ModelInfo& model,
-                                  const std::string& source, bool force);
+                                  const std::string& source, bool force, bool other_batch = false);
 
 }  // namespace ios::sched

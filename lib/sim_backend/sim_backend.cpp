@@ -13,10 +13,10 @@ namespace {
 
 class SimSession : public exec::Session {
  public:
-  SimSession(const cost::SimulatedCostModel& model, const exec::ExecPlan& plan, bool cuda_graph,
+  SimSession(const cost::SimulatedCostModel& model, const exec::ExecPlan& plan,
              std::string label_suffix)
       : plan_(plan),
-        timeline_(model.simulate(plan, cuda_graph ? sim::LaunchMode::kGraph : sim::LaunchMode::kPlain)),
+        timeline_(model.simulate(plan)),
         label_suffix_(std::move(label_suffix)) {
     for (const exec::Kernel& kernel : plan.kernels) {
       std::string name;
@@ -75,6 +75,7 @@ class SimBackend : public exec::Backend {
       : cuda_graph_(options.cuda_graph) {
     cost::SimulatedOptions simulated;
     simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+    simulated.launch = cuda_graph_ ? sim::LaunchMode::kGraph : sim::LaunchMode::kPlain;
     model_ = std::make_unique<cost::SimulatedCostModel>(
         units, cost::load_device_profile(profile_to_use(options)), simulated);
     launches_ = cuda_graph_ ? "CUDA graph" : "plain launches";
@@ -82,13 +83,14 @@ class SimBackend : public exec::Backend {
   std::string device_name() const override {
     return fmt::format("'{}' device profile (simulated, {})", model_->profile().name, launches_);
   }
+  std::string schedule_device_name() const override { return model_->profile().name; }
   std::string prediction_note() const override {
     return fmt::format("predicted by the GPU simulator, '{}' device profile, {}", model_->profile().name,
                        launches_);
   }
   exec::Tolerance default_tolerance() const override { return {}; }  // computes no outputs
   std::unique_ptr<exec::Session> open(const exec::ExecPlan& plan) override {
-    return std::make_unique<SimSession>(*model_, plan, cuda_graph_, " (" + prediction_note() + ")");
+    return std::make_unique<SimSession>(*model_, plan, " (" + prediction_note() + ")");
   }
 
  private:

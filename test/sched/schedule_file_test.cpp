@@ -23,7 +23,7 @@ Schedule staged_schedule() {
   Schedule s;
   s.model = {"model.onnx", std::string(64, 'a'), 1, {{"input", {1, 3, 8, 8}}}};
   s.device = {"NVIDIA H100 80GB HBM3", "9.0", "580.00", "9.19.0"};
-  s.scheduler = {"ios", {{"r", "3"}, {"s", "8"}}, "simulated"};
+  s.scheduler = {"ios", {{"r", "3"}, {"s", "8"}}, "simulated", ""};
   s.predicted_latency_ms = 0.5;
   StagedSchedule staged;
   staged.stages.push_back(Stage{Strategy::kConcurrent, {{0}}, 0.1});
@@ -188,7 +188,33 @@ TEST_CASE("a schedule made for another model is refused unless forced", "[schedu
   ModelInfo batch8 = s.model;
   batch8.batch = 8;
   CHECK_THROWS_WITH(check_schedule_matches_model(s, batch8, "s.json", false),
-                    Catch::Contains("batch 1") && Catch::Contains("batch 8"));
+                    Catch::Contains("batch 1") && Catch::Contains("batch 8") &&
+                        Catch::Contains("--retarget"));
+  // Another batch on request: the inputs may differ in their leading dimension only.
+  for (auto& input : batch8.inputs) input.second[0] = 8;
+  CHECK_NOTHROW(check_schedule_matches_model(s, batch8, "s.json", false, /*other_batch=*/true));
+  REQUIRE(!batch8.inputs.empty());
+  batch8.inputs[0].second.back() += 1;
+  CHECK_THROWS_WITH(check_schedule_matches_model(s, batch8, "s.json", false, true),
+                    Catch::Contains("in the schedule but"));
+}
+
+TEST_CASE("the launch mode is recorded, and files without it still load", "[schedule_file]") {
+  const UnitGraph g = diamond();
+  Schedule s = staged_schedule();
+  CHECK(s.scheduler.launch.empty());
+  auto doc = nlohmann::json::parse(schedule_to_json(s, g));
+  CHECK_FALSE(doc["scheduler"].contains("launch"));  // as files written before the field
+  CHECK(parse_schedule(doc.dump(), "s.json", g).scheduler.launch.empty());
+  for (const char* launch : {"graph", "plain"}) {
+    s.scheduler.launch = launch;
+    doc = nlohmann::json::parse(schedule_to_json(s, g));
+    CHECK(doc["scheduler"]["launch"] == launch);
+    CHECK(parse_schedule(doc.dump(), "s.json", g).scheduler.launch == launch);
+  }
+  doc["scheduler"]["launch"] = "eager";
+  CHECK_THROWS_WITH(parse_schedule(doc.dump(), "s.json", g),
+                    Catch::Contains("'scheduler.launch' must be \"graph\" or \"plain\""));
 }
 
 TEST_CASE("writes are atomic and leave no temporary file", "[schedule_file]") {

@@ -16,7 +16,7 @@ TEST_CASE("corrupted schedule files fail cleanly", "[schedule_file][fuzz]") {
   const UnitGraph g = UnitGraph::from_edges(5, {{0, 1}, {0, 2}, {1, 3}, {2, 3}, {3, 4}});
   Schedule s;
   s.model = {"m.onnx", std::string(64, 'c'), 1, {{"input", {1, 3, 8, 8}}}};
-  s.scheduler = {"ios", {{"r", "3"}}, "simulated"};
+  s.scheduler = {"ios", {{"r", "3"}}, "simulated", ""};
   StagedSchedule staged;
   staged.stages = {{Strategy::kConcurrent, {{0}}, 0.1},
                    {Strategy::kConcurrent, {{1}, {2}}, 0.2},
