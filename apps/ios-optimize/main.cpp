@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "simulated", "measured"}))
       ->capture_default_str();
   app.add_option("--device-profile", options.device_profile,
-                 "simulated device: h100, h200, a100, v100 or a profile JSON file")
+                 "simulated device: h100, h200, a100, v100, k80 or a profile JSON file")
       ->capture_default_str();
   app.add_option("--profile-db", options.profile_db,
                  "measured latencies cache (default: ~/.cache/ios/profile.sqlite)");

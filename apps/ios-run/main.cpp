@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   app.add_option("--backend", o.backend, "where to run: " + ios::backends::names() + " (see below)")
       ->check(CLI::IsMember(backend_names))->capture_default_str();
   app.add_option("--device-profile", o.device_profile,
-                 "sim: h100, h200, a100, v100 or a profile JSON (default: the schedule's device, else h100)");
+                 "sim: h100, h200, a100, v100, k80 or a profile JSON (default: the schedule's device, else h100)");
   app.add_option("-b,--batch", o.batch, "batch size (default: the schedule's input shapes)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--rewrite-batch", o.rewrite_batch,

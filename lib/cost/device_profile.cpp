@@ -84,6 +84,27 @@ class FieldReader {
     return value.get<double>();
   }
 
+  // A number that may be absent (fields added after profiles were first
+  // written): `absent` then.
+  double optional_number(const std::string& field, double absent) {
+    if (object_.find(field) == object_.end()) {
+      used_.insert(field);
+      return absent;
+    }
+    return number(field);
+  }
+
+  bool optional_bool(const std::string& field, bool absent) {
+    used_.insert(field);
+    auto it = object_.find(field);
+    if (it == object_.end()) return absent;
+    if (!it->is_boolean()) {
+      user_error("device profile {}: field '{}' must be true or false, got {}", source_, field,
+                 describe(*it));
+    }
+    return it->get<bool>();
+  }
+
   int64_t integer(const std::string& field) {
     const json& value = require(field);
     if (!value.is_number_integer()) {
@@ -166,6 +187,10 @@ const std::vector<FieldRange>& device_profile_ranges() {
       {"outputs_per_block", 1, 1 << 20, false, true},
       {"split_k_length", 1, 1 << 20, false, true},
       {"concurrency_interference", 0, 10, false, false},
+      {"l2_cache_mb", 0.01, 10000, true, false},
+      {"cache_contention", 0, 10, false, false},
+      {"winograd_speedup", 1, 4, false, false},
+      {"asymmetric_conv_efficiency", 0.05, 1, false, false},
   };
   return ranges;
 }
@@ -228,6 +253,14 @@ void validate_device_profile(const DeviceProfile& p, const std::string& source) 
   check_range(source, "outputs_per_block", static_cast<double>(p.outputs_per_block));
   check_range(source, "split_k_length", static_cast<double>(p.split_k_length));
   check_range(source, "concurrency_interference", p.concurrency_interference);
+  check_range(source, "l2_cache_mb", p.l2_cache_mb);
+  check_range(source, "cache_contention", p.cache_contention);
+  check_range(source, "winograd_speedup", p.winograd_speedup);
+  check_range(source, "asymmetric_conv_efficiency", p.asymmetric_conv_efficiency);
+  if (p.cache_contention > 0.0 && p.l2_cache_mb == 0.0) {
+    user_error("device profile {}: field 'l2_cache_mb' must be > 0 when 'cache_contention' is > 0",
+               source);
+  }
   if (p.peak_tf32_tflops > 0.0 && p.tensor_core_efficiency == 0.0) {
     user_error(
         "device profile {}: field 'tensor_core_efficiency' must be > 0 when "
@@ -286,6 +319,11 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   p.outputs_per_block = r.integer("outputs_per_block");
   p.split_k_length = r.integer("split_k_length");
   p.concurrency_interference = r.number("concurrency_interference");
+  p.l2_cache_mb = r.optional_number("l2_cache_mb", 0.0);
+  p.cache_contention = r.optional_number("cache_contention", 0.0);
+  p.whole_waves = r.optional_bool("whole_waves", false);
+  p.winograd_speedup = r.optional_number("winograd_speedup", 1.0);
+  p.asymmetric_conv_efficiency = r.optional_number("asymmetric_conv_efficiency", 1.0);
   r.reject_unknown();
   validate_device_profile(p, source);
   return p;
@@ -310,6 +348,11 @@ std::string device_profile_json(const DeviceProfile& p) {
   doc["outputs_per_block"] = p.outputs_per_block;
   doc["split_k_length"] = p.split_k_length;
   doc["concurrency_interference"] = p.concurrency_interference;
+  doc["l2_cache_mb"] = p.l2_cache_mb;
+  doc["cache_contention"] = p.cache_contention;
+  doc["whole_waves"] = p.whole_waves;
+  doc["winograd_speedup"] = p.winograd_speedup;
+  doc["asymmetric_conv_efficiency"] = p.asymmetric_conv_efficiency;
   return doc.dump(2) + "\n";
 }
 

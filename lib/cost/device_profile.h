@@ -31,6 +31,21 @@ struct DeviceProfile {
   int64_t outputs_per_block = 0;          // output elements one thread block computes
   int64_t split_k_length = 0;             // reduction chunk when libraries split K
   double concurrency_interference = 0.0;  // slowdown while kernels share the device
+  // Contention for the last-level cache (optional fields; 0: none): while
+  // kernels share the device, a further slowdown of cache_contention times
+  // the fraction of the L2 their combined working sets fill (at most 1).
+  double l2_cache_mb = 0.0;
+  double cache_contention = 0.0;
+  // Thread blocks run in whole waves (optional; false: fractional blocks,
+  // spread evenly): a partly filled last wave takes a whole wave's time and
+  // leaves its idle slots to concurrent kernels.
+  bool whole_waves = false;
+  // Per-shape kernel efficiency (optional; 1: none): 3x3 stride-1
+  // convolutions run this much faster than their multiply-adds at
+  // compute_efficiency (Winograd), and 1xk / kx1 ones reach this fraction of
+  // the efficiency of square ones.
+  double winograd_speedup = 1.0;
+  double asymmetric_conv_efficiency = 1.0;
 };
 
 // The accepted values of a numeric field. One definition, shared by the

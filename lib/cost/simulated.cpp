@@ -37,28 +37,40 @@ sim::KernelCost SimulatedCostModel::time_kernel(const KernelWork& k) const {
   sim::KernelCost t;
   t.launch_us = p.launch_overhead_us;
 
-  // Occupancy, in fractional thread blocks (no wave quantization, so time
-  // never drops when work grows): outputs_per_block outputs per block, at
-  // least one block; a library splits a long reduction (split-K) into chunks
-  // of split_k_length, but only as far as needed to fill the device.
+  // Occupancy: outputs_per_block outputs per thread block, at least one
+  // block; a library splits a long reduction (split-K) into chunks of
+  // split_k_length, but only as far as needed to fill the device. With
+  // whole_waves, blocks run in waves of `fill`: a kernel of 1.25 waves takes
+  // two, and its last wave leaves three quarters of the slots to whatever
+  // runs beside it, so it occupies on average five eighths of the slots.
+  // Otherwise blocks are fractional, spread evenly. Either way the time
+  // never drops when work grows.
   const double fill = static_cast<double>(p.sm_count * p.blocks_per_sm);
   const double blocks = std::max(1.0, k.outputs / static_cast<double>(p.outputs_per_block));
   const double split = std::clamp(k.reduction / static_cast<double>(p.split_k_length), 1.0,
                                   std::max(1.0, fill / blocks));
-  t.sm_share = std::min(1.0, blocks * split / fill);
+  const double slots = blocks * split;
+  // 1e-9: a kernel of exactly n waves is not rounded up to n + 1 by the division.
+  const double waves =
+      p.whole_waves ? std::max(1.0, std::ceil(slots / fill - 1e-9)) : std::max(1.0, slots / fill);
+  t.sm_share = std::min(1.0, slots / (waves * fill));
 
   // Roofline: compute on the SMs the kernel occupies, memory at the device's
   // usable bandwidth.
   const bool tensor_cores =
       k.matmul_like && options_.precision == Precision::kTf32 && p.peak_tf32_tflops > 0.0;
-  const double peak_flops_per_us = tensor_cores
-                                       ? p.peak_tf32_tflops * 1e6 * p.tensor_core_efficiency
-                                       : p.peak_fp32_tflops * 1e6 * p.compute_efficiency;
+  double peak_flops_per_us = tensor_cores ? p.peak_tf32_tflops * 1e6 * p.tensor_core_efficiency
+                                          : p.peak_fp32_tflops * 1e6 * p.compute_efficiency;
+  // Per-shape efficiency of the library's convolution kernels (FP32 ones:
+  // tensor-core kernels take no Winograd path).
+  if (!tensor_cores && k.winograd) peak_flops_per_us *= p.winograd_speedup;
+  if (k.asymmetric) peak_flops_per_us *= p.asymmetric_conv_efficiency;
   const double bytes_per_us = p.mem_bandwidth_gbs * 1e3 * p.memory_efficiency;
   const double compute_us = k.flops / (peak_flops_per_us * t.sm_share);
   const double memory_us = k.bytes() / bytes_per_us;
   t.work_us = std::max(compute_us, memory_us);
   t.bandwidth_share = t.work_us > 0.0 ? std::min(1.0, k.bytes() / t.work_us / bytes_per_us) : 0.0;
+  t.working_set_mb = k.bytes() / 1e6;
   return t;
 }
 
@@ -66,6 +78,8 @@ sim::DeviceLimits SimulatedCostModel::limits() const {
   sim::DeviceLimits limits;
   limits.max_concurrent_kernels = profile_.max_concurrent_kernels;
   limits.concurrency_interference = profile_.concurrency_interference;
+  limits.l2_cache_mb = profile_.l2_cache_mb;
+  limits.cache_contention = profile_.cache_contention;
   limits.event_wait_us = profile_.event_sync_overhead_us;
   limits.mode = options_.launch;
   limits.host_call_us = profile_.host_launch_us;

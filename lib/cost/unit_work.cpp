@@ -36,6 +36,15 @@ bool node_matmul_like(const ir::Node& n) {
   return n.op == OpKind::kGemm || n.op == OpKind::kMatMul;
 }
 
+// The per-shape classes of a 2-D convolution kernel (KernelWork).
+void classify_conv(const ir::ConvAttrs& conv, KernelWork& kw) {
+  if (conv.kernel.size() != 2) return;
+  const bool unit_steps = std::all_of(conv.stride.begin(), conv.stride.end(), [](int64_t v) { return v == 1; }) &&
+                          std::all_of(conv.dilation.begin(), conv.dilation.end(), [](int64_t v) { return v == 1; });
+  kw.winograd = conv.kernel[0] == 3 && conv.kernel[1] == 3 && unit_steps && conv.group == 1;
+  kw.asymmetric = conv.kernel[0] != conv.kernel[1] && std::min(conv.kernel[0], conv.kernel[1]) == 1;
+}
+
 }  // namespace
 
 double UnitWork::flops() const {
@@ -122,6 +131,7 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit_id) {
     kw.outputs = elements(g, n.outputs.at(0));
     kw.reduction = ir::node_reduction(g, n);
     kw.matmul_like = node_matmul_like(n);
+    if (n.op == OpKind::kConv) classify_conv(n.attr<ir::ConvAttrs>(), kw);
   }
   for (size_t i = 0; i < unit.nodes.size(); ++i) {
     if (kernel_of[i] == kNoKernel) continue;
@@ -169,6 +179,7 @@ UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec&
   merged.matmul_like = true;
   const auto& kernel = spec.conv.kernel;
   merged.reduction = static_cast<double>(spec.in_channels * kernel[0] * kernel[1]);
+  classify_conv(spec.conv, merged);  // the zero-padded kernel: 1x3 + 3x1 make a 3x3
   double spatial = 0.0;  // N * Hout * Wout, equal for every member
   for (const auto& member : spec.members) {
     const UnitWork w = unit_work(graph, member.unit);

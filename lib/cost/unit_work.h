@@ -25,6 +25,9 @@ struct KernelWork {
   double outputs = 0.0;        // output elements of the kernel's main node: the parallelism
   double reduction = 1.0;      // reduction length per output (Cin/g*kh*kw for a conv, K for a GEMM)
   bool matmul_like = false;    // Conv with group 1, Gemm, MatMul: may use tensor cores
+  // Convolution shapes libraries treat apart (DeviceProfile's per-shape knobs):
+  bool winograd = false;    // 3x3, stride 1, dilation 1, group 1: cuDNN's Winograd kernels apply
+  bool asymmetric = false;  // 1xk or kx1 (k > 1): below the efficiency of square kernels
 
   double bytes() const { return bytes_read + bytes_written; }
 };

@@ -8,6 +8,7 @@
 #include <ranges>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <variant>
 
@@ -70,12 +71,11 @@ GroupText render_group(const UnitGraph& graph, const std::vector<UnitId>& group)
   GroupText out;
   out.pieces.emplace_back();
   // Where each tensor made inside the group comes from: "u<unit>.n<node>.<output>".
-  std::vector<std::pair<ir::TensorId, std::string>> local;
+  // A map, not a list: one unit may hold a chain of 100,000 element-wise nodes.
+  std::unordered_map<ir::TensorId, std::string> local;
   auto local_name = [&](ir::TensorId t) -> const std::string* {
-    for (const auto& [tensor, name] : local) {
-      if (tensor == t) return &name;
-    }
-    return nullptr;
+    const auto it = local.find(t);
+    return it == local.end() ? nullptr : &it->second;
   };
   for (size_t ui = 0; ui < group.size(); ++ui) {
     const Unit& unit = graph.unit(group[ui]);
@@ -104,7 +104,7 @@ GroupText render_group(const UnitGraph& graph, const std::vector<UnitId>& group)
             std::find(unit.outputs.begin(), unit.outputs.end(), t) != unit.outputs.end();
         out.text(fmt::format("{}{}{}", oi ? "," : "", ir::to_string(g.tensor(t).shape),
                              leaves ? "*" : ""));
-        local.emplace_back(t, fmt::format("u{}.n{}.{}", ui, ni, oi));
+        local.emplace(t, fmt::format("u{}.n{}.{}", ui, ni, oi));
       }
       out.text("]");
     }

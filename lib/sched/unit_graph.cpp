@@ -173,6 +173,22 @@ std::vector<Block> UnitGraph::split_region(UnitId begin, UnitId end) const {
     }
   }
 
+  // A cheap upper bound of the width of [j, k): the runs of consecutive
+  // units each joined to the one before cover it with paths, so (Dilworth)
+  // it is at most 1 + the units in (j, k) not read by their predecessor.
+  // Chains (width 1) then never need the exact width.
+  std::vector<int> breaks(static_cast<size_t>(n) + 1, 0);  // prefix sums over (begin, u]
+  for (UnitId u = begin + 1; u < end; ++u) {
+    const auto& p = preds_[static_cast<size_t>(u)];
+    breaks[at(u)] = breaks[at(u - 1)] + !std::binary_search(p.begin(), p.end(), u - 1);
+  }
+  auto fits = [&](UnitId j, UnitId k) {
+    const int size = k - j;
+    if (fits_any_width(size, max_block_log10_bound_)) return true;
+    const int at_most = 1 + breaks[at(k - 1)] - breaks[at(j)];
+    if (log10_search_bound(size, std::min(size, at_most)) <= max_block_log10_bound_) return true;
+    return log10_search_bound(size, block_width(*this, j, k)) <= max_block_log10_bound_;
+  };
   // longest[j - begin]: the end of the longest part starting at j within
   // the caps. A part's sub-ranges fit too (narrower and shorter), so the
   // ends only move forward with j.
@@ -180,12 +196,7 @@ std::vector<Block> UnitGraph::split_region(UnitId begin, UnitId end) const {
   UnitId part_end = begin + 1;
   for (UnitId j = begin; j < end; ++j) {
     part_end = std::max(part_end, j + 1);
-    while (part_end < end && part_end + 1 - j <= window &&
-           (fits_any_width(part_end + 1 - j, max_block_log10_bound_) ||
-            log10_search_bound(part_end + 1 - j, block_width(*this, j, part_end + 1)) <=
-                max_block_log10_bound_)) {
-      ++part_end;
-    }
+    while (part_end < end && part_end + 1 - j <= window && fits(j, part_end + 1)) ++part_end;
     longest[at(j)] = part_end;
   }
 

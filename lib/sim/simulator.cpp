@@ -45,6 +45,8 @@ class Simulation {
                costs.size(), plan.kernels.size());
     IOS_ASSERT(plan.num_streams >= 1, "a plan needs at least one stream");
     IOS_ASSERT(limits.max_concurrent_kernels >= 1, "max_concurrent_kernels must be >= 1");
+    IOS_ASSERT(limits.cache_contention == 0.0 || limits.l2_cache_mb > 0.0,
+               "cache contention needs the L2 size");
     streams_.assign(static_cast<size_t>(plan.num_streams), StreamState{});
     // Each stream's steps in issue order, as one array (counting sort by stream).
     std::vector<size_t>& count = count_;
@@ -251,16 +253,26 @@ class Simulation {
 
   // Every working kernel progresses at 1/slowdown of its solo speed: the
   // device's block slots and bandwidth are shared in proportion to demand,
-  // and sharing itself costs `concurrency_interference`.
+  // and sharing itself costs `concurrency_interference`, plus
+  // `cache_contention` as far as the kernels' working sets together fill
+  // the L2 (small kernels side by side keep their data cached; large ones
+  // evict each other's).
   double current_slowdown() const {
-    double sm = 0.0, bandwidth = 0.0;
+    double sm = 0.0, bandwidth = 0.0, working_set_mb = 0.0;
     for (const StreamState& st : streams_) {
       if (st.phase != Phase::kWorking) continue;
       sm += current_kernel(st).sm_share;
       bandwidth += current_kernel(st).bandwidth_share;
+      working_set_mb += current_kernel(st).working_set_mb;
     }
     double slowdown = std::max({1.0, sm, bandwidth});
-    if (working_ > 1) slowdown *= 1.0 + limits_->concurrency_interference;
+    if (working_ > 1) {
+      double sharing = 1.0 + limits_->concurrency_interference;
+      if (limits_->cache_contention > 0.0) {
+        sharing += limits_->cache_contention * std::min(1.0, working_set_mb / limits_->l2_cache_mb);
+      }
+      slowdown *= sharing;
+    }
     return slowdown;
   }
 

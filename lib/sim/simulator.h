@@ -31,12 +31,17 @@ struct KernelCost {
   double work_us = 0.0;    // working time alone (roofline)
   double sm_share = 0.0;   // fraction of the device's thread-block slots it fills alone, (0, 1]
   double bandwidth_share = 0.0;  // fraction of the usable DRAM bandwidth it draws alone, [0, 1]
+  double working_set_mb = 0.0;   // the bytes it reads and writes, in MB (cache contention)
   double total_us() const { return launch_us + work_us; }
 };
 
 struct DeviceLimits {
   int64_t max_concurrent_kernels = 128;   // kernels working at once; later ones queue (FIFO)
   double concurrency_interference = 0.0;  // extra slowdown while more than one kernel works
+  // ... and a further cache_contention times the fraction of the L2 the
+  // working kernels' working sets fill together (at most 1); 0: none.
+  double l2_cache_mb = 0.0;
+  double cache_contention = 0.0;
   // A stream waiting on an event recorded by another stream resumes this long
   // after the recorded work completed (a stage's fork and join pay it twice).
   double event_wait_us = 0.0;

@@ -42,9 +42,15 @@ std::string error_of(const std::string& name_or_path) {
 
 }  // namespace
 
-TEST_CASE("the four profiles are shipped and carry the spec-sheet numbers", "[cost][profile]") {
+TEST_CASE("the five profiles are shipped and carry the spec-sheet numbers", "[cost][profile]") {
   CHECK(ios::cost::shipped_device_profiles() ==
-        std::vector<std::string>{"a100", "h100", "h200", "v100"});
+        std::vector<std::string>{"a100", "h100", "h200", "k80", "v100"});
+
+  const DeviceProfile k80 = load_device_profile("k80");  // one GK210 die of the board
+  CHECK(k80.sm_count == 13);
+  CHECK(k80.peak_fp32_tflops == 4.37);
+  CHECK(k80.mem_bandwidth_gbs == 240.0);
+  CHECK(k80.max_concurrent_kernels == 32);
 
   const DeviceProfile h100 = load_device_profile("h100");
   CHECK(h100.name == "h100");
@@ -89,7 +95,7 @@ TEST_CASE("the compiled-in profiles equal the files in device_profiles/", "[cost
 TEST_CASE("an unknown profile name lists the shipped ones", "[cost][profile]") {
   const std::string message = error_of("h300");
   CHECK_THAT(message, Contains("h300"));
-  CHECK_THAT(message, Contains("a100, h100, h200, v100"));
+  CHECK_THAT(message, Contains("a100, h100, h200, k80, v100"));
 }
 
 TEST_CASE("profile validation names the file and the field", "[cost][profile]") {
@@ -136,6 +142,37 @@ TEST_CASE("profile validation names the file and the field", "[cost][profile]") 
     nlohmann::json j = good;
     j["sm_count"] = 0;
     CHECK_THAT(error_of(write(dir, "zero.json", j.dump())), Contains("'sm_count'"));
+  }
+  SECTION("the fields added later may be absent: no cache contention, no per-shape efficiency") {
+    nlohmann::json j = good;
+    for (const char* field : {"l2_cache_mb", "cache_contention", "whole_waves", "winograd_speedup",
+                              "asymmetric_conv_efficiency"}) {
+      j.erase(field);
+    }
+    const DeviceProfile p = load_device_profile(write(dir, "older.json", j.dump()));
+    CHECK(p.l2_cache_mb == 0.0);
+    CHECK(p.cache_contention == 0.0);
+    CHECK(p.winograd_speedup == 1.0);
+    CHECK_FALSE(p.whole_waves);
+    CHECK(p.asymmetric_conv_efficiency == 1.0);
+  }
+  SECTION("cache contention needs the L2 size") {
+    nlohmann::json j = good;
+    j["l2_cache_mb"] = 0;
+    j["cache_contention"] = 0.5;
+    CHECK_THAT(error_of(write(dir, "no_l2.json", j.dump())),
+               Contains("'l2_cache_mb' must be > 0 when 'cache_contention' is > 0"));
+  }
+  SECTION("whole_waves is true or false") {
+    nlohmann::json j = good;
+    j["whole_waves"] = 1;
+    CHECK_THAT(error_of(write(dir, "waves.json", j.dump())),
+               Contains("'whole_waves' must be true or false, got 1"));
+  }
+  SECTION("a Winograd speed-up below 1") {
+    nlohmann::json j = good;
+    j["winograd_speedup"] = 0.5;
+    CHECK_THAT(error_of(write(dir, "winograd.json", j.dump())), Contains("'winograd_speedup'"));
   }
   SECTION("misspelled field") {
     nlohmann::json j = good;

@@ -14,8 +14,8 @@ using sim::LaunchMode;
 namespace {
 
 KernelCost kernel(double launch_us, double work_us, double sm_share = 0.1,
-                  double bandwidth_share = 0.0) {
-  return {launch_us, work_us, sm_share, bandwidth_share};
+                  double bandwidth_share = 0.0, double working_set_mb = 0.0) {
+  return {launch_us, work_us, sm_share, bandwidth_share, working_set_mb};
 }
 
 // A plan builder mirroring exec::lower's steps.
@@ -91,6 +91,28 @@ TEST_CASE("kernels that oversubscribe the device share it; interference slows sh
   memory.launch(0, {kernel(0.0, 10.0, 0.1, 0.8)});
   memory.launch(1, {kernel(0.0, 10.0, 0.1, 0.8)});
   CHECK(memory.run({}).makespan_us == Approx(16.0));
+}
+
+TEST_CASE("kernels side by side contend for the L2 as far as their working sets fill it", "[sim]") {
+  // Two kernels that fit the device together (no slot or bandwidth sharing).
+  auto pair = [](double working_set_mb) {
+    PlanBuilder b(2);
+    b.launch(0, {kernel(0.0, 10.0, 0.4, 0.0, working_set_mb)});
+    b.launch(1, {kernel(0.0, 10.0, 0.4, 0.0, working_set_mb)});
+    return b;
+  };
+  DeviceLimits limits;
+  limits.l2_cache_mb = 6.0;
+  CHECK(pair(1.5).run(limits).makespan_us == Approx(10.0));  // no contention term: full speed
+  limits.cache_contention = 0.2;
+  // 3 MB of 6 fill half the L2: 1 + 0.2 * 0.5.
+  CHECK(pair(1.5).run(limits).makespan_us == Approx(11.0));
+  // 60 MB overflow it: the whole term, no more.
+  CHECK(pair(30.0).run(limits).makespan_us == Approx(12.0));
+  // A kernel alone contends with nobody.
+  PlanBuilder alone(1);
+  alone.launch(0, {kernel(0.0, 10.0, 0.4, 0.0, 30.0)});
+  CHECK(alone.run(limits).makespan_us == Approx(10.0));
 }
 
 TEST_CASE("plain launches are issued by one host thread in plan order", "[sim]") {
