@@ -154,7 +154,7 @@ bool fits_any_width(int size, double max_log10_bound) {
 // costs the units before k whose outputs are read after it (within
 // max_block_units of the cut on either side: the data that crosses between
 // parts). The split takes the cheapest cuts, among those the fewest parts,
-// every part within the caps. NASNet's regions are then cut between cells,
+// then the most even ones, every part within the caps. NASNet's regions are then cut between cells,
 // where only the last two cells' outputs cross; a fan-out's branches all
 // cost the same, so it gets the fewest parts; a region that fits stays whole.
 std::vector<Block> UnitGraph::split_region(UnitId begin, UnitId end) const {
@@ -174,9 +174,9 @@ std::vector<Block> UnitGraph::split_region(UnitId begin, UnitId end) const {
   }
 
   // A cheap upper bound of the width of [j, k): the runs of consecutive
-  // units each joined to the one before cover it with paths, so (Dilworth)
-  // it is at most 1 + the units in (j, k) not read by their predecessor.
-  // Chains (width 1) then never need the exact width.
+  // units that each read the unit just before them cover it with paths, so
+  // (Dilworth) it is at most 1 + the units in (j, k) that do not. Chains
+  // (width 1) then never need the exact width.
   std::vector<int> breaks(static_cast<size_t>(n) + 1, 0);  // prefix sums over (begin, u]
   for (UnitId u = begin + 1; u < end; ++u) {
     const auto& p = preds_[static_cast<size_t>(u)];
