@@ -64,6 +64,17 @@ std::vector<std::pair<int, int>> random_edges(int n, Next& next) {
   return edges;
 }
 
+// Chains 0 -> 2 and 1 -> 3 staged as {0 | 1} then `second` (groups of 2 and 3).
+Schedule two_chains(std::vector<std::vector<sched::UnitId>> second, sched::Barriers barriers) {
+  sched::StagedSchedule staged;
+  staged.barriers = barriers;
+  staged.stages.push_back(Stage{Strategy::kConcurrent, {{0}, {1}}, 0});
+  staged.stages.push_back(Stage{Strategy::kConcurrent, std::move(second), 0});
+  Schedule s;
+  s.body = staged;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("a staged schedule forks and joins streams at stage boundaries", "[lower]") {
@@ -136,16 +147,10 @@ TEST_CASE("without stage barriers a staged schedule waits only for true dependen
   // barriers stream 1's second unit waits for the whole first stage; without,
   // each chain stays on its stream and only the final join remains.
   const UnitGraph g = UnitGraph::from_edges(4, {{0, 2}, {1, 3}});
-  Schedule s;
-  sched::StagedSchedule staged;
-  staged.stages.push_back(Stage{Strategy::kConcurrent, {{0}, {1}}, 0});
-  staged.stages.push_back(Stage{Strategy::kConcurrent, {{2}, {3}}, 0});
-  s.body = staged;
-  const ExecPlan with_barriers = exec::lower(g, s);
+  const ExecPlan with_barriers = exec::lower(g, two_chains({{2}, {3}}, sched::Barriers::kStages));
   CHECK(with_barriers.count(Step::Kind::kWait) == 4);  // fork and join of each stage
 
-  std::get<sched::StagedSchedule>(s.body).barriers = sched::Barriers::kDependencies;
-  const ExecPlan relaxed = exec::lower(g, s);
+  const ExecPlan relaxed = exec::lower(g, two_chains({{2}, {3}}, sched::Barriers::kDependencies));
   CHECK(relaxed.num_streams == 2);
   CHECK(relaxed.count(Step::Kind::kLaunch) == 4);
   CHECK(relaxed.count(Step::Kind::kWait) == 1);  // stream 1 joins stream 0 at the end
@@ -193,13 +198,7 @@ TEST_CASE("without stage barriers a group continues on its producer's stream", "
   // way round: {3} continues on 1's stream and {2} on 0's, so no group waits
   // for an event; only the final join remains.
   const UnitGraph g = UnitGraph::from_edges(4, {{0, 2}, {1, 3}});
-  Schedule s;
-  sched::StagedSchedule staged;
-  staged.barriers = sched::Barriers::kDependencies;
-  staged.stages.push_back(Stage{Strategy::kConcurrent, {{0}, {1}}, 0});
-  staged.stages.push_back(Stage{Strategy::kConcurrent, {{3}, {2}}, 0});
-  s.body = staged;
-  const ExecPlan plan = exec::lower(g, s);
+  const ExecPlan plan = exec::lower(g, two_chains({{3}, {2}}, sched::Barriers::kDependencies));
   CHECK(plan.count(Step::Kind::kWait) == 1);
   std::vector<int> stream_of(4, -1);
   for (const Step& step : plan.steps) {
