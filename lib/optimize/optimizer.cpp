@@ -409,14 +409,13 @@ void import_model(OptimizeRun& r) {
 // Phase 3: the cost model (measured on a GPU, or the simulator).
 void choose_cost_model(OptimizeRun& r) {
   r.cost = make_cost_model(r.units(), r.options, r.progress.get());
-  if (r.options.form != "staged" &&
-      dynamic_cast<const cost::SimulatedCostModel*>(r.cost.model.get()) == nullptr) {
+  const bool simulated = dynamic_cast<const cost::SimulatedCostModel*>(r.cost.model.get()) != nullptr;
+  if (r.options.form != "staged" && !simulated) {
     user_error("--form {} needs whole-plan predictions, which only the simulator makes; with "
                "--cost {} write the staged schedule and compare the forms on the GPU with ios-run",
                r.options.form, r.cost.model->name());
   }
-  if (r.options.launch != "graph" &&
-      dynamic_cast<const cost::SimulatedCostModel*>(r.cost.model.get()) == nullptr) {
+  if (r.options.launch != "graph" && !simulated) {
     user_error("--launch {} plans with the simulator only: --cost {} times stages as CUDA graphs; "
                "use --cost simulated, or run the measured schedule with ios-run --no-cuda-graph to "
                "see its plain-launch latency",

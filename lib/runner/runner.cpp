@@ -273,7 +273,6 @@ int print_plans(RunState& r) {
   return 0;
 }
 
-// Phase 4: the backend, and what its traits make of the options.
 std::string_view launch_words(std::string_view launch) {
   return launch == "plain" ? "plain launches" : "a CUDA graph";
 }
@@ -306,6 +305,7 @@ void warn_about_target(const RunState& r, LoadedSchedule& s) {
   for (const std::string& w : s.warnings) logger("cli")->warn("{}", w);
 }
 
+// Phase 4: the backend, and what its traits make of the options.
 void open_backend(RunState& r) {
   const RunOptions& o = r.options;
   r.backend_entry = o.backend.empty() ? &backends::all().front() : &backends::find(o.backend);
