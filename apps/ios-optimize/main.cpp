@@ -68,9 +68,29 @@ void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOp
     reject_options_without_effect(app, "with --cost simulated", {"--profile-db"},
                                   "the profile database caches measured latencies; drop one of them");
   }
-  if (o.cost == "measured") {
-    reject_options_without_effect(app, "with --cost measured", {"--device-profile"},
-                                  "a device profile describes the simulated GPU; drop one of them");
+  const bool searches = ios::optimize::scheduler_searches(o.scheduler);
+  if (!searches) {
+    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--profile-budget"},
+                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
+                                  "measure a part of what they consider; drop it");
+  }
+  if (o.cost == "simulated") {
+    reject_options_without_effect(app, "with --cost simulated", {"--profile-budget"},
+                                  "the budget bounds what is measured on the GPU; drop one of them");
+  }
+  if (!o.calibrate_db.empty()) {
+    reject_options_without_effect(app, "with --calibrate", {"--profile-budget"},
+                                  "--calibrate fits a device profile and searches nothing; drop one of them");
+  }
+  // A measured search ranks its candidates with the simulator, unless it
+  // measures everything.
+  if (o.cost == "measured" && (!searches || o.profile_budget == "all")) {
+    reject_options_without_effect(app,
+                                  searches ? "with --cost measured --profile-budget all"
+                                           : "with --cost measured and --scheduler " + o.scheduler,
+                                  {"--device-profile"},
+                                  "every stage is measured, none predicted by a device profile; drop "
+                                  "one of them");
   }
 }
 
@@ -107,6 +127,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--profile-db", options.profile_db,
                  "measured latencies cache (default: ~/.cache/ios/profile.sqlite)");
+  app.add_option("--profile-budget", options.profile_budget,
+                 "with measured costs: stages (N) or seconds (Ns) of GPU measuring a searching "
+                 "scheduler may use on the contenders the simulator ranks; all = measure every "
+                 "stage considered")
+      ->capture_default_str();
   app.add_option("--precision", options.precision, "convolution math: tf32 or fp32")
       ->check(CLI::IsMember({"tf32", "fp32"}))
       ->capture_default_str();
@@ -189,6 +214,8 @@ int main(int argc, char** argv) {
                                  "a file name");
     options.verbose = verbose;
     options.quiet = quiet;
+    options.device_profile_given = ios::cli::given(app, "--device-profile");
+    options.time_limit_given = ios::cli::given(app, "--time-limit");
     reject_useless_options(app, options);
     return ios::optimize::run_optimize(options, std::cout);
   } catch (const ios::Error& e) {

@@ -56,21 +56,12 @@ class MeasuredModel final : public MeasuredCostModel {
 
   double stage_latency(const sched::Stage& stage) override {
     const std::string signature = sched::stage_signature(graph_, stage);
-    if (auto it = memo_.find(signature); it != memo_.end()) {
+    if (std::optional<double> ms = recall(signature)) {
       ++progress_.cache_hits;
       report();
-      return it->second;
+      return *ms;
     }
-    const cost::ProfileKey key{ctx_.device().name, ctx_.device().driver, ctx_.device().cudnn,
-                               std::string(precision_name(options_.precision)), batch_, signature};
-    if (db_) {
-      if (std::optional<double> ms = db_->lookup(key)) {
-        memo_[signature] = *ms;
-        ++progress_.cache_hits;
-        report();
-        return *ms;
-      }
-    }
+    const cost::ProfileKey key = profile_key(signature);
     const auto t0 = std::chrono::steady_clock::now();
     int64_t repetitions = 0;
     const double ms = measure(stage, &repetitions);
@@ -82,6 +73,12 @@ class MeasuredModel final : public MeasuredCostModel {
     return ms;
   }
 
+  // This run's memo, then the profile database: a budgeted search asks
+  // this of every stage it considers, and measures only some.
+  std::optional<double> known_latency(const sched::Stage& stage) override {
+    return recall(sched::stage_signature(graph_, stage));
+  }
+
   void expect(int stages) override {
     progress_.expected = stages;
     update_eta();
@@ -90,6 +87,19 @@ class MeasuredModel final : public MeasuredCostModel {
   const DeviceSummary& device() const override { return ctx_.device(); }
 
  private:
+  cost::ProfileKey profile_key(const std::string& signature) const {
+    return {ctx_.device().name, ctx_.device().driver, ctx_.device().cudnn,
+            std::string(precision_name(options_.precision)), batch_, signature};
+  }
+
+  std::optional<double> recall(const std::string& signature) {
+    if (auto it = memo_.find(signature); it != memo_.end()) return it->second;
+    if (!db_) return std::nullopt;
+    std::optional<double> ms = db_->lookup(profile_key(signature));
+    if (ms) memo_[signature] = *ms;
+    return ms;
+  }
+
   double measure(const sched::Stage& stage, int64_t* repetitions) {
     IOS_CUDA_CALL(cudaSetDevice(ctx_.ordinal()));
     const auto t0 = std::chrono::steady_clock::now();

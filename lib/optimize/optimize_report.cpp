@@ -57,6 +57,15 @@ std::string form_line(const OptimizeReport& r) {
                      r.streamed_form_ms, r.staged_form_ms);
 }
 
+std::string budget_line(const BudgetReport& b) {
+  std::string out = fmt::format("--profile-budget {}: {} stages measured, {} reused, {} predicted only",
+                                b.limit, b.measured, b.reused, b.predicted);
+  if (b.schedule_predicted == 0) return out + "; every stage of the schedule measured";
+  return out + fmt::format("; budget spent: {} of the schedule's {} stages are predicted (raise "
+                           "--profile-budget to measure them)",
+                           b.schedule_predicted, b.schedule_stages);
+}
+
 }  // namespace
 
 std::string search_cell(const sched::BlockStats& s) {
@@ -88,6 +97,7 @@ std::string render_summary(const OptimizeReport& r) {
                        "{} answered by the profile database or repeats\n",
                        m.measured, m.elapsed_s, m.measured > 0 ? 1000.0 * m.setup_s / m.measured : 0.0,
                        m.cache_hits);
+    if (m.budget) out += fmt::format("Budget           {}\n", budget_line(*m.budget));
   }
   if (r.staged) {
     out += fmt::format("Schedule         {} stages, {} operator merges\n", r.stages, r.merges);
@@ -171,6 +181,23 @@ std::string render_json(const OptimizeReport& r) {
                               {"schedule_file", r.schedule_file},
                               {"stages", r.staged ? r.stages : 0},
                               {"analyze_only", r.analyze_only}};
+  if (r.measurement) {
+    const MeasurementReport& m = *r.measurement;
+    doc["measurement"] = {{"measured", m.measured},
+                          {"elapsed_s", m.elapsed_s},
+                          {"setup_s", m.setup_s},
+                          {"cache_hits", m.cache_hits}};
+    if (m.budget) {
+      const BudgetReport& b = *m.budget;
+      doc["measurement"]["budget"] = {{"limit", b.limit},
+                                      {"measured", b.measured},
+                                      {"reused", b.reused},
+                                      {"predicted", b.predicted},
+                                      {"exhausted", b.exhausted},
+                                      {"schedule_stages", b.schedule_stages},
+                                      {"schedule_predicted", b.schedule_predicted}};
+    }
+  }
   if (r.staged && r.form_option != "staged") {
     doc["form"] = {{"option", r.form_option},
                    {"chosen", r.dependency_barriers ? "streamed" : "staged"},

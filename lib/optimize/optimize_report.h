@@ -23,12 +23,24 @@ struct BlockReport {
   std::optional<sched::BlockStats> search;  // absent for a block the scheduler did not report
 };
 
+// A budgeted measured search (--profile-budget, cost/budgeted.h).
+struct BudgetReport {
+  std::string limit;       // --profile-budget's text: "20000", "300s"
+  int64_t measured = 0;    // stages the search had the GPU time
+  int64_t reused = 0;      // ... found measured before (profile database)
+  int64_t predicted = 0;   // distinct stages only the corrected simulator answered
+  bool exhausted = false;  // the budget ran out
+  int schedule_stages = 0;
+  int schedule_predicted = 0;  // of the schedule's stages, those whose latency is predicted
+};
+
 // --cost measured: what the GPU timed.
 struct MeasurementReport {
   int64_t measured = 0;
   double elapsed_s = 0.0;
   double setup_s = 0.0;
   int64_t cache_hits = 0;
+  std::optional<BudgetReport> budget;
 };
 
 struct OptimizeReport {

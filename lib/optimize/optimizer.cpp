@@ -83,6 +83,48 @@ std::string block_kinds(const sched::UnitGraph& units, const sched::Block& block
 
 }  // namespace
 
+cost::BudgetOptions parse_profile_budget(const std::string& text) {
+  cost::BudgetOptions budget;
+  if (text == "all") {
+    budget.max_stages = -1;
+    return budget;
+  }
+  const bool seconds = !text.empty() && text.back() == 's';
+  const std::string number = seconds ? text.substr(0, text.size() - 1) : text;
+  double value = -1.0;
+  size_t used = 0;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const bool whole = seconds || value == std::floor(value);
+  const bool spaced = !number.empty() && std::isspace(static_cast<unsigned char>(number.front()));
+  if (number.empty() || spaced || used != number.size() || !std::isfinite(value) || value <= 0.0 ||
+      !whole || value > 1e9) {
+    user_error("--profile-budget {}: expected a number of stages (e.g. 20000), seconds of measuring "
+               "(e.g. 300s) or all",
+               cost::quoted_excerpt(text));
+  }
+  if (seconds) {
+    budget.max_stages = -1;
+    budget.max_seconds = value;
+  } else {
+    budget.max_stages = static_cast<int64_t>(value);
+  }
+  return budget;
+}
+
+std::string profile_for_device(const std::string& device_name, const std::string& fallback) {
+  std::string lower = device_name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const std::string& name : cost::shipped_device_profiles()) {
+    if (lower.find(name) != std::string::npos) return name;
+  }
+  return fallback;
+}
+
 CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
                            ProgressLine* progress) {
   CostChoice choice;
@@ -112,6 +154,21 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
     choice.model = cuda::make_measured_cost_model(units, measured);
     choice.device = {device->name, device->compute_capability, device->driver, device->cudnn};
     choice.note = fmt::format("measured on {}", device->name);
+    const cost::BudgetOptions budget = parse_profile_budget(options.profile_budget);
+    if (scheduler_searches(options.scheduler) && (budget.max_stages >= 0 || budget.max_seconds > 0.0)) {
+      // The simulator ranks, the GPU measures the contenders (cost/budgeted.h).
+      const std::string profile_name = options.device_profile_given
+                                           ? options.device_profile
+                                           : profile_for_device(device->name, options.device_profile);
+      cost::SimulatedOptions simulated;
+      simulated.precision = precision;
+      choice.ranking = std::make_unique<cost::SimulatedCostModel>(
+          units, cost::load_device_profile(profile_name), simulated);
+      choice.measured = std::move(choice.model);
+      choice.model = std::make_unique<cost::BudgetedCostModel>(units, *choice.measured, *choice.ranking, budget);
+      choice.note += fmt::format(", the stages the '{}' simulator ranks as contenders (--profile-budget {})",
+                                 choice.ranking->profile().name, options.profile_budget);
+    }
     return choice;
   }
   cost::DeviceProfile profile = cost::load_device_profile(options.device_profile);
@@ -257,12 +314,12 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
                            const CostChoice& cost, const std::string& output) {
   logger("cli")->debug(
       "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
-      "device-profile={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s threads={} form={} launch={} analyze={} "
+      "device-profile={} profile-budget={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s threads={} form={} launch={} analyze={} "
       "report-json={} dot={} html={}",
       options.model_path, prepared.model.batch, options.rewrite_batch,
       output.empty() ? "(none: --analyze)" : output,
       options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
-      options.device_profile, options.precision, options.max_block_units,
+      options.device_profile, options.profile_budget, options.precision, options.max_block_units,
       options.max_block_log10_bound, options.time_limit_s, options.threads, options.form, options.launch, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
@@ -365,6 +422,7 @@ struct OptimizeRun {
   std::string output;  // the schedule file; empty with --analyze
   std::unique_ptr<model::PreparedModel> prepared;
   CostChoice cost;
+  double time_limit_s = 0.0;  // the search's, once the cost model is known
   sched::SearchStats stats;
   sched::Schedule schedule;
   OptimizeReport report;
@@ -383,6 +441,7 @@ void check_request(OptimizeRun& r) {
   r.output = o.analyze ? std::string() : o.output_path.empty() ? default_output(o.model_path, r.entry->name)
                                                               : o.output_path;
   check_outputs(r.output, o);
+  parse_profile_budget(o.profile_budget);  // refused before the import, even with no GPU to use it
   if (o.form != "staged" && r.entry->streamed) {
     user_error("--form {}: {} writes a streamed schedule already (its units wait only for their "
                "inputs); --form applies to staged schedulers such as ios, greedy and sequential",
@@ -421,6 +480,13 @@ void choose_cost_model(OptimizeRun& r) {
                "see its plain-launch latency",
                r.options.launch, r.cost.model->name());
   }
+  // Measuring takes the time a search with measured costs takes; the
+  // profile budget bounds it, so --time-limit's default does not apply.
+  const bool measured = r.cost.measured != nullptr ||
+                        dynamic_cast<const cuda::MeasuredCostModel*>(r.cost.model.get()) != nullptr;
+  r.time_limit_s = !r.entry->searches                       ? 0.0
+                   : measured && !r.options.time_limit_given ? 0.0
+                                                             : r.options.time_limit_s;
   if (r.options.verbose) log_effective_options(r.options, *r.prepared, r.cost, r.output);
   if (!r.options.quiet) logger("cli")->info("{}", r.cost.note);
 }
@@ -428,9 +494,8 @@ void choose_cost_model(OptimizeRun& r) {
 // Phase 4: the search.
 void search(OptimizeRun& r) {
   r.schedule = schedule_model(*r.prepared, r.options.scheduler, r.options.scheduler_params, r.cost, r.stats,
-                              search_progress(*r.progress, r.units(), r.entry->name,
-                                              r.entry->searches ? r.options.time_limit_s : 0.0),
-                              r.options.time_limit_s, r.options.threads);
+                              search_progress(*r.progress, r.units(), r.entry->name, r.time_limit_s),
+                              r.time_limit_s, r.options.threads);
   r.progress->clear();
 }
 
@@ -450,6 +515,24 @@ void choose_form(OptimizeRun& r) {
   if (r.options.form == "streamed" || relaxed.predicted_latency_ms < r.schedule.predicted_latency_ms) {
     r.schedule = std::move(relaxed);
   }
+}
+
+BudgetReport budget_report(const cost::BudgetedCostModel& model, const std::string& limit,
+                           const sched::Schedule& schedule) {
+  const cost::BudgetCounts& c = model.counts();
+  BudgetReport b{limit, c.measured, c.reused, c.predicted, c.exhausted, 0, 0};
+  if (schedule.is_staged()) {
+    for (const sched::Stage& stage : schedule.staged().stages) {
+      ++b.schedule_stages;
+      if (!model.is_measured(stage)) ++b.schedule_predicted;
+    }
+  }
+  if (b.schedule_predicted > 0) {
+    logger("cli")->warn("the profile budget ({}) ran out: {} of the schedule's {} stages have predicted "
+                        "latencies, not measured ones; raise --profile-budget to measure them",
+                        limit, b.schedule_predicted, b.schedule_stages);
+  }
+  return b;
 }
 
 // Phase 5: the report object, from the model, the search and (unless
@@ -486,7 +569,7 @@ void fill_report(OptimizeRun& r) {
   report.cost_note = r.cost.note;
   report.device = r.schedule.device.name;
   report.search_ms = r.stats.total_search_ms;
-  report.time_limit_s = r.entry->searches ? r.options.time_limit_s : 0.0;
+  report.time_limit_s = r.time_limit_s;
   report.analyze_only = r.options.analyze;
   report.predicted_ms = r.schedule.predicted_latency_ms;
   report.schedule_file = r.output;
@@ -506,9 +589,14 @@ void fill_report(OptimizeRun& r) {
           ? r.schedule.predicted_latency_ms
           : schedule_model(*r.prepared, "sequential", "", r.cost, sequential_stats).predicted_latency_ms;
   r.progress->clear();  // measuring the sequential stages may have shown it again
-  if (const auto* measured = dynamic_cast<const cuda::MeasuredCostModel*>(r.cost.model.get())) {
+  const sched::CostModel* device = r.cost.measured ? r.cost.measured.get() : r.cost.model.get();
+  if (const auto* measured = dynamic_cast<const cuda::MeasuredCostModel*>(device)) {
     const cuda::MeasureProgress p = measured->progress();
-    report.measurement = MeasurementReport{p.measured, p.elapsed_s, p.setup_s, p.cache_hits};
+    report.measurement = MeasurementReport{p.measured, p.elapsed_s, p.setup_s, p.cache_hits, std::nullopt};
+  }
+  if (const auto* budgeted = dynamic_cast<const cost::BudgetedCostModel*>(r.cost.model.get())) {
+    if (!report.measurement) report.measurement.emplace();
+    report.measurement->budget = budget_report(*budgeted, r.options.profile_budget, r.schedule);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/progress.h"
+#include "cost/budgeted.h"
 #include "cost/simulated.h"
 #include "model/prepared_model.h"
 #include "sched/cost_model.h"
@@ -36,12 +37,22 @@ struct OptimizeOptions {
   std::vector<std::string> input_shapes;  // NAME:1x3x224x224
   std::string cost = "auto";
   std::string device_profile = "h100";
+  // Whether --device-profile was given. Measured searches otherwise rank
+  // stages with the shipped profile of the GPU at hand (profile_for_device).
+  bool device_profile_given = false;
   std::string profile_db;
+  // --profile-budget: how much of a searching scheduler's search the GPU
+  // measures (cost/budgeted.h): "N" stages, "Ns" seconds of measuring, or
+  // "all" (every stage the search considers, no simulator).
+  std::string profile_budget = std::to_string(cost::kDefaultProfileBudget);
   std::string precision = "tf32";
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   // Seconds the search may take (searching schedulers only); 0 = no limit.
+  // Without --time-limit, a search with measured costs has none: its
+  // --profile-budget bounds the measuring.
   double time_limit_s = kDefaultTimeLimitS;
+  bool time_limit_given = false;
   // How a staged schedule's stages are separated when it runs: "staged"
   // (barriers), "streamed" (only true dependencies: sched::Barriers) or
   // "best" (whichever the simulator predicts faster).
@@ -70,12 +81,27 @@ struct OptimizeOptions {
 
 // The cost model the options ask for, and the device it stands for.
 struct CostChoice {
+  // A budgeted measured search's parts: the GPU's measured model and the
+  // simulator that ranks the stages. `model` refers to both, so they are
+  // declared before it (and destroyed after it).
+  std::unique_ptr<sched::CostModel> measured;
+  std::unique_ptr<cost::SimulatedCostModel> ranking;
   std::unique_ptr<sched::CostModel> model;
   sched::DeviceInfo device;
   std::string note;  // e.g. "predicted (no GPU)": printed in the summary
 };
+// --profile-budget's text ("20000", "300s", "all") as budget options;
+// UserError for anything else. "all" is max_stages < 0 with no seconds.
+cost::BudgetOptions parse_profile_budget(const std::string& text);
+
+// The shipped device profile of a GPU by its CUDA device name ("NVIDIA
+// H100 80GB HBM3" -> "h100"), or `fallback` for a GPU without one.
+std::string profile_for_device(const std::string& device_name, const std::string& fallback);
+
 // With `progress`, the measured model reports stages measured on that line
-// (the search's progress shares it).
+// (the search's progress shares it). With measured costs and a searching
+// scheduler (options.scheduler) under a --profile-budget other than "all",
+// the model is a cost::BudgetedCostModel over the GPU and the simulator.
 CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
                            ProgressLine* progress = nullptr);
 

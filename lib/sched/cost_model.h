@@ -3,7 +3,10 @@
 // autoscheduler keeps its CostModel apart from the search the same way).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sched/schedule.h"
 #include "sched/unit_graph.h"
@@ -49,6 +52,23 @@ class CostModel {
   // IOS search then costs blocks in parallel). A GPU measures one stage at a
   // time.
   virtual bool thread_safe() const { return false; }
+
+  // A latency the model already has for `stage` without new work (a
+  // measured model: its profile database and the stages it measured in this
+  // run), or nullopt. Asking changes nothing.
+  virtual std::optional<double> known_latency(const Stage& /*stage*/) { return std::nullopt; }
+
+  // For a model that answers some stages with estimates and can replace
+  // them by measurements (cost/budgeted.h): makes the latencies of `stages`
+  // final as far as its budget allows, and returns whether any answer
+  // changed. A searching scheduler then searches again, until the stages it
+  // chooses are all final (or the budget is spent). A model whose every
+  // answer is final returns false.
+  virtual bool settle(const std::vector<Stage>& /*stages*/) { return false; }
+  // Changes whenever the answers for stages not yet settled may have changed
+  // (a budgeted model's corrections of its predictions moved): a search that
+  // keeps stage costs between its rounds drops them then.
+  virtual uint64_t revision() const { return 0; }
 
   // Latency of one unit alone (a one-unit stage). LIOS uses it as priority.
   double unit_latency(UnitId unit) {

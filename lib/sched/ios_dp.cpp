@@ -24,16 +24,14 @@ struct MemoEntry {
 // Thrown out of the recursion when SolveLimits::deadline passes.
 struct Abandoned {};
 
-struct StageEntry {
-  double cost = kInf;  // kInf: not a candidate stage (merge-only, cannot merge)
-  Strategy strategy = Strategy::kConcurrent;
-};
+using StageEntry = CachedStageCost;
 
 class Solver {
  public:
   // `cost` may be null for a solver that only counts endings.
   Solver(const BlockDag& dag, const IosOptions& options, sched::CostModel* cost,
-         const MergePredicate& can_merge, const SolveLimits& limits = {})
+         const MergePredicate& can_merge, const SolveLimits& limits = {},
+         StageCostCache* cache = nullptr)
       : dag_(dag),
         options_(options),
         cost_(cost),
@@ -42,7 +40,8 @@ class Solver {
         r_(options.max_group_units),
         s_(options.max_groups),
         memo_(1 << 10),
-        stages_(1 << 14) {
+        own_stages_(cache != nullptr ? 16 : 1 << 14),
+        stages_(cache != nullptr ? *cache : own_stages_) {
     use_concurrent_ = options.strategies != StrategySet::kMerge;
     use_merge_ = options.strategies != StrategySet::kConcurrent;
     // Merge-only stages are single units or merges, both antichains of units
@@ -331,7 +330,7 @@ class Solver {
   }
 
   StageEntry stage_cost(uint64_t e) {
-    if (const StageEntry* st = stages_.find(e)) return *st;
+    if (const StageEntry* st = stages_.find(e); st != nullptr && !st->stale) return *st;
     check_deadline(true);
     StageEntry best;
     const bool single = (e & (e - 1)) == 0;
@@ -374,7 +373,8 @@ class Solver {
   bool use_merge_ = true;
   bool sinks_only_ = false;
   MaskMap<MemoEntry> memo_;
-  MaskMap<StageEntry> stages_;
+  MaskMap<StageEntry> own_stages_;  // when no cache is shared
+  MaskMap<StageEntry>& stages_;
   std::vector<CostModel::UnitBound> bound_;  // per block unit; empty: the model gives none
   Stage scratch_;
   std::vector<uint64_t> comp_stack_;
@@ -409,12 +409,13 @@ std::optional<std::vector<uint64_t>> all_states(const BlockDag& dag, int64_t max
 }  // namespace
 
 BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
-                          const MergePredicate& can_merge, const SolveLimits& limits) {
+                          const MergePredicate& can_merge, const SolveLimits& limits,
+                          StageCostCache* cache) {
   IOS_ASSERT(dag.n > 0 && dag.n <= kMaxBlockUnits, "block of {} units", dag.n);
   IOS_ASSERT(options.max_group_units >= 0 && options.max_groups >= 0, "negative pruning r={} s={}",
              options.max_group_units, options.max_groups);
   const auto start = std::chrono::steady_clock::now();
-  Solver solver(dag, options, &cost, can_merge, limits);
+  Solver solver(dag, options, &cost, can_merge, limits, cache);
   BlockSolution out;
   try {
     out.latency_ms = solver.solve(dag.all());
@@ -428,6 +429,18 @@ BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched:
   out.search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+uint64_t stage_mask(const BlockDag& dag, const Stage& stage) {
+  uint64_t mask = 0;
+  for (const auto& group : stage.groups) {
+    for (UnitId u : group) {
+      const auto it = std::find(dag.units.begin(), dag.units.end(), u);
+      IOS_ASSERT(it != dag.units.end(), "unit {} is not in the block", u);
+      mask |= bit(static_cast<int>(it - dag.units.begin()));
+    }
+  }
+  return mask;
 }
 
 SearchEstimate estimate_search(const BlockDag& dag, const IosOptions& options, int64_t max_states,

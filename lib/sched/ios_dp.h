@@ -56,12 +56,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sched/block_dag.h"
 #include "sched/cost_model.h"
+#include "sched/mask_map.h"
 #include "sched/schedule.h"
 #include "sched/scheduler.h"
 
@@ -102,10 +104,28 @@ struct BlockSolution {
   double search_ms = 0.0;
 };
 
+// The cost of one ending of a block as a stage: the faster of its
+// strategies, or kInf when it is no stage (merge-only, cannot merge).
+struct CachedStageCost {
+  double cost = std::numeric_limits<double>::infinity();
+  Strategy strategy = Strategy::kConcurrent;
+  bool stale = false;  // ask the cost model again
+};
+// Stage costs that several searches of one block share, by ending mask: a
+// block searched again after its cost model settled some stages
+// (CostModel::settle) asks again only for the endings marked stale, and
+// takes every other cost as it was.
+using StageCostCache = MaskMap<CachedStageCost>;
+
 // Runs the DP over one block. Stage latencies come from `cost`, asked once
-// per distinct (ending, strategy).
+// per distinct (ending, strategy), or from `cache` where it has them (and
+// are then added to it).
 BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched::CostModel& cost,
-                          const MergePredicate& can_merge = {}, const SolveLimits& limits = {});
+                          const MergePredicate& can_merge = {}, const SolveLimits& limits = {},
+                          StageCostCache* cache = nullptr);
+
+// The ending mask of `stage` (global UnitIds of `dag`'s block).
+uint64_t stage_mask(const BlockDag& dag, const Stage& stage);
 
 // The size of solve_block's search of `dag` under `options`, without costing
 // a stage. States are counted exactly (every predecessor-closed subset is a

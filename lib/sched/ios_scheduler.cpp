@@ -141,6 +141,12 @@ class DpScheduler : public Scheduler {
       w.dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
       w.greedy = greedy_block(w.dag, cost);
       w.sequential = sequential_block(w.dag, cost);
+      // A budgeted measured model answers with estimates until asked to
+      // settle: the baselines the DP must beat are measured.
+      if (cost.settle(w.greedy.stages) | cost.settle(w.sequential.stages)) {
+        w.greedy = greedy_block(w.dag, cost);
+        w.sequential = sequential_block(w.dag, cost);
+      }
       w.stats = plain_block_stats(graph, b, 0.0, 0.0);
       w.stats.search = BlockSearch::kSkipped;
     }
@@ -243,35 +249,74 @@ class DpScheduler : public Scheduler {
     if (error) std::rethrow_exception(error);
   }
 
-  // Runs the DP on one block with `options`; true when it finished.
+  // Runs the DP on one block with `options`; true when it finished. Where
+  // the cost model settles the chosen stages (CostModel::settle: a budgeted
+  // measured search), the block is searched again until its schedule's
+  // stages are all settled, and keeps the fastest settled schedule found.
   bool search(BlockWork& w, const IosOptions& options, const SolveLimits& limits,
               sched::CostModel& cost) {
-    BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, limits);
-    BlockStats& s = w.stats;
-    s.states += solution.states;
-    s.transitions += solution.transitions;
-    s.stages_costed += solution.stages_costed;
-    s.search_ms += solution.search_ms;
-    s.r = options.max_group_units;
-    s.s = options.max_groups;
-    const bool requested = options.max_group_units == options_.max_group_units &&
-                           options.max_groups == options_.max_groups;
-    s.search = !solution.complete ? BlockSearch::kAbandoned
-               : requested        ? BlockSearch::kComplete
-                                  : BlockSearch::kReduced;
-    logger("sched")->debug("{} block {}: {} units, width {}, r={} s={}: {}, {} states, {} "
-                           "transitions, {} stages costed, {:.3f} ms predicted, {:.1f} ms search",
-                           name_, s.block, s.units, s.width, s.r, s.s, block_search_name(s.search),
-                           solution.states, solution.transitions, solution.stages_costed,
-                           solution.complete ? solution.latency_ms : 0.0, solution.search_ms);
-    if (solution.complete) {
+    StageCostCache known(1 << 14);  // shared by the rounds while the model's revision holds
+    bool settling = false;
+    for (int round = 1;; ++round) {
+      const uint64_t revision = cost.revision();
+      BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, limits, &known);
+      BlockStats& s = w.stats;
+      s.states += solution.states;
+      s.transitions += solution.transitions;
+      s.stages_costed += solution.stages_costed;
+      s.search_ms += solution.search_ms;
+      s.r = options.max_group_units;
+      s.s = options.max_groups;
+      const bool requested = options.max_group_units == options_.max_group_units &&
+                             options.max_groups == options_.max_groups;
+      s.search = !solution.complete ? BlockSearch::kAbandoned
+                 : requested        ? BlockSearch::kComplete
+                                    : BlockSearch::kReduced;
+      logger("sched")->debug("{} block {}: {} units, width {}, r={} s={}, round {}: {}, {} states, {} "
+                             "transitions, {} stages costed, {:.3f} ms predicted, {:.1f} ms search",
+                             name_, s.block, s.units, s.width, s.r, s.s, round,
+                             block_search_name(s.search), solution.states, solution.transitions,
+                             solution.stages_costed, solution.complete ? solution.latency_ms : 0.0,
+                             solution.search_ms);
+      if (!solution.complete) break;
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         rate_.add(solution.transitions, solution.search_ms);
       }
-      w.solution = std::move(solution);
+      // A model that settles: the chosen stages' costs asked again. Any that
+      // moved (measured now, or measured already under an identical stage's
+      // mask whose cost this search had cached) is asked anew next round;
+      // when the corrections moved, every cost is.
+      settling = cost.settle(solution.stages) || settling;
+      const bool moved = settling && reprice(solution, cost, w.dag, known);
+      if (!w.solution || solution.latency_ms <= w.solution->latency_ms) w.solution = std::move(solution);
+      if (!settling) break;
+      if (cost.revision() != revision) {
+        known = StageCostCache(1 << 14);
+        continue;
+      }
+      if (!moved) break;
     }
     return w.solution.has_value();
+  }
+
+  // Asks the cost of each of the solution's stages again, updates them and
+  // the solution's latency, and marks in `known` the stages whose cost
+  // moved; true when any did.
+  static bool reprice(BlockSolution& solution, sched::CostModel& cost, const BlockDag& dag,
+                      StageCostCache& known) {
+    bool moved = false;
+    solution.latency_ms = 0.0;
+    for (Stage& stage : solution.stages) {
+      const double now = cost.stage_latency(stage);
+      if (now != stage.predicted_ms) {
+        moved = true;
+        if (CachedStageCost* cached = known.find(stage_mask(dag, stage))) cached->stale = true;
+      }
+      stage.predicted_ms = now;
+      solution.latency_ms += now;
+    }
+    return moved;
   }
 
   // The anytime search of the blocks `order`: by expected gain, each with its

@@ -100,7 +100,7 @@ step_measured() {
     read -r rc s < <(timed "$out/measured-$what-$state.log" timeout 270 \
       ios-optimize "$model" --batch 1 --cost measured --profile-db "$db" -o "$out/$what.ios.json")
     printf '%s\t1\t%s\t%s\t%s\n' "$what" "$state" "$s" \
-      "$(grep -E '^(Measurement|Latency) ' "$out/measured-$what-$state.log" | tr '\n' ' ')" >>"$out/measured.tsv"
+      "$(grep -E '^(Measurement|Budget|Latency) ' "$out/measured-$what-$state.log" | tr '\n' ' ')" >>"$out/measured.tsv"
     [ "$rc" = 0 ] || { note "measured: $what $state FAILED ($rc)"; failures=1; }
   done
   note "measured $what: see measured.tsv"

@@ -32,7 +32,23 @@ expect_error "--threads on CUDA" 2 "--threads has no effect with --backend cuda"
 expect_error "--profile-db with simulated costs" 2 "--profile-db has no effect with --cost simulated" -- "$OPT" "$model" --cost simulated --profile-db "$WORK/p.db"
 expect_error "-v with --quiet" 2 "^ios-optimize: error: --verbose has no effect with --quiet" -- "$OPT" "$model" -v -q
 expect_error "ios-run -v with --quiet" 2 "^ios-run: error: --verbose has no effect with --quiet" -- "$RUN" "$model" --dry-run -q -v
-expect_error "--device-profile with measured costs" 2 "--device-profile has no effect with --cost measured" -- "$OPT" "$model" --cost measured --device-profile h200
+expect_error "--device-profile with everything measured" 2 "--device-profile has no effect with --cost measured --profile-budget all" -- "$OPT" "$model" --cost measured --profile-budget all --device-profile h200
+expect_error "--device-profile, measured, not searching" 2 "--device-profile has no effect with --cost measured and --scheduler greedy" -- "$OPT" "$model" --cost measured --scheduler greedy --device-profile h200
+# --profile-budget: refused where nothing is measured, and its form checked
+# before anything else (even with no GPU to use it).
+expect_error "--profile-budget with simulated costs" 2 "--profile-budget has no effect with --cost simulated" -- "$OPT" "$model" --cost simulated --profile-budget 100
+expect_error "--profile-budget, not searching" 2 "--profile-budget has no effect with --scheduler sequential" -- "$OPT" "$model" --scheduler sequential --profile-budget 100
+for bad in 0 -5 1.5 abc 10x s ""; do
+  expect_error "--profile-budget '$bad'" 2 "^ios-optimize: error: --profile-budget .*: expected a number of stages \(e\.g\. 20000\), seconds of measuring \(e\.g\. 300s\) or all$" -- "$OPT" "$model" --profile-budget "$bad" -o "$WORK/pb.json"
+done
+[ ! -e "$WORK/pb.json" ] && ok || fail "a refused --profile-budget wrote a schedule"
+for good in 100 300s 2.5s all; do
+  expect_ok "--profile-budget $good (no GPU: predicted)" -- "$OPT" "$model" --profile-budget "$good" -o "$WORK/pb.json" --quiet
+done
+# Measured costs need a GPU whatever the budget: exit 3 here, naming the fix.
+if ! nvidia-smi >/dev/null 2>&1; then
+  expect_error "--cost measured --profile-budget without a GPU" 3 "--cost measured needs a CUDA device" -- "$OPT" "$model" --cost measured --profile-budget 500 --device-profile h200
+fi
 
 # -v prints the values in effect, not the "use the default" markers.
 expect_ok "ios-run -v" -- "$RUN" "$model" "$WORK/s.json" --backend cpu -v

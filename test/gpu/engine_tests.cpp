@@ -9,12 +9,18 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "cost/budgeted.h"
+#include "cost/device_profile.h"
 #include "cost/profile_db.h"
+#include "cost/simulated.h"
 #include "cpu/reference.h"
 #include "cuda/measured.h"
 #include "exec/stats.h"
 #include "gpu_util.h"
+#include "onnx/importer.h"
+#include "sched/scheduler.h"
 #include "sched/validate.h"
+#include "test_paths.h"
 
 namespace ios::gputest {
 namespace {
@@ -251,6 +257,62 @@ TEST_CASE("the measured cost model measures once and remembers", "[gpu][measured
     CHECK(model->progress().cache_hits == 2);
   }
   CHECK(cost::ProfileDb(db).count() == 3);
+  std::filesystem::remove(db);
+}
+
+// The budgeted measured search on the GPU (the path the oracle tests cover
+// without one, test/sched/measured_search_test.cpp): it measures a part of
+// what it considers, every stage of its schedule among them, reuses the
+// database, and comes within 3% of measuring everything (both sums of the
+// same database's values).
+TEST_CASE("the budgeted measured search measures its schedule's stages and reuses them", "[gpu][measured]") {
+  const auto path = test::model("squeezenet1_1-bdyn.onnx");
+  INFO("model " << path.string());
+  REQUIRE(std::filesystem::exists(path));
+  onnx::ImportOptions import;
+  import.batch = 1;
+  const onnx::ImportedModel imported = onnx::import_model(path.string(), import);
+  const sched::UnitGraph units = sched::UnitGraph::form(imported.graph);
+  const auto db = std::filesystem::temp_directory_path() / "ios_gpu_budgeted_test.sqlite";
+  std::filesystem::remove(db);
+  cuda::MeasuredOptions options;
+  options.db_path = db.string();
+  const auto& ios = sched::find_scheduler("ios");
+  auto search = [&](sched::CostModel& cost) {
+    sched::SearchStats stats;
+    sched::Schedule schedule = ios.make(sched::Params::parse("ios", ios.params, ""))->run(units, cost, stats);
+    sched::validate_schedule(schedule, units, "ios");
+    return schedule;
+  };
+  cost::SimulatedCostModel ranking(units, cost::load_device_profile("h100"));
+  int64_t asked = 0;
+  double budgeted_ms = 0.0;
+  {
+    auto device = cuda::make_measured_cost_model(units, options);
+    cost::BudgetedCostModel budgeted(units, *device, ranking);
+    const sched::Schedule schedule = search(budgeted);
+    asked = device->progress().measured;
+    CHECK(budgeted.counts().measured == asked);
+    CHECK(budgeted.counts().predicted > 0);
+    CHECK_FALSE(budgeted.counts().exhausted);
+    for (const sched::Stage& stage : schedule.staged().stages) {
+      CHECK(budgeted.is_measured(stage));
+      CHECK(device->known_latency(stage) == stage.predicted_ms);
+    }
+    budgeted_ms = schedule.predicted_latency_ms;
+  }
+  {
+    auto device = cuda::make_measured_cost_model(units, options);
+    cost::BudgetedCostModel again(units, *device, ranking);
+    search(again);
+    CHECK(again.counts().reused > 0);
+    CHECK(again.counts().measured == device->progress().measured);  // only stages new to the database
+  }
+  {
+    auto device = cuda::make_measured_cost_model(units, options);
+    const sched::Schedule full = search(*device);
+    CHECK(budgeted_ms <= 1.03 * full.predicted_latency_ms);
+  }
   std::filesystem::remove(db);
 }
 
