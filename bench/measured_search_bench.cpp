@@ -38,7 +38,7 @@ struct Settings {
   std::string profile = "h100";
   cost::OracleOptions oracle;
   std::vector<std::string> budgets = {"200", "500", "1000", "5000"};
-  std::vector<double> optimism = {0.2};
+  std::vector<double> optimism = {0.25};
   double own_weight = 0.5;
 };
 
@@ -110,7 +110,8 @@ void bench_model(const std::string& path, int64_t batch, const Settings& s) {
                100.0 * (o.oracle_ms / full.oracle_ms - 1.0), o.predicted_stages, o.seconds);
     std::fflush(stdout);
     if (s.csv != nullptr) {
-      fmt::print(s.csv, "{},{},\"{}\",{},{},{},{},{:.6f},{:.6f},{},{},{},{},{:.2f}\n", model, imported.batch, name,
+      fmt::print(s.csv, "{},{},{},\"{}\",{},{},{},{},{:.6f},{:.6f},{},{},{},{},{:.2f}\n", model, imported.batch,
+                 s.oracle.seed, name,
                  budget, optimism, o.questions, full.questions, o.oracle_ms, full.oracle_ms, o.predicted_stages,
                  o.counts.measured, o.counts.predicted, o.counts.exhausted ? 1 : 0, o.seconds);
       std::fflush(s.csv);
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
     if (!s.csv_path.empty()) {
       s.csv = std::fopen(s.csv_path.c_str(), "w");
       if (s.csv == nullptr) user_error("cannot write {}", s.csv_path);
-      fmt::print(s.csv, "model,batch,search,budget,optimism,questions,full_questions,oracle_ms,full_oracle_ms,"
+      fmt::print(s.csv, "model,batch,seed,search,budget,optimism,questions,full_questions,oracle_ms,full_oracle_ms,"
                         "predicted_stages_kept,measured,predicted,exhausted,seconds\n");
     }
     for (const std::string& model : models) bench_model(model, batch, s);

@@ -49,15 +49,15 @@
 
 namespace ios::cost {
 
-// `ios-optimize --cost measured`'s default --profile-budget: six times what
-// NASNet-A's search (the widest of the IOS paper's networks) measures
+// `ios-optimize --cost measured`'s default --profile-budget: three times
+// what NASNet-A's search (the widest of the IOS paper's networks) measures
 // against the benchmark's oracle (docs/benchmarks.md, "Measured search").
 inline constexpr int64_t kDefaultProfileBudget = 5000;
 
 struct BudgetOptions {
   int64_t max_stages = kDefaultProfileBudget;  // new measurements; < 0: no limit
   double max_seconds = 0.0;                    // of measuring; 0: no limit
-  double optimism = 0.2;   // unmeasured stages are searched at (1 - optimism) x prediction
+  double optimism = 0.25;  // unmeasured stages are searched at (1 - optimism) x prediction
   double own_weight = 0.5;  // a unit's own measured ratio vs its class's, in [0, 1]
 };
 

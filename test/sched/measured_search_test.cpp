@@ -47,16 +47,6 @@ sched::Schedule run_ios(const sched::UnitGraph& graph, sched::CostModel& cost) {
   return schedule;
 }
 
-// The schedule's latency on the oracle: the sum of its stages' latencies,
-// the quantity the search minimises (not counted as questions).
-double oracle_ms(const sched::UnitGraph& graph, const cost::DeviceProfile& profile,
-                 const sched::Schedule& schedule) {
-  cost::OracleDevice judge(graph, profile);
-  double ms = 0.0;
-  for (const sched::Stage& stage : schedule.staged().stages) ms += judge.truth(stage);
-  return ms;
-}
-
 sched::Stage stage_of(std::vector<std::vector<sched::UnitId>> groups) {
   sched::Stage stage;
   stage.groups = std::move(groups);
@@ -155,40 +145,51 @@ TEST_CASE("budgeted corrections: a device uniformly slower than the simulator is
   CHECK_FALSE(budgeted.settle({wide}));  // nothing left to measure
 }
 
-TEST_CASE("budgeted search: within 2% of measuring everything, asking at most a tenth",
+TEST_CASE("budgeted search: within 2% of measuring everything, Inception V3 under 1,000 questions",
           "[sched][budgeted]") {
   const cost::DeviceProfile h100 = cost::load_device_profile("h100");
-  // RandWire and NASNet: the benchmark (bench/measured_search_bench.cpp,
+  // RandWire and NASNet: the benchmark (bench/measured_search.py,
   // docs/benchmarks.md) runs them; their full measurement is too slow here.
   for (const std::string file : {"squeezenet1_1-bdyn.onnx", "inception_v3-bdyn.onnx"}) {
     const Imported m = import(file);
-    cost::OracleDevice full_device(m.graph, h100);
-    const double full_ms = oracle_ms(m.graph, h100, run_ios(m.graph, full_device));
+    for (const uint64_t seed : {1, 2, 3, 4, 5}) {  // the oracle's noise
+      cost::OracleOptions noise;
+      noise.seed = seed;
+      cost::OracleDevice full_device(m.graph, h100, noise);
+      cost::OracleDevice judge(m.graph, h100, noise);
+      auto oracle_ms = [&](const sched::Schedule& schedule) {
+        double ms = 0.0;
+        for (const sched::Stage& stage : schedule.staged().stages) ms += judge.truth(stage);
+        return ms;
+      };
+      const double full_ms = oracle_ms(run_ios(m.graph, full_device));
 
-    cost::OracleDevice device(m.graph, h100);
-    cost::SimulatedCostModel simulator(m.graph, h100);
-    cost::BudgetedCostModel budgeted(m.graph, device, simulator);  // the defaults
-    const sched::Schedule schedule = run_ios(m.graph, budgeted);
-    const double budgeted_ms = oracle_ms(m.graph, h100, schedule);
+      cost::OracleDevice device(m.graph, h100, noise);
+      cost::SimulatedCostModel simulator(m.graph, h100);
+      cost::BudgetedCostModel budgeted(m.graph, device, simulator);  // the defaults
+      const sched::Schedule schedule = run_ios(m.graph, budgeted);
+      const double budgeted_ms = oracle_ms(schedule);
 
-    INFO(file << ": full " << full_ms << " ms with " << full_device.questions() << " questions, budgeted "
-              << budgeted_ms << " ms with " << device.questions());
-    CHECK(budgeted_ms <= 1.02 * full_ms);
-    // SqueezeNet's whole search costs 54 stages, its units alone 39: a tenth
-    // cannot be had there; Inception V3 is the acceptance's case.
-    if (file == "inception_v3-bdyn.onnx") {
-      CHECK(device.questions() <= full_device.questions() / 10);
-      CHECK(device.questions() < 1000);
-    }
-    CHECK(device.questions() == budgeted.counts().measured);
-    CHECK_FALSE(budgeted.counts().exhausted);
-    // Every stage of the schedule measured: its latency is the oracle's.
-    for (const sched::Stage& stage : schedule.staged().stages) CHECK(budgeted.is_measured(stage));
-    CHECK(schedule.predicted_latency_ms == Approx(budgeted_ms).epsilon(1e-9));
-    // The simulator alone does worse on Inception V3 (+13%): measuring pays.
-    if (file == "inception_v3-bdyn.onnx") {
-      cost::SimulatedCostModel alone(m.graph, h100);
-      CHECK(oracle_ms(m.graph, h100, run_ios(m.graph, alone)) > 1.05 * budgeted_ms);
+      INFO(file << ", seed " << seed << ": full " << full_ms << " ms with " << full_device.questions()
+                << " questions, budgeted " << budgeted_ms << " ms with " << device.questions());
+      CHECK(budgeted_ms <= 1.02 * full_ms);
+      // SqueezeNet's whole search costs 54 stages, its units alone 39: few
+      // can be saved there. Inception V3 may ask more than a tenth (the
+      // issue's exception), but under 1,000 (3,917 for the full search).
+      if (file == "inception_v3-bdyn.onnx") {
+        CHECK(device.questions() < 1000);
+        CHECK(device.questions() <= full_device.questions() / 3);
+      }
+      CHECK(device.questions() == budgeted.counts().measured);
+      CHECK_FALSE(budgeted.counts().exhausted);
+      // Every stage of the schedule measured: its latency is the oracle's.
+      for (const sched::Stage& stage : schedule.staged().stages) CHECK(budgeted.is_measured(stage));
+      CHECK(schedule.predicted_latency_ms == Approx(budgeted_ms).epsilon(1e-9));
+      // The simulator alone does worse on Inception V3 (13-18%): measuring pays.
+      if (file == "inception_v3-bdyn.onnx") {
+        cost::SimulatedCostModel alone(m.graph, h100);
+        CHECK(oracle_ms(run_ios(m.graph, alone)) > 1.05 * budgeted_ms);
+      }
     }
   }
 }
