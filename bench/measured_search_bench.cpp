@@ -60,10 +60,7 @@ sched::Schedule run_ios(const sched::UnitGraph& graph, sched::CostModel& cost) {
 
 double oracle_latency(const sched::UnitGraph& graph, const cost::DeviceProfile& profile,
                       const Settings& s, const sched::Schedule& schedule) {
-  cost::OracleDevice judge(graph, profile, s.oracle);
-  double ms = 0.0;
-  for (const sched::Stage& stage : schedule.staged().stages) ms += judge.truth(stage);
-  return ms;
+  return cost::OracleDevice(graph, profile, s.oracle).truth(schedule);
 }
 
 int64_t parse_budget(const std::string& text) {

@@ -55,32 +55,24 @@ void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOp
     reject_options_without_effect(app, "with --analyze", {"--output"},
                                   "--analyze writes no schedule; drop one of them");
   }
-  if (!ios::optimize::scheduler_searches(o.scheduler)) {
+  const bool searches = ios::optimize::scheduler_searches(o.scheduler);
+  if (!searches) {
     reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--time-limit"},
                                   "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
                                   "take time to bound; drop it");
+    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--profile-budget"},
+                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
+                                  "measure a part of what they consider; drop it");
   }
   if (!o.calibrate_db.empty()) {
-    reject_options_without_effect(app, "with --calibrate", {"--time-limit"},
+    reject_options_without_effect(app, "with --calibrate", {"--time-limit", "--profile-budget"},
                                   "--calibrate fits a device profile and searches nothing; drop one of them");
   }
   if (o.cost == "simulated") {
     reject_options_without_effect(app, "with --cost simulated", {"--profile-db"},
                                   "the profile database caches measured latencies; drop one of them");
-  }
-  const bool searches = ios::optimize::scheduler_searches(o.scheduler);
-  if (!searches) {
-    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--profile-budget"},
-                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
-                                  "measure a part of what they consider; drop it");
-  }
-  if (o.cost == "simulated") {
     reject_options_without_effect(app, "with --cost simulated", {"--profile-budget"},
                                   "the budget bounds what is measured on the GPU; drop one of them");
-  }
-  if (!o.calibrate_db.empty()) {
-    reject_options_without_effect(app, "with --calibrate", {"--profile-budget"},
-                                  "--calibrate fits a device profile and searches nothing; drop one of them");
   }
   // A measured search ranks its candidates with the simulator, unless it
   // measures everything.

@@ -79,6 +79,12 @@ double OracleDevice::truth(const sched::Stage& stage) {
   return truth(stage, sched::stage_signature(graph_, stage));
 }
 
+double OracleDevice::truth(const sched::Schedule& schedule) {
+  double ms = 0.0;
+  for (const sched::Stage& stage : schedule.staged().stages) ms += truth(stage);
+  return ms;
+}
+
 double OracleDevice::truth(const sched::Stage& stage, const std::string& signature) {
   const double factor = 1.0 + options_.noise * (2.0 * uniform_draw(signature, options_.seed) - 1.0);
   return hidden_.stage_latency(canonical_order(graph_, stage)) * factor;

@@ -50,6 +50,9 @@ class OracleDevice : public sched::CostModel {
   // The latency of `stage` without counting a question (for scoring a
   // schedule after the search).
   double truth(const sched::Stage& stage);
+  // A staged schedule's latency on the oracle: the sum of its stages'
+  // truths, what the IOS search minimises (no question counted).
+  double truth(const sched::Schedule& schedule);
 
  private:
   double truth(const sched::Stage& stage, const std::string& signature);
