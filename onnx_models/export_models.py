@@ -72,6 +72,10 @@ SUPPORTED_OPS = {
     # segmentation heads, ConvNeXt and ViT-style models
     "Resize", "Sub", "Div", "Pow", "Sqrt", "Reciprocal", "Erf", "Tanh", "Exp",
     "LayerNormalization", "Cast", "Expand", "ConstantOfShape", "Equal", "Where",
+    # Swin's shifted windows and attention mask (shape and mask arithmetic on
+    # constants, folded at import), MaxViT's relative-position attention,
+    # FCOS's GroupNorm
+    "Mod", "Range", "ScatterND", "Not", "Einsum", "InstanceNormalization",
 }
 
 
@@ -104,6 +108,28 @@ class SegmentationLogits(nn.Module):
 
 def _tv_seg(fn):
     return lambda args: SegmentationLogits(fn(weights=None, weights_backbone=None, aux_loss=False))
+
+
+class DetectorHeads(nn.Module):
+    """The part of a torchvision detector that runs on the GPU in deployment:
+    backbone, FPN and heads up to their raw outputs, one graph output per
+    head output ([N, anchors or locations, K], every pyramid level
+    concatenated). Anchor generation, box decoding and NMS are
+    post-processing and stay out of the graph."""
+
+    def __init__(self, model, output_names):
+        super().__init__()
+        self.model = model
+        self.output_names = list(output_names)
+
+    def forward(self, x):
+        features = list(self.model.backbone(x).values())
+        heads = self.model.head(features)
+        return tuple(heads[k] for k in self.output_names)
+
+
+def _tv_det(fn, output_names):
+    return lambda args: DetectorHeads(fn(weights=None, weights_backbone=None), output_names)
 
 
 def _unit_layer_scale(model):
@@ -150,6 +176,21 @@ MODELS = {
                               "torchvision FCN-ResNet50, 21 classes, no aux head"),
     "convnext_tiny": ModelSpec(_tv(tvm.convnext_tiny), (224, 224), (32, 32), (64, 64),
                                "torchvision ConvNeXt-Tiny (layer scale 1)", prepare=_unit_layer_scale),
+    # The next families: shifted-window and multi-axis attention, and
+    # detectors' backbone + FPN + heads (several graph outputs).
+    "swin_t": ModelSpec(_tv(tvm.swin_t), (224, 224), (32, 32), (112, 112),
+                        "torchvision Swin-T (window 7; feature maps padded to whole windows)"),
+    "maxvit_t": ModelSpec(_tv(tvm.maxvit_t), (224, 224), (224, 224), (224, 224),
+                          "torchvision MaxViT-T (partition 7: the input a multiple of 224)", calib=(2, 2)),
+    "retinanet_resnet50_fpn": ModelSpec(
+        _tv_det(tvm.detection.retinanet_resnet50_fpn, ["cls_logits", "bbox_regression"]),
+        (800, 800), (64, 64), (128, 128), "torchvision RetinaNet-ResNet50-FPN, raw head outputs", calib=(2, 2)),
+    "fcos_resnet50_fpn": ModelSpec(
+        _tv_det(tvm.detection.fcos_resnet50_fpn, ["cls_logits", "bbox_regression", "bbox_ctrness"]),
+        (800, 800), (64, 64), (128, 128), "torchvision FCOS-ResNet50-FPN, raw head outputs", calib=(2, 2)),
+    "ssdlite320_mobilenet_v3_large": ModelSpec(
+        _tv_det(tvm.detection.ssdlite320_mobilenet_v3_large, ["cls_logits", "bbox_regression"]),
+        (320, 320), (320, 320), (320, 320), "torchvision SSDlite320-MobileNetV3-Large, raw head outputs"),
     "vit_style": ModelSpec(lambda a: nets.ViTStyle(), (64, 64), (64, 64), (64, 64),
                            "ViT-style encoder: 8x8 patches, dim 192, 4 blocks, 3 heads, separate q/k/v "
                            "(nets.py)"),
@@ -236,6 +277,15 @@ def fold_constants(graph):
     return before - len(keep)
 
 
+def output_names(model):
+    """The graph's output names: the detectors' head outputs, else "output"."""
+    return getattr(model, "output_names", ["output"])
+
+
+def as_outputs(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
 def final_layer(model):
     """The classifier: the last Linear/Conv2d registered in the model."""
     last = None
@@ -262,6 +312,8 @@ def calibrate(model, spec, hw, seed):
     for m in model.modules():  # restore the default so the module is ordinary again
         if isinstance(m, nn.modules.batchnorm._BatchNorm):
             m.momentum = 0.1
+    if len(output_names(model)) > 1:
+        return  # a detector: its heads keep torchvision's initialisation (class prior bias)
     std = model(data[0]).std().item()
     fc = final_layer(model)
     if np.isfinite(std) and std > 0:
@@ -298,18 +350,19 @@ def export_one(name, args, hw, out_path):
     gen = torch.Generator().manual_seed(args.seed + 2)
     dummy = torch.randn(batch, 3, hw[0], hw[1], generator=gen)
     with torch.no_grad():
-        ref = model(dummy)
-    if not torch.isfinite(ref).all():
+        refs = as_outputs(model(dummy))
+    if not all(torch.isfinite(r).all() for r in refs):
         raise RuntimeError(f"{name}: non-finite outputs in eval mode")
-    max_abs = ref.abs().max().item()
+    max_abs = max(r.abs().max().item() for r in refs)
 
-    dyn = {"input": {0: "batch"}, "output": {0: "batch"}} if args.dynamic_batch else None
+    outputs = output_names(model)
+    dyn = {"input": {0: "batch"}, **{o: {0: "batch"} for o in outputs}} if args.dynamic_batch else None
     buf = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch 1.13 exporter chatter (Slice folding, prim::Constant)
         torch.onnx.export(model, dummy, buf, export_params=True, opset_version=args.opset,
                           do_constant_folding=True, input_names=["input"],
-                          output_names=["output"], dynamic_axes=dyn,
+                          output_names=outputs, dynamic_axes=dyn,
                           training=torch.onnx.TrainingMode.EVAL,
                           keep_initializers_as_inputs=False)
     proto = onnx.load_from_string(buf.getvalue())
@@ -359,13 +412,20 @@ def write_truth(model, args, hw, out_path):
     """The numerical truth the tests compare against: a seeded N(0,1) input
     (batch 2 for a symbolic batch) and the model's output computed in float64
     from the same weights, next to the model as <stem>.input.npy and
-    <stem>.truth.npy (float32 input, float64 output)."""
+    <stem>.truth.npy (float32 input, float64 output); a model of several
+    outputs has <stem>.truth.<output name>.npy for each."""
     batch = 2 if args.dynamic_batch else args.batch
     gen = torch.Generator().manual_seed(args.seed + 3)
     x = torch.randn(batch, 3, hw[0], hw[1], generator=gen)
-    truth = copy.deepcopy(model).double()(x.double())
+    truths = as_outputs(copy.deepcopy(model).double()(x.double()))
+    names = output_names(model)
     stem = out_path[:-len(".onnx")]
-    for suffix, value in ((".input.npy", x.numpy()), (".truth.npy", truth.numpy())):
+    files = [(".input.npy", x.numpy())]
+    if len(names) == 1:
+        files.append((".truth.npy", truths[0].numpy()))
+    else:
+        files += [(f".truth.{n}.npy", t.numpy()) for n, t in zip(names, truths)]
+    for suffix, value in files:
         tmp = stem + suffix + ".tmp"
         with open(tmp, "wb") as f:
             np.save(f, value)

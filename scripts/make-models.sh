@@ -42,6 +42,16 @@ for opts in "--dynamic-batch" "--opset 17" "--batch 1" "--opset 17 --dynamic-bat
     $py onnx_models/export_models.py $opts --truth --out-dir "$out" --models "$models" "${size[@]}"
   done
 done
+# The next families as torchvision 0.14 exports them (opset 13, static batch
+# 1), with their truths: Swin-T at 112x112 (windows of 7 on padded feature
+# maps), MaxViT-T at 224x224 (its partitions need a multiple of 224), and the
+# detectors' raw heads, RetinaNet and FCOS at 128x128 (five pyramid levels
+# down to 1x1) and SSDlite at its 320x320.
+$py onnx_models/export_models.py --truth --out-dir "$out" --models swin_t --image-size 112x112
+$py onnx_models/export_models.py --truth --out-dir "$out" --models maxvit_t
+$py onnx_models/export_models.py --truth --out-dir "$out" --models retinanet_resnet50_fpn,fcos_resnet50_fpn \
+  --image-size 128x128
+$py onnx_models/export_models.py --truth --out-dir "$out" --models ssdlite320_mobilenet_v3_large
 $py onnx_models/make_bad_models.py "$out/bad"
 echo "$hash" >"$stamp"
 echo "models: exported in $(( $(date +%s) - start )) s"

@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Runs an ONNX model with ONNX Runtime (CPU execution provider) on one .npy
-// input and writes its first output as .npy: the numerical oracle of the ios
-// test suite.
+// input and writes its first output as .npy, or every output as NAME.npy in
+// a folder: the numerical oracle of the ios test suite.
 //
 //   node tools/ort_run.js MODEL.onnx INPUT.npy OUTPUT.npy
+//   node tools/ort_run.js MODEL.onnx INPUT.npy OUTPUT_DIR/   (an existing folder)
 //
 // Graph optimizations are disabled so that ONNX Runtime evaluates the model as
 // written (no fusions of its own between the file and the numbers);
@@ -121,10 +122,16 @@ async function main() {
   const start = process.hrtime.bigint();
   const results = await session.run(feeds);
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  const name = session.outputNames[0];
-  const output = results[name];
-  writeNpy(outputPath, Array.from(output.dims, Number), output.data);
-  process.stderr.write(`ort_run: ${path.basename(modelPath)}: '${name}' ${output.dims.join('x')} in ${ms.toFixed(1)} ms\n`);
+  const toFolder = outputPath.endsWith('/') || (fs.existsSync(outputPath) && fs.statSync(outputPath).isDirectory());
+  const names = toFolder ? session.outputNames : [session.outputNames[0]];
+  for (const name of names) {
+    if (toFolder && !/^[A-Za-z0-9_.-]+$/.test(name)) {
+      fail(2, `${modelPath}: output '${name}' cannot name a file; give an OUTPUT.npy for the first output`);
+    }
+    const output = results[name];
+    writeNpy(toFolder ? path.join(outputPath, `${name}.npy`) : outputPath, Array.from(output.dims, Number), output.data);
+    process.stderr.write(`ort_run: ${path.basename(modelPath)}: '${name}' ${output.dims.join('x')} in ${ms.toFixed(1)} ms\n`);
+  }
 }
 
 main().catch((e) => fail(1, e.stack || String(e)));

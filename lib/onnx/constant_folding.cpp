@@ -122,13 +122,17 @@ ir::Shape broadcast(const Context& ctx, const ir::Shape& a, const ir::Shape& b) 
   return *out;
 }
 
-enum class Binary { kAdd, kSub, kMul, kDiv, kPow, kMin, kMax, kEqual, kLess, kGreater };
+enum class Binary { kAdd, kSub, kMul, kDiv, kMod, kPow, kMin, kMax, kEqual, kLess, kGreater };
 
 ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const ConstTensor& b) {
   const ir::Shape dims = broadcast(ctx, a.dims, b.dims);
   const size_t n = folded_count(ctx, dims);
   const bool compare = op == Binary::kEqual || op == Binary::kLess || op == Binary::kGreater;
   const bool floating = a.is_float() || b.is_float();
+  // Mod: fmod=0 takes the divisor's sign (Python's %, integers only in
+  // ONNX), fmod=1 the dividend's (C's fmod).
+  const bool c_fmod = op == Binary::kMod && attr_int(ctx.node, "fmod", 0) != 0;
+  if (op == Binary::kMod && floating && !c_fmod) ctx.fail("Mod of floating values needs fmod=1");
   ConstTensor out;
   out.dims = dims;
   out.dtype = compare ? TensorProto::BOOL : a.dtype;
@@ -148,6 +152,7 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
         case Binary::kSub: r = ir::ew::Sub{}(x, y); break;
         case Binary::kMul: r = ir::ew::Mul{}(x, y); break;
         case Binary::kDiv: r = ir::ew::Div{}(x, y); break;
+        case Binary::kMod: r = std::fmod(x, y); break;
         case Binary::kPow: break;  // above
         case Binary::kMin: r = std::min(x, y); break;
         case Binary::kMax: r = std::max(x, y); break;
@@ -174,6 +179,11 @@ ConstTensor binary(const Context& ctx, Binary op, const ConstTensor& a, const Co
           if (y == 0) ctx.fail("integer division by zero");
           if (y == -1 && x == std::numeric_limits<int64_t>::min()) ctx.fail("integer overflow in {} / -1", x);
           r = x / y;
+          break;
+        case Binary::kMod:
+          if (y == 0) ctx.fail("integer modulo by zero");
+          r = y == -1 ? 0 : x % y;
+          if (!c_fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
           break;
         case Binary::kPow: break;  // above
         case Binary::kMin: r = std::min(x, y); break;
@@ -588,6 +598,41 @@ Folded fold_where(const Context& ctx, const Values& in, const Shape&) {
   return one(out);
 }
 
+// ScatterND without reduction: a copy of data with the slices that indices
+// name replaced by updates (Swin's attention mask is built this way).
+Folded fold_scatter_nd(const Context& ctx, const Values& in, const Shape&) {
+  const ConstTensor &data = need(ctx, in, 0), &indices = need(ctx, in, 1), &updates = need(ctx, in, 2);
+  if (attr_string(ctx.node, "reduction", "none") != "none") ctx.fail("only reduction 'none' is folded");
+  if (indices.is_float() || indices.dims.empty()) ctx.fail("indices must be an integer tensor of rank >= 1");
+  const size_t r = data.dims.size();
+  const auto k = static_cast<size_t>(indices.dims.back());
+  if (k < 1 || k > r) ctx.fail("the last dimension of indices ({}) must be between 1 and the data rank {}", k, r);
+  ir::Shape expect(indices.dims.begin(), indices.dims.end() - 1);
+  expect.insert(expect.end(), data.dims.begin() + static_cast<std::ptrdiff_t>(k), data.dims.end());
+  if (updates.dims != expect) {
+    ctx.fail("updates have shape {}, expected {}", ir::to_string(updates.dims), ir::to_string(expect));
+  }
+  if (updates.is_float() != data.is_float()) ctx.fail("updates and data differ in element type");
+  ConstTensor out = data;
+  const std::vector<int64_t> strides = strides_of(data.dims);
+  const auto slice = static_cast<size_t>(strides[k - 1]);  // elements one index names
+  const size_t count = indices.size() / k;
+  for (size_t n = 0; n < count; ++n) {
+    size_t at = 0;
+    for (size_t d = 0; d < k; ++d) {
+      int64_t v = indices.i[n * k + d];
+      if (v < -data.dims[d] || v >= data.dims[d]) ctx.fail("index {} out of range for dimension {} of size {}", v, d, data.dims[d]);
+      if (v < 0) v += data.dims[d];
+      at += static_cast<size_t>(v) * static_cast<size_t>(strides[d]);
+    }
+    for (size_t e = 0; e < slice; ++e) {
+      if (out.is_float()) out.f[at + e] = updates.f[n * slice + e];
+      else out.i[at + e] = updates.i[n * slice + e];
+    }
+  }
+  return one(out);
+}
+
 // A unary operator, in double (integers through double, range-checked).
 template <double (*F)(double)>
 Folded fold_unary(const Context& ctx, const Values& in, const Shape&) {
@@ -640,6 +685,7 @@ const std::map<std::string, FoldFn>& fold_table() {
       {"ConstantOfShape", fold_constant_of_shape},
       {"Range", fold_range},
       {"Where", fold_where},
+      {"ScatterND", fold_scatter_nd},
       {"Neg", fold_unary<negate>},
       {"Abs", fold_unary<absolute>},
       {"Floor", fold_unary<round_down>},
@@ -653,6 +699,7 @@ const std::map<std::string, FoldFn>& fold_table() {
       {"Sub", fold_binary<Binary::kSub>},
       {"Mul", fold_binary<Binary::kMul>},
       {"Div", fold_binary<Binary::kDiv>},
+      {"Mod", fold_binary<Binary::kMod>},
       {"Pow", fold_binary<Binary::kPow>},
       {"Min", fold_binary<Binary::kMin>},
       {"Max", fold_binary<Binary::kMax>},

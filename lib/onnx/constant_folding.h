@@ -29,8 +29,8 @@ int64_t default_opset(const ::onnx::ModelProto& model);
 
 // Evaluates every node of a foldable op type (the shape-arithmetic set:
 // Constant, Shape, Size, Gather, Unsqueeze, Squeeze, Concat, Cast, Reshape,
-// Flatten, Transpose, Slice, Expand, ConstantOfShape, Range, Identity, Dropout,
-// Add, Sub, Mul, Div, Neg, Abs, Floor, Ceil, Sqrt, Min, Max, Equal, Less,
+// Flatten, Transpose, Slice, Expand, ConstantOfShape, Range, ScatterND,
+// Identity, Dropout, Add, Sub, Mul, Div, Mod, Neg, Abs, Floor, Ceil, Sqrt, Min, Max, Equal, Less,
 // Greater, Not, Where) whose inputs are all constants (Shape and Size: whose
 // input shape is static), removes it, and records its outputs as
 // initializers. Nodes making graph outputs are kept. Returns the number of

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,6 +12,7 @@
 #include "ir/op_info.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
+#include "onnx/einsum.h"
 
 namespace ios::onnx {
 namespace {
@@ -218,6 +220,8 @@ class Builder {
       return;
     }
     if (op_type == "Gather") return add_gather(node);
+    if (op_type == "Einsum") return add_einsum(node);
+    if (op_type == "InstanceNormalization") return add_instance_norm(node);
     const ir::OpInfo* info = ir::find_onnx_op(op_type);
     if (!info) fail(node, "operator {} is not supported; supported operators: {}", op_type, supported_ops_list());
     const bool legacy = op_type != info->onnx_name;  // Upsample, imported as Resize
@@ -323,6 +327,138 @@ class Builder {
     graph_.add_node(std::move(reshape));
   }
 
+  // Einsum as the IR's Transpose, Reshape and MatMul (onnx/einsum.h); steps
+  // that would change nothing are left out, and the last one makes the
+  // node's output.
+  void add_einsum(const NodeProto& node) {
+    only_first_output(node);
+    const auto* equation = find_attribute(node, "equation");
+    if (!equation) fail(node, "Einsum has no 'equation' attribute");
+    std::vector<ir::TensorId> operands;
+    std::vector<ir::Shape> shapes;
+    for (int i = 0; i < node.input_size(); ++i) {
+      const std::string name = input_or_empty(node, i);
+      if (name.empty()) fail(node, "input {} is empty", i);
+      operands.push_back(input_tensor(node, name));
+      shapes.push_back(graph_.tensor(operands.back()).shape);
+    }
+    if (operands.empty()) fail(node, "has no inputs");
+    const EinsumPlan plan = plan_einsum(equation->s(), shapes, fmt::format("{}: node {}", file_, node_label(node)));
+    const std::string& out = output_name(node);
+    std::vector<int64_t> identity(plan.output_perm.size());
+    for (size_t d = 0; d < identity.size(); ++d) identity[d] = static_cast<int64_t>(d);
+    const bool permute_output = plan.output_perm != identity;
+    if (!plan.matmul) {
+      if (!permute_output) {  // the operand itself, under the output's name
+        alias_[out] = graph_.tensor(operands[0]).name;
+        return;
+      }
+      lowered_step(node, ir::OpKind::kTranspose, {operands[0]}, ir::TransposeAttrs{plan.output_perm}, plan.output, out);
+      return;
+    }
+    for (size_t k = 0; k < 2; ++k) {
+      const std::string side = k == 0 ? "a" : "b";
+      const std::vector<int64_t>& perm = plan.operand_perm[k];
+      ir::Shape permuted;
+      for (int64_t d : perm) permuted.push_back(shapes[k][static_cast<size_t>(d)]);
+      if (!std::is_sorted(perm.begin(), perm.end())) {
+        operands[k] = lowered_step(node, ir::OpKind::kTranspose, {operands[k]}, ir::TransposeAttrs{perm}, permuted,
+                                   unused_name(out + "/einsum_" + side + "_transposed"));
+      }
+      if (permuted != plan.operand_matrix[k]) {
+        operands[k] = lowered_step(node, ir::OpKind::kReshape, {operands[k]}, ir::ReshapeAttrs{plan.operand_matrix[k]},
+                                   plan.operand_matrix[k], unused_name(out + "/einsum_" + side + "_matrix"));
+      }
+    }
+    ir::Shape matmul_shape = plan.operand_matrix[0];
+    matmul_shape.back() = plan.operand_matrix[1].back();
+    const bool reshape_product = matmul_shape != plan.product;
+    const bool last_is_matmul = !reshape_product && !permute_output;
+    ir::TensorId t = lowered_step(node, ir::OpKind::kMatMul, {operands[0], operands[1]}, {}, matmul_shape,
+                                  last_is_matmul ? out : unused_name(out + "/einsum_product"));
+    if (reshape_product) {
+      t = lowered_step(node, ir::OpKind::kReshape, {t}, ir::ReshapeAttrs{plan.product}, plan.product,
+                       permute_output ? unused_name(out + "/einsum_product_dims") : out);
+    }
+    if (permute_output) lowered_step(node, ir::OpKind::kTranspose, {t}, ir::TransposeAttrs{plan.output_perm}, plan.output, out);
+  }
+
+  // InstanceNormalization (GroupNorm as PyTorch exports it: a Reshape to
+  // [N, groups, -1] around it) is a LayerNormalization over the dims from 2
+  // on, then the per-channel Scale and B as a Mul and an Add where they are
+  // not ones and zeros.
+  void add_instance_norm(const NodeProto& node) {
+    if (node.input_size() != 3) fail(node, "InstanceNormalization needs 3 inputs (input, scale, B), it has {}", node.input_size());
+    only_first_output(node);
+    const ir::TensorId x = input_tensor(node, node.input(0));
+    const ir::Shape x_shape = graph_.tensor(x).shape;
+    if (x_shape.size() < 3) fail(node, "the input has rank {}; InstanceNormalization needs [N, C, D1, ...]", x_shape.size());
+    const int64_t channels = x_shape[1];
+    std::vector<std::vector<float>> affine;  // scale, B
+    for (int i = 1; i < 3; ++i) {
+      const char* what = i == 1 ? "scale" : "B";
+      const auto value = constant_input(node, i, what);
+      if (!value || !value->is_float()) fail(node, "input {} ({}) must be a float32 constant", i, what);
+      if (value->dims != ir::Shape{channels}) {
+        fail(node, "input {} ({}) has shape {}, expected [{}] (one value per channel)", i, what, ir::to_string(value->dims), channels);
+      }
+      affine.emplace_back(value->f.begin(), value->f.end());
+    }
+    const float epsilon = attr_float(node, "epsilon", 1e-5f);
+    if (!std::isfinite(epsilon) || epsilon < 0.0f) fail(node, "epsilon {} is not a finite number >= 0", epsilon);
+    const bool scaled = std::any_of(affine[0].begin(), affine[0].end(), [](float v) { return v != 1.0f; });
+    const bool shifted = std::any_of(affine[1].begin(), affine[1].end(), [](float v) { return v != 0.0f; });
+    const std::string& out = output_name(node);
+    ir::LayerNormAttrs attrs;
+    attrs.axis = 2;
+    attrs.epsilon = epsilon;
+    const ir::TensorId ones = add_weight(out + "/instance_norm_ones", {1}, {1.0f});
+    ir::TensorId t = lowered_step(node, ir::OpKind::kLayerNorm, {x, ones}, attrs, x_shape,
+                                  scaled || shifted ? unused_name(out + "/instance_normalized") : out);
+    ir::Shape per_channel(x_shape.size() - 1, 1);  // [C, 1, ...]: broadcasts over N and the spatial dims
+    per_channel[0] = channels;
+    if (scaled) {
+      t = lowered_step(node, ir::OpKind::kMul, {t, add_weight(out + "/instance_norm_scale", per_channel, affine[0])}, {},
+                       x_shape, shifted ? unused_name(out + "/instance_scaled") : out);
+    }
+    if (shifted) {
+      lowered_step(node, ir::OpKind::kAdd, {t, add_weight(out + "/instance_norm_bias", per_channel, affine[1])}, {},
+                   x_shape, out);
+    }
+  }
+
+  const std::string& output_name(const NodeProto& node) const {
+    if (node.output_size() < 1 || node.output(0).empty()) fail(node, "output 0 has no name");
+    if (ids_.count(node.output(0))) fail(node, "output '{}' is produced twice", node.output(0));
+    return node.output(0);
+  }
+
+  // One IR node that an ONNX node is lowered to, making `out_name` of
+  // `shape` (recorded in the shape map, which names every activation).
+  ir::TensorId lowered_step(const NodeProto& node, ir::OpKind op, std::vector<ir::TensorId> inputs, ir::Attrs attrs,
+                            const ir::Shape& shape, const std::string& out_name) {
+    shapes_[out_name] = shape;
+    ir::Node n;
+    n.name = node.name();
+    n.op = op;
+    n.inputs = std::move(inputs);
+    n.attrs = std::move(attrs);
+    n.outputs = {add_activation(out_name, shape)};
+    const ir::TensorId made = n.outputs[0];
+    graph_.add_node(std::move(n));
+    return made;
+  }
+
+  ir::TensorId add_weight(const std::string& base, ir::Shape shape, std::vector<float> values) {
+    ir::Tensor t;
+    t.name = unused_name(base);
+    t.shape = std::move(shape);
+    t.data = std::make_shared<const std::vector<float>>(std::move(values));
+    const ir::TensorId id = graph_.add_tensor(std::move(t));
+    ids_[graph_.tensor(id).name] = id;
+    return id;
+  }
+
   ir::TensorId add_activation(const std::string& name, ir::Shape shape) {
     ir::Tensor t;
     t.name = name;
@@ -362,7 +498,8 @@ class Builder {
 }  // namespace
 
 bool is_supported_op(const std::string& op_type) {
-  return op_type == "Identity" || op_type == "Dropout" || ir::find_onnx_op(op_type) != nullptr;
+  return op_type == "Identity" || op_type == "Dropout" || op_type == "Einsum" || op_type == "InstanceNormalization" ||
+         ir::find_onnx_op(op_type) != nullptr;
 }
 
 std::string supported_ops_list() {
@@ -375,7 +512,9 @@ std::string supported_ops_list() {
       out += ", ";
     }
   }
-  out += "Identity, Dropout, Gather of an activation at one constant index (imported as a Slice), and "
+  out += "Identity, Dropout, Einsum of one or two operands without sums over one operand (imported as "
+         "Transpose, Reshape and MatMul), InstanceNormalization (imported as LayerNormalization), Gather of an "
+         "activation at one constant index (imported as a Slice), and "
          "shape arithmetic on constants (Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Reshape, "
          "Slice, ... which are folded at import)";
   return out;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <new>
 #include <queue>
 #include <set>
@@ -30,6 +31,7 @@
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
 #include "onnx/constant_folding.h"
+#include "onnx/einsum.h"
 #include "onnx/external_data.h"
 #include "onnx/graph_builder.h"
 #include "onnx/opset_adapter.h"
@@ -41,9 +43,11 @@ using ::onnx::GraphProto;
 using ::onnx::ModelProto;
 using ::onnx::NodeProto;
 
-// Shape inference and folding alternate until nothing folds; exporters'
-// shape chains are a few levels deep.
-constexpr int kMaxFoldRounds = 16;
+// Shape inference and folding alternate until nothing folds. A round folds
+// every chain whose input shapes are known; a Shape of an activation waits
+// for the round after its Reshape target folded. Swin-T's twelve blocks need
+// 29 rounds; the cap keeps a hostile chain from making import quadratic.
+constexpr int kMaxFoldRounds = 64;
 
 // Import is linear in nodes but ONNX's shape inference costs about 1.5 KiB
 // of memory per node: half a million nodes import in about 9 s of CPU and
@@ -610,11 +614,62 @@ InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
 // hostile constants (a Slice with a negative step over an empty tensor), and
 // ios's own constant folding, alternating with inference in import_model,
 // resolves the same shape chains on values it has checked.
+// ONNX's schemas, except that Einsum's shape inference also gives the
+// output's dimensions (ONNX 1.12 gives only its rank), from the plan ios
+// lowers it with: without them every tensor after an attention's Einsum
+// would wait a round of shape inference per Einsum.
+class ImportSchemas final : public ::onnx::ISchemaRegistry {
+ public:
+  const ::onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
+                                    const std::string& domain) const override {
+    const ::onnx::OpSchema* base = ::onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
+    if (!base || key != "Einsum" || !(domain.empty() || domain == "ai.onnx")) return base;
+    auto [it, fresh] = einsum_.try_emplace(base, *base);
+    if (fresh) {
+      it->second.TypeAndShapeInferenceFunction(
+          [rank_only = base->GetTypeAndShapeInferenceFunction()](::onnx::InferenceContext& ctx) {
+            if (rank_only) rank_only(ctx);
+            infer_einsum_dims(ctx);
+          });
+    }
+    return &it->second;
+  }
+
+ private:
+  static void infer_einsum_dims(::onnx::InferenceContext& ctx) {
+    const auto* equation = ctx.getAttribute("equation");
+    if (!equation || ctx.getNumOutputs() < 1) return;
+    std::vector<ir::Shape> operands;
+    for (size_t i = 0; i < ctx.getNumInputs(); ++i) {
+      const auto* type = ctx.getInputType(i);
+      if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return;
+      ir::Shape dims;
+      for (const auto& d : type->tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) return;
+        dims.push_back(d.dim_value());
+      }
+      operands.push_back(std::move(dims));
+    }
+    ir::Shape output;
+    try {
+      output = plan_einsum(equation->s(), operands, "").output;
+    } catch (const UserError&) {
+      return;  // the IR builder refuses the node, naming it
+    }
+    auto* shape = ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : output) shape->add_dim()->set_dim_value(d);
+  }
+
+  mutable std::map<const ::onnx::OpSchema*, ::onnx::OpSchema> einsum_;
+};
+
 void infer_onnx_shapes(ModelProto& model, const std::string& path) {
   onnx_call(path, "ONNX shape inference failed", [&] {
     const ::onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1,
                                                 /*enable_data_propagation=*/false);
-    ::onnx::shape_inference::InferShapes(model, ::onnx::OpSchemaRegistry::Instance(), options);
+    const ImportSchemas schemas;
+    ::onnx::shape_inference::InferShapes(model, &schemas, options);
   });
 }
 
@@ -677,9 +732,10 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
   check_input_sizes(result.inputs, path);
 
   const int nodes_before = model.graph().node_size();
-  int folded = 0;
+  int folded = 0, fold_rounds = 0;
   ShapeMap shapes;
   for (int round = 0;; ++round) {
+    fold_rounds = round + 1;
     infer_onnx_shapes(model, path);
     shapes = static_shapes(model.graph());
     const int n = fold_constants(model, shapes, path);
@@ -711,10 +767,10 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
 
   const auto layer_norms = std::count_if(result.graph.nodes().begin(), result.graph.nodes().end(),
                                          [](const ir::Node& n) { return n.op == ir::OpKind::kLayerNorm; });
-  log->debug("{}: {} ONNX nodes, {} folded at import; IR: {} nodes, {} tensors; {} BatchNorm and {} "
+  log->debug("{}: {} ONNX nodes, {} folded at import in {} rounds; IR: {} nodes, {} tensors; {} BatchNorm and {} "
              "Pad folded, {} Concat flattened, {} layer normalizations fused, {} GELU chains fused, {} dead "
              "nodes removed; {} LayerNormalization nodes",
-             path, nodes_before, folded, result.graph.num_nodes(), result.graph.num_tensors(),
+             path, nodes_before, folded, fold_rounds, result.graph.num_nodes(), result.graph.num_tensors(),
              stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.layer_norms_fused,
              stats.gelus_fused, stats.dead_removed, layer_norms);
   return result;

@@ -3,7 +3,11 @@
 // depthwise 7x7) and a ViT-style encoder (class token, Q/K/V projections,
 // batched MatMul, Softmax), exported by onnx_models/export_models.py at
 // opset 13 with a symbolic batch and opset 17 with a static one (ConvNeXt and
-// the ViT-style encoder also the other way round).
+// the ViT-style encoder also the other way round); Swin-T (shifted windows:
+// mask and shape arithmetic folded at import), MaxViT-T (Einsum attention)
+// and three detectors' backbone + FPN + heads (several outputs: RetinaNet,
+// FCOS with GroupNorm, SSDlite), as torchvision 0.14 exports them (opset 13,
+// static batch 1).
 //
 // The truth is the PyTorch model run in float64 on the same weights and input
 // (the export script writes both next to the model; the truth is read back
@@ -42,20 +46,22 @@ Error error_against(const exec::HostTensor& actual, const exec::HostTensor& trut
 }
 
 // `file` is a model in onnx_models/generated with <stem>.input.npy and
-// <stem>.truth.npy beside it (export_models.py --truth).
+// <stem>.truth.npy beside it, or <stem>.truth.<output>.npy per output for a
+// model of several outputs (export_models.py --truth). Every output is held
+// to the rule.
 void check_family_model(const std::string& file) {
   const auto path = models_dir() / file;
   const std::string stem =
       path.string().substr(0, path.string().size() - std::string(".onnx").size());
-  for (const auto& p : {path.string(), stem + ".input.npy", stem + ".truth.npy"}) {
+  auto require_file = [](const std::string& p) {
     if (!std::filesystem::exists(p)) {
       FAIL(p << " is missing: run scripts/setup.sh (scripts/make-models.sh exports the model "
-                "families with "
-                "onnx_models/export_models.py --truth)");
+                "families with onnx_models/export_models.py --truth)");
     }
-  }
+  };
+  require_file(path.string());
+  require_file(stem + ".input.npy");
   const auto input = exec::read_npy(stem + ".input.npy");
-  const auto truth = exec::read_npy(stem + ".truth.npy");
   onnx::ImportOptions options;
   if (file.find("-bdyn") != std::string::npos) options.batch = input.shape.at(0);
 
@@ -68,27 +74,47 @@ void check_family_model(const std::string& file) {
   std::cerr << fmt::format("{}: imported and formed {} units in {} blocks in {:.2f} s\n", file,
                            graph.size(), graph.blocks().size(), seconds_since(t0));
 
+  std::map<std::string, exec::HostTensor> truths;
+  const auto& outputs = model.graph.outputs();
+  for (ir::TensorId t : outputs) {
+    const std::string& name = model.graph.tensor(t).name;
+    const std::string truth_file = outputs.size() == 1 ? stem + ".truth.npy" : stem + ".truth." + name + ".npy";
+    require_file(truth_file);
+    truths[name] = exec::read_npy(truth_file);
+  }
+
   TempDir dir("family_" + std::to_string(std::hash<std::string>{}(file)));
-  const auto ort = run_onnx_runtime(path, input, dir);
-  const Error ort_error = error_against(ort, truth, file + " ONNX Runtime");
-  std::cerr << fmt::format(
-      "{}: ONNX Runtime vs float64 truth: rms {:.3g}, max abs {:.3g} (|truth| <= {:.3g})\n", file,
-      ort_error.rms, ort_error.max_abs, exec::value_stats(truth).max_abs);
-  REQUIRE(ort_error.max_abs >
-          0.0);  // a float32 evaluation that equals the truth would make the ratio vacuous
+  std::map<std::string, exec::HostTensor> ort;
+  if (outputs.size() == 1) ort[truths.begin()->first] = run_onnx_runtime(path, input, dir);
+  else ort = run_onnx_runtime_outputs(path, input, dir);
+  std::map<std::string, Error> ort_errors;
+  for (const auto& [name, truth] : truths) {
+    INFO(file << " output " << name);
+    REQUIRE(ort.count(name) == 1);
+    const Error e = error_against(ort.at(name), truth, file + " " + name + " ONNX Runtime");
+    std::cerr << fmt::format(
+        "{} '{}': ONNX Runtime vs float64 truth: rms {:.3g}, max abs {:.3g} (|truth| <= {:.3g})\n", file, name,
+        e.rms, e.max_abs, exec::value_stats(truth).max_abs);
+    REQUIRE(e.max_abs > 0.0);  // a float32 evaluation that equals the truth would make the ratio vacuous
+    ort_errors[name] = e;
+  }
 
   for (const auto& entry : sched::scheduler_registry()) {
     const auto t1 = std::chrono::steady_clock::now();
     const auto schedule = make_schedule(entry.name, "", graph, cost);
-    const auto ours = run_cpu(graph, schedule, model.inputs[0].first, input);
-    const Error error = error_against(ours, truth, file + " " + entry.name);
-    std::cerr << fmt::format(
-        "{} {}: rms {:.3g} ({:.2f}x ONNX Runtime), max abs {:.3g} ({:.2f}x), {:.2f} s\n", file,
-        entry.name, error.rms, error.rms / ort_error.rms, error.max_abs,
-        error.max_abs / ort_error.max_abs, seconds_since(t1));
-    INFO(file << " scheduled by " << entry.name);
-    CHECK(error.rms <= 2.0 * ort_error.rms);
-    CHECK(error.max_abs <= 2.0 * ort_error.max_abs);
+    const auto ours = run_cpu_outputs(graph, schedule, model.inputs[0].first, input);
+    REQUIRE(ours.size() == truths.size());
+    for (const auto& [name, truth] : truths) {
+      const Error error = error_against(ours.at(name), truth, file + " " + name + " " + entry.name);
+      const Error& ort_error = ort_errors.at(name);
+      std::cerr << fmt::format(
+          "{} '{}' {}: rms {:.3g} ({:.2f}x ONNX Runtime), max abs {:.3g} ({:.2f}x), {:.2f} s\n", file, name,
+          entry.name, error.rms, error.rms / ort_error.rms, error.max_abs, error.max_abs / ort_error.max_abs,
+          seconds_since(t1));
+      INFO(file << " output " << name << " scheduled by " << entry.name);
+      CHECK(error.rms <= 2.0 * ort_error.rms);
+      CHECK(error.max_abs <= 2.0 * ort_error.max_abs);
+    }
   }
 }
 
@@ -205,6 +231,23 @@ TEST_CASE("model family vs float64 truth: vit_style at opset 13 with a static ba
 TEST_CASE("model family vs float64 truth: vit_style at opset 17 with a symbolic batch",
           "[cpu][ort][family]") {
   check_family_model("vit_style-bdyn-op17.onnx");
+}
+
+// The next families, as torchvision 0.14 exports them (opset 13, batch 1).
+TEST_CASE("model family vs float64 truth: swin_t at 112x112", "[cpu][ort][family]") {
+  check_family_model("swin_t-112x112.onnx");
+}
+TEST_CASE("model family vs float64 truth: maxvit_t", "[cpu][ort][family]") {
+  check_family_model("maxvit_t.onnx");
+}
+TEST_CASE("model family vs float64 truth: retinanet_resnet50_fpn's raw heads at 128x128", "[cpu][ort][family]") {
+  check_family_model("retinanet_resnet50_fpn-128x128.onnx");
+}
+TEST_CASE("model family vs float64 truth: fcos_resnet50_fpn's raw heads at 128x128", "[cpu][ort][family]") {
+  check_family_model("fcos_resnet50_fpn-128x128.onnx");
+}
+TEST_CASE("model family vs float64 truth: ssdlite320_mobilenet_v3_large's raw heads", "[cpu][ort][family]") {
+  check_family_model("ssdlite320_mobilenet_v3_large.onnx");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -70,11 +71,12 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// Runs tools/ort_run.js (ONNX Runtime, CPU) on `input`; `level` is ONNX
-// Runtime's graph optimization level. Fails the test with the script's
-// message when node, onnxruntime-node or the script is unusable.
-inline exec::HostTensor run_onnx_runtime(const std::filesystem::path& model, const exec::HostTensor& input,
-                                         const TempDir& dir, const std::string& level = "disabled") {
+// Runs tools/ort_run.js (ONNX Runtime, CPU) on `input`, writing to `target`
+// (a .npy file for the first output, or a folder for every output); `level`
+// is ONNX Runtime's graph optimization level. Fails the test with the
+// script's message when node, onnxruntime-node or the script is unusable.
+inline void run_ort_script(const std::filesystem::path& model, const exec::HostTensor& input, const TempDir& dir,
+                           const std::string& level, const std::string& target) {
   const auto script = source_dir() / "tools" / "ort_run.js";
   if (std::system("node --version >/dev/null 2>&1") != 0) {
     FAIL("node is not installed: run scripts/setup.sh (ONNX Runtime is the tests' numerical oracle)");
@@ -84,11 +86,10 @@ inline exec::HostTensor run_onnx_runtime(const std::filesystem::path& model, con
                                                  << ": run scripts/setup.sh (npm install --ignore-scripts)");
   }
   const auto in = dir.path() / "input.npy";
-  const auto out = dir.path() / ("ort_" + level + ".npy");
   const auto log = dir.path() / "ort.log";
   exec::write_npy(in, input);
   const std::string cmd = fmt::format("ORT_GRAPH_OPTIMIZATION={} node '{}' '{}' '{}' '{}' 2>'{}'", level,
-                                      script.string(), model.string(), in.string(), out.string(), log.string());
+                                      script.string(), model.string(), in.string(), target, log.string());
   const int rc = std::system(cmd.c_str());
   if (rc != 0) {
     std::ifstream f(log);
@@ -96,7 +97,28 @@ inline exec::HostTensor run_onnx_runtime(const std::filesystem::path& model, con
     text << f.rdbuf();
     FAIL("ONNX Runtime failed (" << cmd << "): " << text.str() << " -- run scripts/setup.sh if it is not installed");
   }
+}
+
+// The model's first output from ONNX Runtime.
+inline exec::HostTensor run_onnx_runtime(const std::filesystem::path& model, const exec::HostTensor& input,
+                                         const TempDir& dir, const std::string& level = "disabled") {
+  const auto out = dir.path() / ("ort_" + level + ".npy");
+  run_ort_script(model, input, dir, level, out.string());
   return exec::read_npy(out);
+}
+
+// Every output of the model from ONNX Runtime, by name.
+inline std::map<std::string, exec::HostTensor> run_onnx_runtime_outputs(const std::filesystem::path& model,
+                                                                        const exec::HostTensor& input,
+                                                                        const TempDir& dir) {
+  const auto folder = dir.path() / "ort_outputs";
+  std::filesystem::create_directories(folder);
+  run_ort_script(model, input, dir, "disabled", folder.string() + "/");
+  std::map<std::string, exec::HostTensor> outputs;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    outputs[entry.path().stem().string()] = exec::read_npy(entry.path());
+  }
+  return outputs;
 }
 
 // A schedule from a registered scheduler, validated against the graph.
@@ -112,6 +134,16 @@ inline sched::Schedule make_schedule(const std::string& scheduler, const std::st
 
 inline cost::SimulatedCostModel simulated_cost(const sched::UnitGraph& graph) {
   return cost::SimulatedCostModel(graph, cost::load_device_profile("h100"));
+}
+
+// Runs `schedule` on the CPU executor with the model's single input; every
+// output by name.
+inline std::map<std::string, exec::HostTensor> run_cpu_outputs(const sched::UnitGraph& graph,
+                                                               const sched::Schedule& schedule,
+                                                               const std::string& input_name,
+                                                               const exec::HostTensor& input) {
+  cpu::CpuExecutor executor(graph, exec::lower(graph, schedule), cpu::ExecutorOptions{2});
+  return executor.run({{input_name, input}});
 }
 
 // Runs `schedule` on the CPU executor with the model's single input.
