@@ -42,7 +42,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, "..", ".."))
 
-DEFAULT_MODELS = "inception_v3,squeezenet1_1,randwire,nasnet_a_large,deeplabv3_resnet50"
+DEFAULT_MODELS = ("inception_v3,squeezenet1_1,randwire,nasnet_a_large,deeplabv3_resnet50,"
+                  "swin_t,maxvit_t,retinanet_resnet50_fpn,fcos_resnet50_fpn,ssdlite320_mobilenet_v3_large")
 
 # (label in the tables, registry name, --params)
 SCHEDULERS = [
@@ -189,9 +190,14 @@ def resolve_model(models_dir, name):
         path = os.path.join(models_dir, name + suffix)
         if os.path.isfile(path):
             return name, path
-    # Models the tests use at a reduced input size only (NAME-bdyn-HxW.onnx).
-    reduced = sorted(glob.glob(os.path.join(glob.escape(models_dir), name + "-bdyn-*x*.onnx")))
-    return name, (reduced[0] if reduced else None)
+    # Models the tests use at a reduced input size only (NAME-bdyn-HxW.onnx,
+    # or NAME-HxW.onnx with a static batch of 1).
+    for pattern in ("-bdyn-*x*.onnx", "-[0-9]*x[0-9]*.onnx"):
+        reduced = sorted(p for p in glob.glob(os.path.join(glob.escape(models_dir), name + pattern))
+                         if re.fullmatch(re.escape(name) + r"(-bdyn)?-\d+x\d+\.onnx", os.path.basename(p)))
+        if reduced:
+            return name, reduced[0]
+    return name, None
 
 
 def error_text(rc, stderr, timeout=None):
@@ -654,7 +660,7 @@ def write_markdown(args, doc, path, charts):
     if wide:
         L.append("## Widest blocks\n")
         L.append("Each model's widest block (most units side by side: an Inception module, DeepLabV3's "
-                 "ASPP head), with the block's latency under the `sequential` and the `ios` schedule and "
+                 "ASPP head, a detector's heads on five pyramid levels), with the block's latency under the `sequential` and the `ios` schedule and "
                  "the speed-up on that block alone. "
                  + ("Measured per stage on the GPU." if gpu else
                     f"Predicted by the simulated cost model (`{args.device_profile}` profile), not measured.")

@@ -111,7 +111,7 @@ bool is_attribute_input(const std::string& op, int index) {
   if (op == "Pow") return index == 1;  // not an attribute in ONNX, but ios needs the exponent constant
   if (op == "Resize" || op == "Upsample") return index >= 1;  // roi, scales, sizes
   // Scale and B: weights, constants in every exported model.
-  if (op == "LayerNormalization") return index == 1 || index == 2;
+  if (op == "LayerNormalization" || op == "InstanceNormalization") return index == 1 || index == 2;
   return false;
 }
 
@@ -199,6 +199,8 @@ fs::path constant_inputs_model(const Case& c, const fs::path& work) {
       throw std::runtime_error(pb.string() + ": cannot parse");
     value.set_name(input.name());
     *graph.add_initializer() = value;
+    // Before IR version 4 every initializer is also a graph input.
+    if (model.ir_version() < 4) *kept.Add() = input;
   }
   graph.mutable_input()->Swap(&kept);
   google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> outputs;
@@ -531,7 +533,8 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
       << "Node tests of supported operators that pass an attribute (a Reshape target, Slice "
          "bounds,\n"
       << "Split sizes, Pad amounts, Clip bounds, a Pow exponent, Resize scales and sizes, a\n"
-      << "LayerNormalization Scale and B) as a graph input are refused: ios needs those\n"
+      << "LayerNormalization or InstanceNormalization Scale and B) as a graph input are refused: ios\n"
+      << "needs those "
       << "constant. The runner also runs each of them with those inputs made constant (the\n"
       << "test's values as initializers; LayerNormalization's without its Mean and InvStdDev\n"
       << "outputs, which ios does not compute), marked *(constant inputs)* below: of "
@@ -601,9 +604,13 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
   }
   doc << "\n## Operators ios does not run\n\n"
       << "Their node tests are refused with exit 2 (the number of tests in parentheses). Shape\n"
-      << "arithmetic on constants (Shape, Gather, Unsqueeze, Cast, ...) is folded at import; "
-         "these\n"
-      << "operators' node tests compute on runtime inputs, so they are refused too.\n\n"
+      << "and mask arithmetic on constants (Shape, Gather, Unsqueeze, Cast, Range, Mod, ScatterND,\n"
+      << "ConstantOfShape, Expand, Equal, Where, Not, ...: what Swin's shifted windows are built\n"
+      << "from) is folded at import; these operators' node tests compute on runtime inputs, so\n"
+      << "they are refused too. Einsum and InstanceNormalization are supported by being imported\n"
+      << "as other operators: Einsum of one or two operands as Transpose, Reshape and MatMul\n"
+      << "(sums over an index of one operand, diagonals and ellipses are refused),\n"
+      << "InstanceNormalization as LayerNormalization with a per-channel Mul and Add.\n\n"
       << join(others, ", ") << "\n";
   std::vector<std::string> multi_passed;
   for (size_t i : multi) {

@@ -427,3 +427,61 @@ TEST_CASE("Pow Reciprocal Exp and Erf of constants fold, an integer exponent inc
     CHECK((*scale.data)[k] == Approx(std::erf(std::exp(1.0 / (c[k] * c[k])))).epsilon(1e-6));
   }
 }
+
+namespace {
+
+// x [2, 3, 4, 4] reshaped to a target that Mod computes from constants:
+// [Mod(p, q), -1].
+ModelBuilder mod_target_model(int64_t p, int64_t q, bool c_fmod) {
+  ModelBuilder b;
+  b.input("x", {2, 3, 4, 4});
+  b.int_constant("p", {1}, {p});
+  b.int_constant("q", {1}, {q});
+  auto& mod = b.node("Mod", {"p", "q"}, {"rows"});
+  if (c_fmod) ModelBuilder::integer(mod, "fmod", 1);
+  b.int_constant("rest", {1}, {-1});
+  ModelBuilder::integer(b.node("Concat", {"rows", "rest"}, {"target"}), "axis", 0);
+  b.node("Reshape", {"x", "target"}, {"flat"});
+  b.node("Relu", {"flat"}, {"y"});
+  b.output("y", 2);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("Mod folds with the divisor's sign (fmod 0) and the dividend's (fmod 1)", "[onnx][fold]") {
+  // -8 mod 5: 2 as Python computes it, -3 as C's fmod does.
+  const auto python = import(mod_target_model(-8, 5, false), "mod_python.onnx");
+  CHECK(only(python.graph, OpKind::kReshape).attr<ios::ir::ReshapeAttrs>().shape == Shape{2, 48});
+  // 8 mod -5: 3 with fmod 1 (-2 with fmod 0, not a valid row count).
+  const auto c = import(mod_target_model(8, -5, true), "mod_c.onnx");
+  CHECK(only(c.graph, OpKind::kReshape).attr<ios::ir::ReshapeAttrs>().shape == Shape{3, 32});
+  CHECK_THROWS_WITH(import(mod_target_model(8, 0, false), "mod_zero.onnx"),
+                    Catch::Contains("mod_zero.onnx") && Catch::Contains("'rows_node' (Mod)") &&
+                        Catch::Contains("integer modulo by zero"));
+}
+
+TEST_CASE("ScatterND on constants folds (Swin's attention mask is built this way)", "[onnx][fold]") {
+  // data [9, 12, 9] with rows 0 and 2 replaced by 2 and 4: the target [2, 12, 4].
+  auto model = [](std::vector<int64_t> indices, std::vector<int64_t> index_dims) {
+    ModelBuilder b;
+    b.input("x", {2, 3, 4, 4});
+    b.int_constant("data", {3}, {9, 12, 9});
+    b.int_constant("indices", index_dims, indices);
+    b.int_constant("updates", {2}, {2, 4});
+    b.node("ScatterND", {"data", "indices", "updates"}, {"target"}, "mask/ScatterND");
+    b.node("Reshape", {"x", "target"}, {"y"});
+    b.output("y", 3);
+    return b;
+  };
+  const auto folded = import(model({0, 2}, {2, 1}), "scatter.onnx");
+  CHECK(folded.graph.num_nodes() == 1);
+  CHECK(only(folded.graph, OpKind::kReshape).attr<ios::ir::ReshapeAttrs>().shape == Shape{2, 12, 4});
+  CHECK(folded.graph.tensor(folded.graph.outputs()[0]).shape == Shape{2, 12, 4});
+  // Negative indices count from the end, as in ONNX.
+  const auto negative = import(model({-3, -1}, {2, 1}), "scatter_negative.onnx");
+  CHECK(only(negative.graph, OpKind::kReshape).attr<ios::ir::ReshapeAttrs>().shape == Shape{2, 12, 4});
+  CHECK_THROWS_WITH(import(model({0, 3}, {2, 1}), "scatter_out.onnx"),
+                    Catch::Contains("scatter_out.onnx") && Catch::Contains("'mask/ScatterND'") &&
+                        Catch::Contains("index 3 out of range"));
+}
