@@ -182,6 +182,56 @@ TEST_CASE("the ViT-style encoder's query, key and value projections merge in eve
   CHECK(merges == 4);
 }
 
+// A detector's heads run the same convolution towers on every pyramid level
+// (five for RetinaNet and FCOS, six feature maps for SSDlite): independent
+// work, and IOS's schedule (simulated H100) runs `levels` of them side by
+// side, head convolutions of that many feature map sizes in one stage.
+void check_heads_run_side_by_side(const std::string& file, size_t levels_side_by_side) {
+  const auto path = models_dir() / file;
+  if (!std::filesystem::exists(path)) FAIL(path.string() << " is missing: run scripts/setup.sh");
+  const auto model = onnx::import_model(path.string(), onnx::ImportOptions{});
+  const auto graph = sched::UnitGraph::form(model.graph);
+  auto is_head = [&](sched::UnitId u) {
+    const auto& unit = graph.unit(u);
+    // torch's exporter names nodes by module path: /model/head/classification_head/conv/...
+    return unit.anchor != ir::kNone && model.graph.node(unit.anchor).name.find("/head/") != std::string::npos &&
+           model.graph.node(unit.anchor).op == ir::OpKind::kConv;
+  };
+  auto level = [&](sched::UnitId u) {  // the pyramid level, by the feature map's size
+    const ir::Shape& out = model.graph.tensor(model.graph.node(graph.unit(u).anchor).outputs.at(0)).shape;
+    return out.at(2) * 100000 + out.at(3);
+  };
+  std::set<int64_t> levels;
+  for (sched::UnitId u = 0; u < graph.size(); ++u) {
+    if (is_head(u)) levels.insert(level(u));
+  }
+  INFO(file << ": head convolutions on " << levels.size() << " feature map sizes");
+  REQUIRE(levels.size() >= 5);
+  auto cost = simulated_cost(graph);
+  const auto schedule = make_schedule("ios", "", graph, cost);
+  size_t widest = 0;
+  for (const auto& stage : schedule.staged().stages) {
+    std::set<int64_t> side_by_side;
+    for (const auto& group : stage.groups) {
+      for (sched::UnitId u : group) {
+        if (is_head(u)) side_by_side.insert(level(u));
+      }
+    }
+    widest = std::max(widest, side_by_side.size());
+  }
+  CHECK(widest >= levels_side_by_side);
+}
+
+TEST_CASE("the detectors' heads run on their pyramid levels side by side", "[cpu][family]") {
+  check_heads_run_side_by_side("retinanet_resnet50_fpn-128x128.onnx", 5);
+  check_heads_run_side_by_side("ssdlite320_mobilenet_v3_large.onnx", 5);
+  // FCOS's GroupNorm makes each tower about twice as many units: its head
+  // region (about 230 units, width 10) is split by the 40-unit block cap
+  // into parts of consecutive units, which follow the export's level-major
+  // order, so only two levels share a block (docs/schedulers.md).
+  check_heads_run_side_by_side("fcos_resnet50_fpn-128x128.onnx", 2);
+}
+
 TEST_CASE("model family vs float64 truth: deeplabv3_resnet50 at opset 13 with a symbolic batch",
           "[cpu][ort][family]") {
   check_family_model("deeplabv3_resnet50-bdyn-128x128.onnx");
