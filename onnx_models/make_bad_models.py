@@ -16,6 +16,10 @@ Valid models (opset 13, IR 7, float32, pass onnx.checker):
                        -> Concat(b1, b2, b3, b4) -> output 1x48x8x8 (nested concats)
   unsupported_op.onnx  tiny_conv plus a LpNormalization node named "weird_node"
                        (valid ONNX, but not an op ios supports)
+  window_attention.onnx  input 1x4x4x4 -> InstanceNormalization -> tokens 1x4x16 ->
+                       Einsum scores + a mask that Range/Mod/Equal/Not/Where/ScatterND
+                       compute from constants -> Softmax -> Einsum -> output 1x4x4x4
+                       (the forms Swin, MaxViT and FCOS export; a fuzzing seed)
 Broken files:
   cycle.onnx           Add and Relu consuming each other's outputs (saved unchecked)
   truncated.onnx       the first half of tiny_conv.onnx's bytes
@@ -112,6 +116,41 @@ def unsupported_op():
     y = b.conv_relu("input", 3, 4, (3, 3), (1, 1, 1, 1))
     b.op("LpNormalization", [y], out="output", name="weird_node", axis=1, p=2)
     return b.model("unsupported_op", [1, 3, 8, 8], "output", [1, 4, 8, 8])
+
+
+def window_attention():
+    def scalar(name, v):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, np.int64)))
+    nodes = [
+        helper.make_node("InstanceNormalization", ["input", "scale", "bias"], ["normed"], epsilon=1e-5),
+        helper.make_node("Reshape", ["normed", "tokens_shape"], ["tokens"]),
+        helper.make_node("Einsum", ["tokens", "tokens"], ["scores"], equation="bcq,bck->bqk"),
+        scalar("start", 0), scalar("limit", 16), scalar("delta", 1),
+        helper.make_node("Range", ["start", "limit", "delta"], ["positions"]),
+        helper.make_node("Mod", ["positions", "four"], ["column"]),
+        helper.make_node("Equal", ["column", "zero"], ["first"]),
+        helper.make_node("Not", ["first"], ["later"]),
+        helper.make_node("Where", ["later", "no_penalty", "penalty"], ["row_mask"]),
+        helper.make_node("ScatterND", ["row_mask", "masked_index", "masked_value"], ["mask"]),
+        helper.make_node("Add", ["scores", "mask"], ["biased"]),
+        helper.make_node("Softmax", ["biased"], ["weights"], axis=-1),
+        helper.make_node("Einsum", ["weights", "tokens"], ["mixed"], equation="bqk,bck->bcq"),
+        helper.make_node("Reshape", ["mixed", "image_shape"], ["output"]),
+    ]
+    inits = [numpy_helper.from_array(v, n) for n, v in [
+        ("scale", np.array([1.0, 0.5, 2.0, 1.0], np.float32)),
+        ("bias", np.array([0.0, 0.1, 0.0, -0.1], np.float32)),
+        ("tokens_shape", np.array([1, 4, 16], np.int64)),
+        ("image_shape", np.array([1, 4, 4, 4], np.int64)),
+        ("four", np.array(4, np.int64)), ("zero", np.array(0, np.int64)),
+        ("no_penalty", np.array(0.0, np.float32)), ("penalty", np.array(-1.0, np.float32)),
+        ("masked_index", np.array([[0]], np.int64)), ("masked_value", np.array([-2.0], np.float32))]]
+    g = helper.make_graph(nodes, "window_attention",
+                          [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4, 4, 4])],
+                          [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 4, 4, 4])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=7)
+    onnx.checker.check_model(m)
+    return m
 
 
 def two_branch():
@@ -315,6 +354,7 @@ def main(argv):
     save("symbolic_batch.onnx", sym.SerializeToString())
     save("unsupported_op.onnx", unsupported_op().SerializeToString())
     save("two_branch.onnx", two_branch().SerializeToString())
+    save("window_attention.onnx", window_attention().SerializeToString())
     save("inception_like.onnx", inception_like().SerializeToString())
     save("cycle.onnx", cycle().SerializeToString())
     save("truncated.onnx", good[: len(good) // 2])
