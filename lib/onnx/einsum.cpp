@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 
 #include "core/error.h"
 
@@ -62,9 +63,13 @@ std::vector<int64_t> positions(const std::string& of, const std::string& in) {
   return out;
 }
 
-int64_t product_of(const std::string& letters, const std::map<char, int64_t>& size) {
+// The product of the letters' sizes; nullopt when it overflows (shapes
+// inferred from a hostile file are checked only after folding).
+std::optional<int64_t> product_of(const std::string& letters, const std::map<char, int64_t>& size) {
   int64_t n = 1;
-  for (char c : letters) n *= size.at(c);
+  for (char c : letters) {
+    if (__builtin_mul_overflow(n, size.at(c), &n)) return std::nullopt;
+  }
   return n;
 }
 
@@ -134,10 +139,11 @@ EinsumPlan plan_einsum(const std::string& equation, const std::vector<ir::Shape>
   plan.operand_perm = {positions(batch + left + contracted, a), positions(batch + contracted + right, b)};
   ir::Shape batch_dims;
   for (char c : batch) batch_dims.push_back(size.at(c));
-  const int64_t l = product_of(left, size), k = product_of(contracted, size), r = product_of(right, size);
+  const auto l = product_of(left, size), k = product_of(contracted, size), r = product_of(right, size);
+  if (!l || !k || !r) fail("the operands' dimensions multiply beyond the int64 range");
   plan.operand_matrix = {batch_dims, batch_dims};
-  plan.operand_matrix[0].insert(plan.operand_matrix[0].end(), {l, k});
-  plan.operand_matrix[1].insert(plan.operand_matrix[1].end(), {k, r});
+  plan.operand_matrix[0].insert(plan.operand_matrix[0].end(), {*l, *k});
+  plan.operand_matrix[1].insert(plan.operand_matrix[1].end(), {*k, *r});
   const std::string product = batch + left + right;
   for (char c : product) plan.product.push_back(size.at(c));
   plan.output_perm = positions(p.output, product);

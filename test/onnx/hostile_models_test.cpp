@@ -46,3 +46,19 @@ TEST_CASE("a constant folded to an absurd size is refused", "[onnx][errors][host
   const std::string message = import_error(b.save("huge_fold.onnx"));
   CHECK(message.find("too large") != std::string::npos);
 }
+
+TEST_CASE("an Einsum over inferred dimensions whose products overflow is refused", "[onnx][errors][hostile]") {
+  // Expand makes an activation of shape [2^40, 2^40, 2] (nothing allocated:
+  // shapes are checked after folding); Einsum 'abc,cd->abd' flattens a and b
+  // into one dimension of 2^80 while its output's dims are inferred.
+  ModelBuilder b;
+  b.input("x", {1, 1, 1});
+  b.int_weight("big", {3}, {int64_t{1} << 40, int64_t{1} << 40, 2});
+  b.node("Expand", {"x", "big"}, {"e"}, "expand0");
+  b.ramp_weight("w", {2, 3});
+  ModelBuilder::text(b.node("Einsum", {"e", "w"}, {"y"}, "einsum0"), "equation", "abc,cd->abd");
+  b.output("y", 3);
+  const std::string message = import_error(b.save("einsum_overflow.onnx"));
+  INFO(message);
+  CHECK(message.find("einsum_overflow.onnx") != std::string::npos);
+}
