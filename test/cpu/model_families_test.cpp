@@ -228,7 +228,7 @@ TEST_CASE("the detectors' heads run on their pyramid levels side by side", "[cpu
   // FCOS's GroupNorm makes each tower about twice as many units: its head
   // region (about 230 units, width 10) is split by the 40-unit block cap
   // into parts of consecutive units, which follow the export's level-major
-  // order, so only two levels share a block (docs/schedulers.md).
+  // order, so only two levels share a block (docs/unit-formation.md).
   check_heads_run_side_by_side("fcos_resnet50_fpn-128x128.onnx", 2);
 }
 
