@@ -36,12 +36,10 @@ modes are recorded in the JSON, not fatal), 2 usage error, 3 no CUDA device.
 
 import argparse
 import datetime
-import glob
 import json
 import math
 import os
 import platform
-import re
 import signal
 import subprocess
 import sys
@@ -76,18 +74,9 @@ def stats(samples, batch):
 
 
 def onnx_file(models_dir, name):
-    """The file run_benchmarks.py runs for `name`: NAME-bdyn.onnx, NAME.onnx,
-    or one exported at a reduced size (NAME-bdyn-HxW.onnx, NAME-HxW.onnx)."""
-    for suffix in ("-bdyn.onnx", ".onnx"):
-        path = os.path.join(models_dir, name + suffix)
-        if os.path.isfile(path):
-            return path
-    for pattern in ("-bdyn-*x*.onnx", "-[0-9]*x[0-9]*.onnx"):
-        reduced = sorted(p for p in glob.glob(os.path.join(glob.escape(models_dir), name + pattern))
-                         if re.fullmatch(re.escape(name) + r"(-bdyn)?-\d+x\d+\.onnx", os.path.basename(p)))
-        if reduced:
-            return reduced[0]
-    return None
+    """The file run_benchmarks.py runs for `name` (its resolve_model), or None."""
+    from run_benchmarks import resolve_model  # noqa: E402  (sibling script, stdlib only)
+    return resolve_model(models_dir, name)[1]
 
 
 def onnx_metadata(path):

@@ -302,29 +302,16 @@ class Builder {
     }
     if (index < 0) index += length;
 
-    const std::string& out_name = node.output(0);
-    if (out_name.empty()) fail(node, "output 0 has no name");
-    if (ids_.count(out_name)) fail(node, "output '{}' is produced twice", out_name);
+    const std::string& out_name = output_name(node);
     ir::Shape sliced_shape = data_shape;
     sliced_shape[static_cast<size_t>(axis)] = 1;
-    ir::Node slice;
-    slice.name = node.name();
-    slice.op = ir::OpKind::kSlice;
-    slice.inputs = {data};
-    slice.attrs = ir::SliceAttrs{{axis}, {index}, {index + 1}, {1}};
-    const std::string sliced_name = scalar_index ? unused_name(out_name + "/gather_slice") : out_name;
-    if (scalar_index) shapes_[sliced_name] = sliced_shape;
-    const ir::TensorId sliced = add_activation(sliced_name, sliced_shape);
-    slice.outputs = {sliced};
-    graph_.add_node(std::move(slice));
-    if (!scalar_index) return;
-    ir::Node reshape;
-    reshape.name = node.name();
-    reshape.op = ir::OpKind::kReshape;
-    reshape.inputs = {sliced};
-    reshape.attrs = ir::ReshapeAttrs{shape_of(out_name, &node)};
-    reshape.outputs = {add_activation(out_name, reshape.attr<ir::ReshapeAttrs>().shape)};
-    graph_.add_node(std::move(reshape));
+    const ir::TensorId sliced =
+        lowered_step(node, ir::OpKind::kSlice, {data}, ir::SliceAttrs{{axis}, {index}, {index + 1}, {1}}, sliced_shape,
+                     scalar_index ? unused_name(out_name + "/gather_slice") : out_name);
+    if (scalar_index) {
+      const ir::Shape out_shape = shape_of(out_name, &node);
+      lowered_step(node, ir::OpKind::kReshape, {sliced}, ir::ReshapeAttrs{out_shape}, out_shape, out_name);
+    }
   }
 
   // Einsum as the IR's Transpose, Reshape and MatMul (onnx/einsum.h); steps
@@ -345,9 +332,7 @@ class Builder {
     if (operands.empty()) fail(node, "has no inputs");
     const EinsumPlan plan = plan_einsum(equation->s(), shapes, fmt::format("{}: node {}", file_, node_label(node)));
     const std::string& out = output_name(node);
-    std::vector<int64_t> identity(plan.output_perm.size());
-    for (size_t d = 0; d < identity.size(); ++d) identity[d] = static_cast<int64_t>(d);
-    const bool permute_output = plan.output_perm != identity;
+    const bool permute_output = !std::is_sorted(plan.output_perm.begin(), plan.output_perm.end());  // not the identity
     if (!plan.matmul) {
       if (!permute_output) {  // the operand itself, under the output's name
         alias_[out] = graph_.tensor(operands[0]).name;
@@ -434,10 +419,12 @@ class Builder {
   }
 
   // One IR node that an ONNX node is lowered to, making `out_name` of
-  // `shape` (recorded in the shape map, which names every activation).
+  // `shape`. A name the builder introduces enters the shape map (which names
+  // every activation); the node's own output keeps ONNX's shape there, so
+  // that the import's cross-check compares the two.
   ir::TensorId lowered_step(const NodeProto& node, ir::OpKind op, std::vector<ir::TensorId> inputs, ir::Attrs attrs,
                             const ir::Shape& shape, const std::string& out_name) {
-    shapes_[out_name] = shape;
+    shapes_.emplace(out_name, shape);
     ir::Node n;
     n.name = node.name();
     n.op = op;
