@@ -20,7 +20,7 @@ _ios_complete() {
     --backend) COMPREPLY=($(compgen -W $'cuda\ncpu' -- "$cur")); return ;;
     --precision) COMPREPLY=($(compgen -W $'tf32\nfp32' -- "$cur")); return ;;
     --form) COMPREPLY=($(compgen -W $'staged\nstreamed\nbest' -- "$cur")); return ;;
-    --launch) COMPREPLY=($(compgen -W $'graph\nplain' -- "$cur")); return ;;
+    --launch) COMPREPLY=($(compgen -W $'graph\nplain\nsynced' -- "$cur")); return ;;
     --profile-budget) COMPREPLY=($(compgen -W $'all' -- "$cur")); return ;;
     --device-profile) COMPREPLY=($(compgen -W $'h100\nh200\na100\nv100\nk80' -- "$cur") $(compgen -f -- "$cur")); return ;;
     --output-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;

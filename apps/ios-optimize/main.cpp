@@ -153,9 +153,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--launch", options.launch,
                  "how the schedule will run, planned for and recorded in it: graph (a captured "
-                 "CUDA graph, as ios-run runs by default) or plain (host launches, ios-run "
-                 "--no-cuda-graph)")
-      ->check(CLI::IsMember({"graph", "plain"}))
+                 "CUDA graph, as ios-run runs by default), plain (host launches, ios-run "
+                 "--no-cuda-graph) or synced (host launches and a device synchronization after "
+                 "each stage, the IOS paper's engine)")
+      ->check(CLI::IsMember({"graph", "plain", "synced"}))
       ->capture_default_str();
   app.add_option(
       "--report-json", options.report_json,

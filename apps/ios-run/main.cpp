@@ -77,6 +77,7 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
   const ios::exec::BackendEntry& backend = ios::backends::find(o.backend);
   const std::pair<bool ios::exec::BackendTraits::*, const char*> uses[] = {
       {&ios::exec::BackendTraits::uses_cuda_graph, "--no-cuda-graph"},
+      {&ios::exec::BackendTraits::uses_cuda_graph, "--launch"},
       {&ios::exec::BackendTraits::uses_precision, "--precision"},
       {&ios::exec::BackendTraits::uses_threads, "--threads"},
       {&ios::exec::BackendTraits::uses_device_profile, "--device-profile"},
@@ -137,7 +138,14 @@ int main(int argc, char** argv) {
   app.add_option("--dot", o.dot_path,
                  "draw the (one) schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
   bool no_graph = false;
-  app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph");
+  std::string launch = "graph";
+  app.add_option("--launch", launch,
+                 "graph (a captured CUDA graph), plain (host launches) or synced (host launches "
+                 "and a device synchronization after each stage, the IOS paper's engine)")
+      ->check(CLI::IsMember({"graph", "plain", "synced"}))
+      ->capture_default_str();
+  app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph (--launch plain)")
+      ->excludes("--launch");
   app.add_option("--precision", o.precision, "convolution math: tf32 or fp32")
       ->check(CLI::IsMember({"tf32", "fp32"}))->capture_default_str();
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
@@ -153,7 +161,9 @@ int main(int argc, char** argv) {
     std::cerr << ios::cli::describe_parse_error(app, e, kProgram) << "\n";
     return static_cast<int>(ios::ExitCode::kInput);
   }
-  o.cuda_graph = !no_graph;
+  if (no_graph) launch = "plain";
+  o.cuda_graph = launch == "graph";
+  o.sync_stages = launch == "synced";
   try {
     ios::set_verbosity(o.quiet ? ios::Verbosity::kQuiet
                        : o.verbose ? ios::Verbosity::kVerbose

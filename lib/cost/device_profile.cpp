@@ -179,6 +179,7 @@ const std::vector<FieldRange>& device_profile_ranges() {
       {"launch_overhead_us", 0, 1000, false, false},
       {"event_sync_overhead_us", 0, 1000, false, false},
       {"host_launch_us", 0, 1000, false, false},
+      {"host_sync_us", 0, 1000, false, false},
       {"max_concurrent_kernels", 1, 4096, false, true},
       {"compute_efficiency", 0.01, 1, false, false},
       {"tensor_core_efficiency", 0.01, 1, true, false},
@@ -245,6 +246,7 @@ void validate_device_profile(const DeviceProfile& p, const std::string& source) 
   check_range(source, "launch_overhead_us", p.launch_overhead_us);
   check_range(source, "event_sync_overhead_us", p.event_sync_overhead_us);
   check_range(source, "host_launch_us", p.host_launch_us);
+  check_range(source, "host_sync_us", p.host_sync_us);
   check_range(source, "max_concurrent_kernels", static_cast<double>(p.max_concurrent_kernels));
   check_range(source, "compute_efficiency", p.compute_efficiency);
   check_range(source, "tensor_core_efficiency", p.tensor_core_efficiency);
@@ -311,6 +313,7 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   p.launch_overhead_us = r.number("launch_overhead_us");
   p.event_sync_overhead_us = r.number("event_sync_overhead_us");
   p.host_launch_us = r.number("host_launch_us");
+  p.host_sync_us = r.optional_number("host_sync_us", 0.0);
   p.max_concurrent_kernels = r.integer("max_concurrent_kernels");
   p.compute_efficiency = r.number("compute_efficiency");
   p.tensor_core_efficiency = r.number("tensor_core_efficiency");
@@ -340,6 +343,7 @@ std::string device_profile_json(const DeviceProfile& p) {
   doc["launch_overhead_us"] = p.launch_overhead_us;
   doc["event_sync_overhead_us"] = p.event_sync_overhead_us;
   doc["host_launch_us"] = p.host_launch_us;
+  doc["host_sync_us"] = p.host_sync_us;
   doc["max_concurrent_kernels"] = p.max_concurrent_kernels;
   doc["compute_efficiency"] = p.compute_efficiency;
   doc["tensor_core_efficiency"] = p.tensor_core_efficiency;

@@ -22,6 +22,10 @@ struct DeviceProfile {
   double launch_overhead_us = 0.0;      // fixed cost of each kernel on its stream
   double event_sync_overhead_us = 0.0;  // latency of one cross-stream event wait
   double host_launch_us = 0.0;          // host time of one CUDA call (plain launches only)
+  // Optional (0: none): how long after the device finished a host
+  // synchronization returns (--launch synced: the IOS paper's engine
+  // synchronizes the device after each stage).
+  double host_sync_us = 0.0;
   int64_t max_concurrent_kernels = 0;   // kernels resident at once across streams
   // Efficiency knobs (docs/cost-model.md, "Knobs").
   double compute_efficiency = 0.0;        // of peak FP32, reached by a kernel filling the device

@@ -27,7 +27,14 @@ struct SimulatedOptions {
   // How the plans run: a captured CUDA graph, or plain launches from one
   // host thread (ios-run --no-cuda-graph; ios-optimize --launch plain).
   sim::LaunchMode launch = sim::LaunchMode::kGraph;
+  // How stages are lowered: kDeviceSync (with kPlain) is the IOS paper's
+  // engine, which synchronizes the device after each stage (--launch synced).
+  exec::StageJoin join = exec::StageJoin::kEvents;
 };
+
+// The launch mode of the options as schedules record it: "graph", "plain"
+// or "synced" (plain launches, kDeviceSync).
+std::string launch_name(const SimulatedOptions& options);
 
 class SimulatedCostModel : public sched::CostModel {
  public:
@@ -38,7 +45,10 @@ class SimulatedCostModel : public sched::CostModel {
 
   std::string name() const override { return "simulated"; }
   // The simulated latency of the stage's lowered plan (a one-stage schedule
-  // in the options' launch mode): fork, groups, join.
+  // in the options' launch mode): fork, groups, join; or with kDeviceSync
+  // the groups and the synchronization after them, and for a single-group
+  // stage, which is not synchronized after, what it adds to a stream of its
+  // own repetitions.
   double stage_latency(const sched::Stage& stage) override;
   // The unit's kernels' launches and solo work: in the simulator a kernel's
   // launch takes launch_us on its stream and sharing the device only slows

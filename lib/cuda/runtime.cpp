@@ -50,7 +50,12 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* poo
   // an error is reported with plain-launch context.
   issue();
   synchronize();
-  if (cuda_graph) capture();
+  if (cuda_graph) {
+    IOS_ASSERT(std::none_of(p.steps.begin(), p.steps.end(),
+                            [](const exec::Step& s) { return s.kind == exec::Step::Kind::kSync; }),
+               "a plan whose host synchronizes the device cannot be captured as a CUDA graph");
+    capture();
+  }
 }
 
 // Algorithms (which may add staging buffers) and workspace sizes per stream.
@@ -190,6 +195,9 @@ void Runtime::issue(const std::vector<Event>* launch_events) {
         break;
       case exec::Step::Kind::kWait:
         IOS_CUDA_CALL(cudaStreamWaitEvent(stream, events_.at(static_cast<size_t>(step.event)).get(), 0));
+        break;
+      case exec::Step::Kind::kSync:
+        IOS_CUDA_CALL(cudaDeviceSynchronize());
         break;
     }
   }

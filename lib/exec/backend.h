@@ -56,6 +56,7 @@ struct BackendTraits {
 // The options a backend may use (those its traits say apply).
 struct BackendOptions {
   bool cuda_graph = true;
+  bool sync_stages = false;  // the plans synchronize the device after each stage (kSync steps)
   std::string precision = "tf32";  // tf32 | fp32
   int threads = 0;                 // 0: all cores
   // A profile name or file; empty: the backend's choice, which may follow

@@ -44,20 +44,29 @@ class PlanBuilder {
     return event;
   }
   void wait(int stream, int event) { plan_.steps.push_back({Step::Kind::kWait, stream, -1, event}); }
+  void sync() { plan_.steps.push_back({Step::Kind::kSync, 0, -1, -1}); }
 
  private:
   ExecPlan& plan_;
   size_t used_ = 0;  // kernels written so far
 };
 
-// One stage: group i on stream i, or a merge on stream 0; a concurrent stage
-// of several groups forks from stream 0 and joins back into it.
-void add_stage(PlanBuilder& builder, const Stage& stage) {
+// One stage: group i on stream i, or a merge on stream 0; with kEvents a
+// concurrent stage of several groups forks from stream 0 and joins back into
+// it. With kDeviceSync the host synchronized the device before it (or it
+// follows a single-group stage on stream 0), so it needs neither.
+void add_stage(PlanBuilder& builder, const Stage& stage, StageJoin join) {
   if (stage.strategy == Strategy::kMerge) {
     builder.launch(0, stage.groups.at(0), /*merged=*/true);
     return;
   }
   const int streams = static_cast<int>(stage.groups.size());
+  if (join == StageJoin::kDeviceSync) {
+    for (int s = 0; s < streams; ++s) {
+      for (UnitId u : stage.groups[static_cast<size_t>(s)]) builder.launch(s, std::array<UnitId, 1>{u}, false);
+    }
+    return;
+  }
   if (streams > 1) {
     // Fork: the other streams start after everything stream 0 has issued.
     const int fork = builder.record(0);
@@ -70,13 +79,24 @@ void add_stage(PlanBuilder& builder, const Stage& stage) {
   for (int s = 1; s < streams; ++s) builder.wait(0, builder.record(s));
 }
 
-ExecPlan lower_staged(const sched::StagedSchedule& staged) {
+ExecPlan lower_staged(const sched::StagedSchedule& staged, StageJoin join) {
   size_t widest = 1;
   for (const Stage& stage : staged.stages) widest = std::max(widest, stage.groups.size());
   ExecPlan plan;
   {
     PlanBuilder builder(plan, static_cast<int>(widest));
-    for (const Stage& stage : staged.stages) add_stage(builder, stage);
+    const size_t n = staged.stages.size();
+    for (size_t i = 0; i < n; ++i) {
+      const Stage& stage = staged.stages[i];
+      add_stage(builder, stage, join);
+      // The IOS paper's engine: no synchronization between two single-group
+      // stages (both on stream 0, in order). After the last stage only when
+      // it has several groups: the iteration ends with stream 0 after all.
+      const bool next_single = i + 1 == n || staged.stages[i + 1].groups.size() == 1;
+      if (join == StageJoin::kDeviceSync && !(stage.groups.size() == 1 && next_single)) {
+        builder.sync();
+      }
+    }
   }
   return plan;
 }
@@ -209,15 +229,16 @@ int ExecPlan::count(Step::Kind kind) const {
       std::count_if(steps.begin(), steps.end(), [&](const Step& s) { return s.kind == kind; }));
 }
 
-void lower_stage(const sched::Stage& stage, ExecPlan& plan) {
+void lower_stage(const sched::Stage& stage, ExecPlan& plan, StageJoin join) {
   PlanBuilder builder(plan, std::max(1, static_cast<int>(stage.groups.size())));
-  add_stage(builder, stage);
+  add_stage(builder, stage, join);
+  if (join == StageJoin::kDeviceSync && stage.groups.size() > 1) builder.sync();
 }
 
-ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule) {
+ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule, StageJoin join) {
   if (!schedule.is_staged()) return lower_streamed(graph, schedule.streamed());
   const sched::StagedSchedule& staged = schedule.staged();
-  return staged.barriers == sched::Barriers::kStages ? lower_staged(staged)
+  return staged.barriers == sched::Barriers::kStages ? lower_staged(staged, join)
                                                      : lower_staged_by_dependencies(graph, staged);
 }
 
@@ -227,7 +248,9 @@ std::string describe(const sched::UnitGraph& graph, const ExecPlan& plan) {
       << " launches (" << std::count_if(plan.kernels.begin(), plan.kernels.end(),
                                         [](const Kernel& k) { return k.merged; })
       << " merged), " << plan.count(Step::Kind::kRecord) << " event records, "
-      << plan.count(Step::Kind::kWait) << " waits\n";
+      << plan.count(Step::Kind::kWait) << " waits";
+  if (const int syncs = plan.count(Step::Kind::kSync)) out << ", " << syncs << " device synchronizations";
+  out << '\n';
   for (int s = 0; s < plan.num_streams; ++s) {
     out << "stream " << s << ":\n";
     for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -247,6 +270,7 @@ std::string describe(const sched::UnitGraph& graph, const ExecPlan& plan) {
         }
         case Step::Kind::kRecord: out << "record e" << step.event << '\n'; break;
         case Step::Kind::kWait: out << "wait   e" << step.event << '\n'; break;
+        case Step::Kind::kSync: out << "host synchronizes the device\n"; break;
       }
     }
   }

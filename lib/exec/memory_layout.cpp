@@ -36,6 +36,13 @@ HappensBefore::HappensBefore(int num_launches, int num_streams, int num_events,
         // A wait on a never-recorded event is a no-op in CUDA.
         if (recorded[static_cast<size_t>(step.event)]) s |= event[static_cast<size_t>(step.event)];
         break;
+      case exec::Step::Kind::kSync: {
+        // Every stream continues after everything issued so far.
+        DynBitset all(n);
+        for (const DynBitset& other : stream) all |= other;
+        for (DynBitset& other : stream) other = all;
+        break;
+      }
     }
   }
 }

@@ -23,7 +23,10 @@ struct Kernel {
 };
 
 struct Step {
-  enum class Kind { kLaunch, kRecord, kWait };
+  // kSync: the host waits until everything issued before it has completed
+  // (cudaDeviceSynchronize), then issues on; it is on stream 0 and does
+  // nothing there. Only StageJoin::kDeviceSync plans have it.
+  enum class Kind { kLaunch, kRecord, kWait, kSync };
   Kind kind = Kind::kLaunch;
   int stream = 0;
   int kernel = -1;  // kLaunch: index into ExecPlan::kernels
@@ -39,6 +42,17 @@ struct ExecPlan {
   int count(Step::Kind kind) const;
 };
 
+// How a staged schedule with stage barriers keeps its stages apart.
+enum class StageJoin {
+  kEvents,      // a join and a fork of events on the device (ios's engine)
+  // The host synchronizes the device after a stage (the IOS paper's engine:
+  // after every stage except between two single-group stages, which share
+  // stream 0, and after a single-group last stage) and issues the next
+  // stage's groups on their streams without events. Streamed schedules and schedules without stage
+  // barriers have no stages to join: they lower as with kEvents.
+  kDeviceSync,
+};
+
 // Lowers either schedule form. The schedule must already be validated
 // against the graph (sched/validate.h).
 //  - staged: group i of a stage runs on stream i; a stage boundary is a join
@@ -52,11 +66,15 @@ struct ExecPlan {
 //    dependency becomes a record after the producer and a wait before the
 //    consumer, skipped when an earlier wait already implies it. All streams
 //    join stream 0 at the end.
-ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule);
+ExecPlan lower(const sched::UnitGraph& graph, const sched::Schedule& schedule,
+               StageJoin join = StageJoin::kEvents);
 
 // One stage lowered as lower() lowers a one-stage schedule, into `plan`,
-// reusing its buffers (the IOS search costs millions of stages).
-void lower_stage(const sched::Stage& stage, ExecPlan& plan);
+// reusing its buffers (the IOS search costs millions of stages). With
+// kDeviceSync a stage of several groups ends in a kSync (the IOS paper's
+// engine timed such a stage with the synchronization after it), a
+// single-group stage does not.
+void lower_stage(const sched::Stage& stage, ExecPlan& plan, StageJoin join = StageJoin::kEvents);
 
 // Human-readable plan: per stream, its launches and event steps (ios-run --dry-run).
 std::string describe(const sched::UnitGraph& graph, const ExecPlan& plan);

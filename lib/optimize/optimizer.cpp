@@ -182,6 +182,10 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
   if (options.launch == "plain") {
     simulated.launch = sim::LaunchMode::kPlain;
     choice.note += ", plain launches";
+  } else if (options.launch == "synced") {
+    simulated.launch = sim::LaunchMode::kPlain;
+    simulated.join = exec::StageJoin::kDeviceSync;
+    choice.note += ", plain launches with a device synchronization after each stage";
   }
   choice.model = std::make_unique<cost::SimulatedCostModel>(units, std::move(profile), simulated);
   return choice;
@@ -208,8 +212,7 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
   schedule.scheduler.cost_model = cost.model->name();
   // The measured model times stages as CUDA graphs.
   const auto* simulated = dynamic_cast<const cost::SimulatedCostModel*>(cost.model.get());
-  schedule.scheduler.launch =
-      simulated != nullptr && simulated->options().launch == sim::LaunchMode::kPlain ? "plain" : "graph";
+  schedule.scheduler.launch = simulated != nullptr ? launch_name(simulated->options()) : "graph";
   try {
     sched::validate_schedule(schedule, *prepared.units, "the " + entry.name + " schedule");
   } catch (const UserError& e) {
@@ -223,7 +226,7 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
 void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedule& schedule,
                            sched::SearchStats& stats) {
   const sched::UnitGraph& units = model.graph();
-  const exec::ExecPlan plan = exec::lower(units, schedule);
+  const exec::ExecPlan plan = exec::lower(units, schedule, model.options().join);
   const sim::Timeline timeline = model.simulate(plan);
   schedule.predicted_latency_ms = timeline.makespan_us / 1000.0;
   // A staged schedule's stage predictions already are simulations of the

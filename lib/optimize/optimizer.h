@@ -58,8 +58,10 @@ struct OptimizeOptions {
   // "best" (whichever the simulator predicts faster).
   std::string form = "staged";
   // How the schedule will run, planned for by the simulator and recorded in
-  // the schedule: "graph" (a captured CUDA graph, ios-run's default) or
-  // "plain" (host launches, ios-run --no-cuda-graph).
+  // the schedule: "graph" (a captured CUDA graph, ios-run's default),
+  // "plain" (host launches, ios-run --no-cuda-graph) or "synced" (host
+  // launches and a device synchronization after each stage, as the IOS
+  // paper's engine ran; ios-run --launch synced).
   std::string launch = "graph";
   // Threads the search may use (searching schedulers, simulated costs); 0:
   // one per core. The schedule does not depend on it.

@@ -173,6 +173,16 @@ struct RunState {
   const exec::BackendTraits& traits() const { return backend_entry->traits; }
 };
 
+// How the options run a staged schedule's stages, and their launch mode as
+// schedules record it.
+exec::StageJoin stage_join(const RunOptions& o) {
+  return o.sync_stages ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
+}
+std::string launch_mode(const RunOptions& o) {
+  if (o.sync_stages) return "synced";
+  return o.cuda_graph ? "graph" : "plain";
+}
+
 // The sequential schedule: run when no file is given, and the reference of --check.
 LoadedSchedule sequential_schedule(const RunState& r) {
   LoadedSchedule seq;
@@ -185,7 +195,7 @@ LoadedSchedule sequential_schedule(const RunState& r) {
   sched::SearchStats stats;
   seq.schedule = entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(r.units(), zero, stats);
   seq.schedule.model = r.prepared->info();
-  seq.plan = exec::lower(r.units(), seq.schedule);
+  seq.plan = exec::lower(r.units(), seq.schedule, stage_join(r.options));
   return seq;
 }
 
@@ -242,7 +252,7 @@ void load_schedules(RunState& r) {
     loaded.schedule = sched::schedule_from_document(r.documents[i], path, r.units());
     sched::check_schedule_matches_model(loaded.schedule, model, path, r.options.force,
                                         r.options.retarget);
-    loaded.plan = exec::lower(r.units(), loaded.schedule);
+    loaded.plan = exec::lower(r.units(), loaded.schedule, stage_join(r.options));
     r.schedules.push_back(std::move(loaded));
   }
   r.documents.clear();
@@ -274,6 +284,7 @@ int print_plans(RunState& r) {
 }
 
 std::string_view launch_words(std::string_view launch) {
+  if (launch == "synced") return "plain launches with a device synchronization after each stage";
   return launch == "plain" ? "plain launches" : "a CUDA graph";
 }
 
@@ -294,12 +305,12 @@ void warn_about_target(const RunState& r, LoadedSchedule& s) {
                                      made.device.name, device));
   }
   if (r.traits().uses_cuda_graph && !made.scheduler.launch.empty()) {
-    const std::string launch = r.options.cuda_graph ? "graph" : "plain";
+    const std::string launch = launch_mode(r.options);
     if (made.scheduler.launch != launch) {
-      s.warnings.push_back(fmt::format(
-          "{} was planned for {} and runs with {}{}", s.name, launch_words(made.scheduler.launch),
-          launch_words(launch),
-          launch == "plain" ? " (--no-cuda-graph)" : "; pass --no-cuda-graph to run it as planned"));
+      s.warnings.push_back(fmt::format("{} was planned for {} and runs with {} (--launch {}); pass "
+                                       "--launch {} to run it as planned",
+                                       s.name, launch_words(made.scheduler.launch),
+                                       launch_words(launch), launch, made.scheduler.launch));
     }
   }
   for (const std::string& w : s.warnings) logger("cli")->warn("{}", w);
@@ -329,6 +340,7 @@ void open_backend(RunState& r) {
   }
   exec::BackendOptions backend_options;
   backend_options.cuda_graph = o.cuda_graph;
+  backend_options.sync_stages = o.sync_stages;
   backend_options.precision = o.precision;
   backend_options.threads = o.threads;
   backend_options.device_profile = o.device_profile;
@@ -344,10 +356,10 @@ void open_backend(RunState& r) {
     const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
     logger("cli")->debug(
         "effective options: backend={} warmup={} iterations={} duration={}s check={} rtol={:g} "
-        "atol={:g} seed={} cuda-graph={} precision={} threads={}",
+        "atol={:g} seed={} launch={} precision={} threads={}",
         name, r.warmup, r.iterations, r.duration_s, o.check || !o.references.empty(),
         r.tolerance.rtol, r.tolerance.atol, o.seed,
-        traits.uses_cuda_graph ? (o.cuda_graph ? "on" : "off") : "n/a",
+        traits.uses_cuda_graph ? launch_mode(o) : "n/a",
         traits.uses_precision ? o.precision : "n/a", traits.uses_threads ? fmt::format("{}", threads) : "n/a");
   }
 }

@@ -76,8 +76,10 @@ struct SchedulerInfo {
   std::vector<std::pair<std::string, std::string>> params;  // effective parameters, sorted
   std::string cost_model;                                   // "simulated" / "measured"
   // How the cost model assumed the schedule runs: "graph" (a captured CUDA
-  // graph) or "plain" (launches issued one by one from the host, ios-run
-  // --no-cuda-graph); empty in files written before it was recorded.
+  // graph), "plain" (launches issued one by one from the host, ios-run
+  // --no-cuda-graph) or "synced" (plain, and the host synchronizes the
+  // device after each stage: ios-run --launch synced); empty in files
+  // written before it was recorded.
   std::string launch;
 };
 

@@ -269,8 +269,9 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
   schedule.scheduler.cost_model = scheduler.string("cost_model");
   if (scheduler.has("launch")) {
     schedule.scheduler.launch = scheduler.string("launch");
-    if (schedule.scheduler.launch != "graph" && schedule.scheduler.launch != "plain") {
-      scheduler.fail("scheduler.launch", "\"graph\" or \"plain\"");
+    if (schedule.scheduler.launch != "graph" && schedule.scheduler.launch != "plain" &&
+        schedule.scheduler.launch != "synced") {
+      scheduler.fail("scheduler.launch", "\"graph\", \"plain\" or \"synced\"");
     }
   }
   const json& params = scheduler.field("params", json::value_t::object);

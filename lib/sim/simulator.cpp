@@ -13,6 +13,8 @@ using exec::Step;
 // Work left below this (in solo microseconds) counts as done: the fluid
 // updates subtract floating-point products.
 constexpr double kWorkEps = 1e-9;
+// issued_ of a step the host has not reached yet (it waits at a kSync).
+constexpr double kNotIssued = std::numeric_limits<double>::infinity();
 
 // Where a stream is. kStep: about to execute its current step (from part
 // `part` of a launch), not before `ready_at`. kLaunching: the current kernel's
@@ -83,15 +85,14 @@ class Simulation {
     last_record.assign(static_cast<size_t>(plan.num_events), -1);
     bound_record_.assign(plan.steps.size(), -1);
     record_done_.assign(plan.steps.size(), -1.0);
-    issued_.assign(plan.steps.size(), 0.0);
-    double host = 0.0;  // kPlain: when the host finished its calls so far
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const Step& step = plan.steps[i];
-      int calls = 1;
       if (step.kind == Step::Kind::kLaunch) {
         IOS_ASSERT(step.kernel >= 0 && static_cast<size_t>(step.kernel) < plan.kernels.size(),
                    "step {} launches kernel {} of {}", i, step.kernel, plan.kernels.size());
-        calls = static_cast<int>(costs[static_cast<size_t>(step.kernel)].size());
+      } else if (step.kind == Step::Kind::kSync) {
+        IOS_ASSERT(limits.mode == LaunchMode::kPlain,
+                   "step {}: a host synchronization in a plan captured as a CUDA graph", i);
       } else {
         IOS_ASSERT(step.event >= 0 && step.event < plan.num_events, "step {} uses event {} of {}",
                    i, step.event, plan.num_events);
@@ -100,11 +101,11 @@ class Simulation {
         if (step.kind == Step::Kind::kWait)
           bound_record_[i] = last_record[static_cast<size_t>(step.event)];
       }
-      if (limits.mode == LaunchMode::kPlain) {
-        issued_[i] = host + limits.host_call_us;  // the step's first call has returned
-        host += calls * limits.host_call_us;
-      }
     }
+    issued_.assign(plan.steps.size(), kNotIssued);
+    host_pos_ = 0;
+    host_time_ = 0.0;
+    advance_host();
   }
 
   // Runs the plan given to reset(); the timeline stays here until the next reset.
@@ -136,8 +137,10 @@ class Simulation {
     IOS_ASSERT(queue_head_ == queue_.size() && working_ == 0,
                "simulation ended with {} queued, {} working kernels", queue_.size() - queue_head_,
                working_);
-    timeline_.makespan_us =
-        *std::max_element(timeline_.stream_end_us.begin(), timeline_.stream_end_us.end());
+    IOS_ASSERT(host_pos_ == plan_->steps.size(), "the host stopped at step {} of {}", host_pos_,
+               plan_->steps.size());
+    timeline_.makespan_us = std::max(
+        host_time_, *std::max_element(timeline_.stream_end_us.begin(), timeline_.stream_end_us.end()));
     return timeline_;
   }
 
@@ -149,14 +152,50 @@ class Simulation {
     return (*costs_)[static_cast<size_t>(step.kernel)][static_cast<size_t>(st.part)];
   }
 
+  // The host issues steps in plan order: with a CUDA graph all at time 0;
+  // with plain launches one call at a time, and at a kSync only once the
+  // device has finished every step issued before it. Returns whether it
+  // issued any.
+  bool advance_host() {
+    const size_t start = host_pos_;
+    const std::vector<Step>& steps = plan_->steps;
+    for (; host_pos_ < steps.size(); ++host_pos_) {
+      const Step& step = steps[host_pos_];
+      if (limits_->mode == LaunchMode::kGraph) {
+        issued_[host_pos_] = 0.0;
+        continue;
+      }
+      if (step.kind == Step::Kind::kSync) {
+        if (!device_finished_before(host_pos_)) break;
+        host_time_ = std::max(host_time_ + limits_->host_call_us, now_ + limits_->host_sync_us);
+        issued_[host_pos_] = host_time_;
+        continue;
+      }
+      const size_t calls =
+          step.kind == Step::Kind::kLaunch ? (*costs_)[static_cast<size_t>(step.kernel)].size() : 1;
+      issued_[host_pos_] = host_time_ + limits_->host_call_us;  // the step's first call has returned
+      host_time_ += static_cast<double>(calls) * limits_->host_call_us;
+    }
+    return host_pos_ != start;
+  }
+
+  // Whether every stream has completed its steps issued before step `i`.
+  bool device_finished_before(size_t i) const {
+    for (const StreamState& st : streams_) {
+      if (st.pos != st.end && static_cast<size_t>(stream_steps_[st.pos]) < i) return false;
+    }
+    return true;
+  }
+
   // Applies every transition possible at `now_` until none is left: steps
-  // that take no time, launches that ended, kernels that finished, and
-  // queued kernels admitted to free slots.
+  // that take no time, launches that ended, kernels that finished, the
+  // host's synchronizations, and queued kernels admitted to free slots.
   void settle() {
     bool changed = true;
     while (changed) {
       changed = false;
       for (size_t s = 0; s < streams_.size(); ++s) changed |= advance(s);
+      changed |= advance_host();
       while (queue_head_ < queue_.size() &&
              working_ < static_cast<size_t>(limits_->max_concurrent_kernels)) {
         StreamState& st = streams_[queue_[queue_head_++]];
@@ -208,14 +247,21 @@ class Simulation {
       }
       const size_t i = static_cast<size_t>(stream_steps_[st.pos]);
       const Step& step = plan_->steps[i];
+      const bool empty_launch =
+          step.kind == Step::Kind::kLaunch && (*costs_)[static_cast<size_t>(step.kernel)].empty();
+      if (issued_[i] == kNotIssued && !empty_launch) return changed;  // the host waits at a kSync
       const double issued =
-          issued_[i] + (step.kind == Step::Kind::kLaunch ? st.part * limits_->host_call_us : 0.0);
-      if (issued > now_ &&
-          !(step.kind == Step::Kind::kLaunch && (*costs_)[static_cast<size_t>(step.kernel)].empty())) {
+          issued_[i] + (step.kind == Step::Kind::kLaunch && limits_->mode == LaunchMode::kPlain
+                            ? st.part * limits_->host_call_us
+                            : 0.0);
+      if (issued > now_ && !empty_launch) {
         st.ready_at = issued;
         return changed;
       }
       switch (step.kind) {
+        case Step::Kind::kSync:  // the host's; nothing to do on the stream
+          ++st.pos;
+          break;
         case Step::Kind::kRecord:
           record_done_[i] = now_;  // everything before it on this stream is complete
           ++st.pos;
@@ -253,10 +299,11 @@ class Simulation {
 
   // Every working kernel progresses at 1/slowdown of its solo speed: the
   // device's block slots and bandwidth are shared in proportion to demand,
-  // and sharing itself costs `concurrency_interference`, plus
-  // `cache_contention` as far as the kernels' working sets together fill
-  // the L2 (small kernels side by side keep their data cached; large ones
-  // evict each other's).
+  // and sharing itself costs `concurrency_interference`. Kernels side by side
+  // also evict each other's data from the L2: their DRAM traffic grows by
+  // `cache_contention` times the fraction of the L2 their working sets fill
+  // together (small kernels keep their data cached; large ones do not),
+  // which slows them only where bandwidth, not compute, bounds them.
   double current_slowdown() const {
     double sm = 0.0, bandwidth = 0.0, working_set_mb = 0.0;
     for (const StreamState& st : streams_) {
@@ -265,14 +312,11 @@ class Simulation {
       bandwidth += current_kernel(st).bandwidth_share;
       working_set_mb += current_kernel(st).working_set_mb;
     }
-    double slowdown = std::max({1.0, sm, bandwidth});
-    if (working_ > 1) {
-      double sharing = 1.0 + limits_->concurrency_interference;
-      if (limits_->cache_contention > 0.0) {
-        sharing += limits_->cache_contention * std::min(1.0, working_set_mb / limits_->l2_cache_mb);
-      }
-      slowdown *= sharing;
+    if (working_ > 1 && limits_->cache_contention > 0.0) {
+      bandwidth *= 1.0 + limits_->cache_contention * std::min(1.0, working_set_mb / limits_->l2_cache_mb);
     }
+    double slowdown = std::max({1.0, sm, bandwidth});
+    if (working_ > 1) slowdown *= 1.0 + limits_->concurrency_interference;
     return slowdown;
   }
 
@@ -308,7 +352,9 @@ class Simulation {
   std::vector<int> stream_steps_;    // step indices grouped by stream, each in issue order
   std::vector<int> bound_record_;    // per wait step: its record step, or -1
   std::vector<double> record_done_;  // per record step: when it completed, -1 before
-  std::vector<double> issued_;       // per step: when the host had issued it (kPlain)
+  std::vector<double> issued_;       // per step: when the host had issued it, or kNotIssued
+  size_t host_pos_ = 0;              // the next step the host issues
+  double host_time_ = 0.0;           // when the host finished its calls so far (kPlain)
   std::vector<size_t> queue_;        // streams with a queued kernel, first come first served,
   size_t queue_head_ = 0;            // from queue_[queue_head_] on
   size_t working_ = 0;

@@ -2,7 +2,7 @@
 // that every schedule form (staged or streamed) is predicted by the same
 // rules the CUDA engine runs it under: per-stream in-order issue, event
 // record/wait with a cross-stream latency, a per-kernel launch overhead, host
-// issue of plain launches, and kernels that overlap sharing the device's
+// issue of plain launches and host synchronizations, and kernels that overlap sharing the device's
 // thread-block slots and DRAM bandwidth. Deterministic.
 //
 // The interface is data only: the plan, the cost of every kernel when it runs
@@ -22,7 +22,9 @@ namespace ios::sim {
 // How the host submits the plan.
 enum class LaunchMode {
   kGraph,  // a captured CUDA graph: every step is on the device at time 0
-  kPlain,  // one host thread issues the steps in plan order, one CUDA call at a time
+  // One host thread issues the steps in plan order, one CUDA call at a time;
+  // at a kSync step it waits for the device (exec::StageJoin::kDeviceSync).
+  kPlain,
 };
 
 // One device kernel as it behaves alone on the device.
@@ -38,8 +40,9 @@ struct KernelCost {
 struct DeviceLimits {
   int64_t max_concurrent_kernels = 128;   // kernels working at once; later ones queue (FIFO)
   double concurrency_interference = 0.0;  // extra slowdown while more than one kernel works
-  // ... and a further cache_contention times the fraction of the L2 the
-  // working kernels' working sets fill together (at most 1); 0: none.
+  // While more than one kernel works, their DRAM traffic grows by
+  // cache_contention times the fraction of the L2 their working sets fill
+  // together (at most 1); 0: none.
   double l2_cache_mb = 0.0;
   double cache_contention = 0.0;
   // A stream waiting on an event recorded by another stream resumes this long
@@ -49,6 +52,10 @@ struct DeviceLimits {
   // kPlain: host time of one CUDA call (a kernel launch, an event record or a
   // stream wait). A step cannot start on its stream before the host issued it.
   double host_call_us = 0.0;
+  // kPlain: a kSync returns this long after the device finished the work
+  // issued before it (the host wakes up); a call's time when the device had
+  // already finished.
+  double host_sync_us = 0.0;
 };
 
 // Where one device kernel ran (times in us from the start of the iteration).
@@ -62,7 +69,9 @@ struct KernelSpan {
 };
 
 struct Timeline {
-  double makespan_us = 0.0;           // when the last stream finished its last step
+  // When the last stream finished its last step, or the host its last
+  // synchronization if that was later.
+  double makespan_us = 0.0;
   std::vector<KernelSpan> kernels;    // in order of begin_us (ties: stream order)
   std::vector<double> stream_end_us;  // per stream
   // Per plan launch: when its stream reached it and when its last kernel
@@ -72,7 +81,7 @@ struct Timeline {
 
 // `costs[k]` are the device kernels of plan launch k, in order; empty for a
 // launch that runs nothing (a zero-copy unit). An inconsistent plan (a wait
-// that can never be satisfied) is an InternalError.
+// that can never be satisfied, a kSync in a kGraph plan) is an InternalError.
 Timeline simulate(const exec::ExecPlan& plan, const std::vector<std::vector<KernelCost>>& costs,
                   const DeviceLimits& limits);
 

@@ -78,7 +78,9 @@ class SimBackend : public exec::Backend {
     simulated.launch = cuda_graph_ ? sim::LaunchMode::kGraph : sim::LaunchMode::kPlain;
     model_ = std::make_unique<cost::SimulatedCostModel>(
         units, cost::load_device_profile(profile_to_use(options)), simulated);
-    launches_ = cuda_graph_ ? "CUDA graph" : "plain launches";
+    launches_ = cuda_graph_            ? "CUDA graph"
+                : options.sync_stages ? "plain launches, the device synchronized after each stage"
+                                      : "plain launches";
   }
   std::string device_name() const override {
     return fmt::format("'{}' device profile (simulated, {})", model_->profile().name, launches_);

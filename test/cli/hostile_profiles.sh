@@ -87,13 +87,13 @@ both name_newline 2 "'name' contains control characters \('evil\\\\x0aname'\)"
 # The corners of the ranges are legitimate and simulate to a finite, positive
 # latency, on a small model and on one with concurrent branches.
 corners='lo = dict(sm_count=1, peak_fp32_tflops=0.01, peak_tf32_tflops=0.01, mem_bandwidth_gbs=1,
-          launch_overhead_us=0, event_sync_overhead_us=0, host_launch_us=0,
+          launch_overhead_us=0, event_sync_overhead_us=0, host_launch_us=0, host_sync_us=0,
           max_concurrent_kernels=1, compute_efficiency=0.01, tensor_core_efficiency=0.01,
           memory_efficiency=0.01, blocks_per_sm=1, outputs_per_block=1, split_k_length=1,
           concurrency_interference=0)
 hi = dict(sm_count=10000, peak_fp32_tflops=10000, peak_tf32_tflops=100000,
           mem_bandwidth_gbs=100000, launch_overhead_us=1000, event_sync_overhead_us=1000,
-          host_launch_us=1000, max_concurrent_kernels=4096, compute_efficiency=1,
+          host_launch_us=1000, host_sync_us=1000, max_concurrent_kernels=4096, compute_efficiency=1,
           tensor_core_efficiency=1, memory_efficiency=1, blocks_per_sm=64,
           outputs_per_block=1048576, split_k_length=1048576, concurrency_interference=10)'
 profile corner_low "$corners
@@ -101,23 +101,25 @@ p.update(lo)"
 profile corner_high "$corners
 p.update(hi)"
 profile corner_mixed "$corners
-p.update(hi); p.update({k: lo[k] for k in ('compute_efficiency', 'memory_efficiency', 'launch_overhead_us', 'event_sync_overhead_us', 'host_launch_us')})"
+p.update(hi); p.update({k: lo[k] for k in ('compute_efficiency', 'memory_efficiency', 'launch_overhead_us', 'event_sync_overhead_us', 'host_launch_us', 'host_sync_us')})"
 for corner in corner_low corner_high corner_mixed; do
   both "$corner" 0
   for model in tiny_conv inception_like; do
     for precision in fp32 tf32; do
       out="$WORK/$corner.$model.$precision.json"
-      expect_ok "$corner on $model ($precision)" -- limited "$OPT" "$BAD/$model.onnx" --cost simulated --device-profile "$WORK/$corner.json" --precision "$precision" -o "$out" --quiet
+      # FP32 plans as the IOS paper's engine runs (host synchronizations), TF32 with a CUDA graph.
+      launch=graph; [ "$precision" = fp32 ] && launch=synced
+      expect_ok "$corner on $model ($precision)" -- limited "$OPT" "$BAD/$model.onnx" --cost simulated --device-profile "$WORK/$corner.json" --precision "$precision" --launch "$launch" -o "$out" --quiet
       $PY -c "
 import json, math, sys
 ms = json.load(open(sys.argv[1]))['predicted_latency_ms']
 sys.exit(0 if math.isfinite(ms) and ms > 0 else 1)" "$out" && ok || fail "$corner on $model ($precision): predicted latency not finite and positive"
-      expect_ok "$corner on $model ($precision), ios-run" -- limited "$RUN" "$BAD/$model.onnx" "$out" --backend sim --device-profile "$WORK/$corner.json" --iterations 1 --warmup 0 --quiet
+      expect_ok "$corner on $model ($precision), ios-run" -- limited "$RUN" "$BAD/$model.onnx" "$out" --backend sim --device-profile "$WORK/$corner.json" --launch "$launch" --iterations 1 --warmup 0 --quiet
     done
   done
 done
 # The shipped profiles are inside the ranges.
-for shipped in a100 h100 h200 v100; do
+for shipped in a100 h100 h200 v100 k80; do
   expect_ok "shipped profile $shipped" -- limited "$OPT" "$M" --cost simulated --device-profile "$shipped" -o "$WORK/$shipped.json" --quiet
 done
 

@@ -3,6 +3,9 @@
 # the IOS paper's Table 3 experiment), docs/cli.md:
 #  - --launch plain plans with host launches and records it; the default
 #    records "graph"; ios-run warns when it runs a schedule in the other mode;
+#  - --launch synced (the IOS paper's engine: the host synchronizes the
+#    device after each stage) plans, records and runs the same way, and
+#    --dry-run shows the synchronizations;
 #  - a schedule for batch 32 is refused at batch 1 without --retarget and
 #    runs with it, marked in the report; a schedule for another device
 #    profile runs with a warning.
@@ -40,6 +43,31 @@ $PY -c 'import json, sys; d = json.load(open(sys.argv[1])); del d["scheduler"]["
   "$WORK/plain.json" "$WORK/old.json"
 expect_ok "old file" -- "$RUN" "$squeeze" "$WORK/old.json" --backend sim --no-cuda-graph
 grep -q "\[W\]" "$WORK/stdout" && fail "a file without a launch mode is flagged" || ok
+
+# --- --launch synced -------------------------------------------------------------
+expect_ok "synced" -- "$OPT" "$inception" --batch 1 --cost simulated --device-profile v100 --launch synced \
+  -o "$WORK/synced.json"
+[ "$(launch_of "$WORK/synced.json")" = synced ] && ok || fail "--launch synced is not recorded"
+grep -q "device synchronization after each stage" "$WORK/stdout" && ok ||
+  fail "the summary does not say the plan synchronizes the device: $(head -c 600 "$WORK/stdout")"
+expect_ok "run synced as planned" -- "$RUN" "$inception" "$WORK/synced.json" --backend sim --launch synced
+grep -q "\[W\]" "$WORK/stdout" && fail "a synced schedule run as planned is flagged" || ok
+awk -v a="$(sim_mean synced.json)" -v b="$(predicted_of "$WORK/synced.json")" \
+  'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * b) }' && ok ||
+  fail "ios-run --launch synced predicts $(sim_mean synced.json) ms, ios-optimize $(predicted_of "$WORK/synced.json") ms"
+expect_ok "run synced plainly" -- "$RUN" "$inception" "$WORK/synced.json" --backend sim --launch plain
+grep -q "\[W\] synced.json was planned for plain launches with a device synchronization after each stage and runs with plain launches (--launch plain); pass --launch synced" "$WORK/stdout" && ok ||
+  fail "no launch-mode warning for a synced schedule run plainly: $(head -c 800 "$WORK/stdout")"
+# The dry run shows where the host synchronizes (Inception's h100 plan has
+# stages of several groups); plain plans have no such step.
+expect_ok "h100" -- "$OPT" "$inception" --batch 1 --cost simulated --device-profile h100 -o "$WORK/h100.json"
+expect_ok "synced dry run" -- "$RUN" "$inception" "$WORK/h100.json" --launch synced --dry-run
+grep -q "host synchronizes the device" "$WORK/stdout" && ok || fail "--dry-run does not show the synchronizations"
+expect_ok "plain dry run" -- "$RUN" "$inception" "$WORK/h100.json" --launch plain --dry-run
+grep -q "host synchronizes the device" "$WORK/stdout" && fail "a plain plan synchronizes the device" || ok
+expect_error "--launch with --no-cuda-graph" 2 'excludes' -- \
+  "$RUN" "$inception" "$WORK/synced.json" --backend sim --launch synced --no-cuda-graph
+expect_error "--launch on the CPU" 2 'launch' -- "$RUN" "$squeeze" --backend cpu --launch synced
 
 # --- --retarget: Table 3's experiment -------------------------------------------
 expect_ok "batch 32" -- "$OPT" "$inception" --batch 32 --cost simulated --device-profile v100 -o "$WORK/b32.json"

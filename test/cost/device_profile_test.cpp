@@ -143,10 +143,10 @@ TEST_CASE("profile validation names the file and the field", "[cost][profile]") 
     j["sm_count"] = 0;
     CHECK_THAT(error_of(write(dir, "zero.json", j.dump())), Contains("'sm_count'"));
   }
-  SECTION("the fields added later may be absent: no cache contention, no per-shape efficiency") {
+  SECTION("the fields added later may be absent: no cache contention, no per-shape efficiency, no host synchronization cost") {
     nlohmann::json j = good;
     for (const char* field : {"l2_cache_mb", "cache_contention", "whole_waves", "winograd_speedup",
-                              "asymmetric_conv_efficiency"}) {
+                              "asymmetric_conv_efficiency", "host_sync_us"}) {
       j.erase(field);
     }
     const DeviceProfile p = load_device_profile(write(dir, "older.json", j.dump()));
@@ -155,6 +155,7 @@ TEST_CASE("profile validation names the file and the field", "[cost][profile]") 
     CHECK(p.winograd_speedup == 1.0);
     CHECK_FALSE(p.whole_waves);
     CHECK(p.asymmetric_conv_efficiency == 1.0);
+    CHECK(p.host_sync_us == 0.0);
   }
   SECTION("cache contention needs the L2 size") {
     nlohmann::json j = good;

@@ -95,8 +95,10 @@ TEST_CASE("latency grows with FLOPs", "[cost][simulated]") {
       INFO("flops " << flops_latency[i - 1].first << " -> " << flops_latency[i].first);
       CHECK(flops_latency[i].second >= flops_latency[i - 1].second);
     }
-    // The largest conv (~0.9 GFLOPs) is far slower than the smallest (launch-bound).
-    CHECK(flops_latency.back().second > 4.0 * flops_latency.front().second);
+    // Past the fixed launch cost, the largest conv (~0.9 GFLOPs) works far
+    // longer than the smallest.
+    const double launch_ms = load_device_profile(device).launch_overhead_us / 1000.0;
+    CHECK(flops_latency.back().second - launch_ms > 4.0 * (flops_latency.front().second - launch_ms));
   }
 }
 
@@ -129,7 +131,7 @@ TEST_CASE("two tiny convs run faster concurrently than one after the other", "[c
   }
 }
 
-TEST_CASE("two huge convs gain nothing from running concurrently", "[cost][simulated]") {
+TEST_CASE("two huge convs gain little from running concurrently", "[cost][simulated]") {
   IrBuilder b = two_convs({8, 256, 56, 56}, 256, 3);  // ~30 GFLOPs each
   const UnitGraph g = UnitGraph::form(b.graph);
   for (const std::string& device : ios::cost::shipped_device_profiles()) {
@@ -139,9 +141,10 @@ TEST_CASE("two huge convs gain nothing from running concurrently", "[cost][simul
     const double sequential = model.stage_latency(concurrent({{a, c}}));
     const double parallel = model.stage_latency(concurrent({{a}, {c}}));
     INFO(device << ": sequential " << sequential << " ms, concurrent " << parallel << " ms");
-    // At best the second launch overhead is hidden.
-    CHECK(parallel >= sequential - profile.launch_overhead_us / 1000.0);
-    CHECK(parallel > 0.9 * sequential);
+    // At best the second launch overhead is hidden, and with whole waves the
+    // second kernel's blocks fill the first one's last wave.
+    if (!profile.whole_waves) CHECK(parallel >= sequential - profile.launch_overhead_us / 1000.0);
+    CHECK(parallel > 0.95 * sequential);
   }
 }
 

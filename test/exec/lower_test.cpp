@@ -44,6 +44,9 @@ void check_plan_respects_dependencies(const UnitGraph& g, const ExecPlan& plan) 
         mine.insert(payload.begin(), payload.end());
         break;
       }
+      case Step::Kind::kSync:  // every stream is ordered after everything issued
+        for (auto& stream : happened) stream.insert(launched.begin(), launched.end());
+        break;
     }
   }
   CHECK(static_cast<int>(launched.size()) == g.size());
@@ -157,6 +160,36 @@ TEST_CASE("without stage barriers a staged schedule waits only for true dependen
   check_plan_respects_dependencies(g, relaxed);
 }
 
+// One stage per level of a random DAG: its units merged, or in up to three groups.
+template <typename Next>
+Schedule staged_by_levels(int n, const std::vector<std::pair<int, int>>& edges, sched::Barriers barriers,
+                          Next& next) {
+  std::vector<int> level(static_cast<size_t>(n), 0);  // edges come with u < v, in order of v
+  for (const auto& [u, v] : edges) {
+    level[static_cast<size_t>(v)] = std::max(level[static_cast<size_t>(v)], level[static_cast<size_t>(u)] + 1);
+  }
+  sched::StagedSchedule staged;
+  staged.barriers = barriers;
+  const int levels = *std::max_element(level.begin(), level.end()) + 1;
+  for (int l = 0; l < levels; ++l) {
+    std::vector<int> units;
+    for (int u = 0; u < n; ++u) {
+      if (level[static_cast<size_t>(u)] == l) units.push_back(u);
+    }
+    if (units.size() > 1 && next() % 4 == 0) {
+      staged.stages.push_back(Stage{Strategy::kMerge, {units}, 0});
+      continue;
+    }
+    Stage stage{Strategy::kConcurrent, {}, 0};
+    stage.groups.resize(std::min<size_t>(units.size(), 1 + next() % 3));
+    for (size_t i = 0; i < units.size(); ++i) stage.groups[i % stage.groups.size()].push_back(units[i]);
+    staged.stages.push_back(stage);
+  }
+  Schedule s;
+  s.body = staged;
+  return s;
+}
+
 TEST_CASE("staged lowering without barriers respects every dependency, merges included",
           "[lower]") {
   uint32_t seed = 777;
@@ -164,32 +197,63 @@ TEST_CASE("staged lowering without barriers respects every dependency, merges in
   for (int trial = 0; trial < 200; ++trial) {
     const int n = 2 + static_cast<int>(next() % 12);
     const auto edges = random_edges(n, next);
-    std::vector<int> level(static_cast<size_t>(n), 0);  // edges come with u < v, in order of v
-    for (const auto& [u, v] : edges) {
-      level[static_cast<size_t>(v)] = std::max(level[static_cast<size_t>(v)], level[static_cast<size_t>(u)] + 1);
-    }
     const UnitGraph g = UnitGraph::from_edges(n, edges);
-    // One stage per level: its units merged, or in up to three groups.
-    sched::StagedSchedule staged;
-    staged.barriers = sched::Barriers::kDependencies;
-    const int levels = *std::max_element(level.begin(), level.end()) + 1;
-    for (int l = 0; l < levels; ++l) {
-      std::vector<int> units;
-      for (int u = 0; u < n; ++u) {
-        if (level[static_cast<size_t>(u)] == l) units.push_back(u);
-      }
-      if (units.size() > 1 && next() % 4 == 0) {
-        staged.stages.push_back(Stage{Strategy::kMerge, {units}, 0});
-        continue;
-      }
-      Stage stage{Strategy::kConcurrent, {}, 0};
-      stage.groups.resize(std::min<size_t>(units.size(), 1 + next() % 3));
-      for (size_t i = 0; i < units.size(); ++i) stage.groups[i % stage.groups.size()].push_back(units[i]);
-      staged.stages.push_back(stage);
-    }
-    Schedule s;
-    s.body = staged;
-    check_plan_respects_dependencies(g, exec::lower(g, s));
+    check_plan_respects_dependencies(g, exec::lower(g, staged_by_levels(n, edges, sched::Barriers::kDependencies, next)));
+  }
+}
+
+TEST_CASE("a host that synchronizes the device after stages needs no events", "[lower]") {
+  // 0 -> 1 -> {2, 3} -> {4, 5} -> 6 -> 7, staged one level at a time: the
+  // IOS paper's engine synchronizes after stage 1 (the next has two groups),
+  // after each two-group stage, and nowhere between single-group stages.
+  const UnitGraph g =
+      UnitGraph::from_edges(8, {{0, 1}, {1, 2}, {1, 3}, {2, 4}, {3, 5}, {4, 6}, {5, 6}, {6, 7}});
+  sched::StagedSchedule staged;
+  for (std::vector<std::vector<sched::UnitId>> groups :
+       std::vector<std::vector<std::vector<sched::UnitId>>>{{{0}}, {{1}}, {{2}, {3}}, {{4}, {5}}, {{6}}, {{7}}}) {
+    staged.stages.push_back(Stage{Strategy::kConcurrent, std::move(groups), 0});
+  }
+  Schedule s;
+  s.body = staged;
+  const ExecPlan plan = exec::lower(g, s, exec::StageJoin::kDeviceSync);
+  CHECK(plan.num_events == 0);
+  CHECK(plan.count(Step::Kind::kSync) == 3);
+  std::vector<size_t> syncs_after;  // launches issued before each kSync
+  size_t launches = 0;
+  for (const Step& step : plan.steps) {
+    if (step.kind == Step::Kind::kLaunch) ++launches;
+    if (step.kind == Step::Kind::kSync) syncs_after.push_back(launches);
+  }
+  CHECK(syncs_after == std::vector<size_t>{2, 4, 6});
+  check_plan_respects_dependencies(g, plan);
+  CHECK(exec::describe(g, plan).find("3 device synchronizations") != std::string::npos);
+  // A last stage of several groups is synchronized after: the plan ends with
+  // stream 0 after every unit.
+  staged.stages.resize(4);
+  s.body = staged;
+  const UnitGraph first_six = UnitGraph::from_edges(6, {{0, 1}, {1, 2}, {1, 3}, {2, 4}, {3, 5}});
+  const ExecPlan ends_wide = exec::lower(first_six, s, exec::StageJoin::kDeviceSync);
+  CHECK(ends_wide.steps.back().kind == Step::Kind::kSync);
+  check_plan_respects_dependencies(first_six, ends_wide);
+  // One stage lowered for the search: a sync after several groups only.
+  ExecPlan stage_plan;
+  exec::lower_stage(staged.stages[2], stage_plan, exec::StageJoin::kDeviceSync);
+  CHECK(stage_plan.count(Step::Kind::kSync) == 1);
+  exec::lower_stage(staged.stages[0], stage_plan, exec::StageJoin::kDeviceSync);
+  CHECK(stage_plan.count(Step::Kind::kSync) == 0);
+}
+
+TEST_CASE("staged lowering with device synchronizations respects every dependency", "[lower]") {
+  uint32_t seed = 4242;
+  auto next = [&]() { return seed = seed * 1664525u + 1013904223u; };
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + static_cast<int>(next() % 12);
+    const auto edges = random_edges(n, next);
+    const UnitGraph g = UnitGraph::from_edges(n, edges);
+    const ExecPlan plan =
+        exec::lower(g, staged_by_levels(n, edges, sched::Barriers::kStages, next), exec::StageJoin::kDeviceSync);
+    CHECK(plan.num_events == 0);
+    check_plan_respects_dependencies(g, plan);
   }
 }
 

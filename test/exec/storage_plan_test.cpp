@@ -25,6 +25,7 @@ using test::GraphBuilder;
 Step launch(int stream, int kernel) { return {Step::Kind::kLaunch, stream, kernel, -1}; }
 Step record(int stream, int event) { return {Step::Kind::kRecord, stream, -1, event}; }
 Step wait(int stream, int event) { return {Step::Kind::kWait, stream, -1, event}; }
+Step sync() { return {Step::Kind::kSync, 0, -1, -1}; }
 
 sched::Stage concurrent(std::vector<std::vector<sched::UnitId>> groups) {
   sched::Stage stage;
@@ -88,6 +89,19 @@ TEST_CASE("happens-before follows stream order and event waits", "[exec][storage
   CHECK(order.before(1, 4));
   CHECK(order.before(2, 4));
   CHECK_FALSE(order.before(4, 4));
+}
+
+TEST_CASE("a host synchronization orders everything before it before everything after", "[exec][storage]") {
+  // stream 0: L0; stream 1: L1; host sync; stream 1: L2; stream 0: L3 (no events).
+  const std::vector<Step> steps{launch(0, 0), launch(1, 1), sync(), launch(1, 2), launch(0, 3)};
+  const HappensBefore order(4, 2, 0, steps);
+  CHECK(order.before(0, 2));  // across streams, through the synchronization
+  CHECK(order.before(1, 3));
+  CHECK(order.before(0, 3));
+  CHECK(order.before(1, 2));
+  CHECK_FALSE(order.before(0, 1));  // both before it, unordered with each other
+  CHECK_FALSE(order.before(2, 3));  // both after it
+  CHECK_FALSE(order.before(3, 2));
 }
 
 TEST_CASE("memory planning shares only buffers that are never live together", "[exec][storage]") {

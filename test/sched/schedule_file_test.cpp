@@ -206,7 +206,7 @@ TEST_CASE("the launch mode is recorded, and files without it still load", "[sche
   auto doc = nlohmann::json::parse(schedule_to_json(s, g));
   CHECK_FALSE(doc["scheduler"].contains("launch"));  // as files written before the field
   CHECK(parse_schedule(doc.dump(), "s.json", g).scheduler.launch.empty());
-  for (const char* launch : {"graph", "plain"}) {
+  for (const char* launch : {"graph", "plain", "synced"}) {
     s.scheduler.launch = launch;
     doc = nlohmann::json::parse(schedule_to_json(s, g));
     CHECK(doc["scheduler"]["launch"] == launch);
@@ -214,7 +214,7 @@ TEST_CASE("the launch mode is recorded, and files without it still load", "[sche
   }
   doc["scheduler"]["launch"] = "eager";
   CHECK_THROWS_WITH(parse_schedule(doc.dump(), "s.json", g),
-                    Catch::Contains("'scheduler.launch' must be \"graph\" or \"plain\""));
+                    Catch::Contains("'scheduler.launch' must be \"graph\", \"plain\" or \"synced\""));
 }
 
 TEST_CASE("writes are atomic and leave no temporary file", "[schedule_file]") {

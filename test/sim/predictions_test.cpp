@@ -6,6 +6,7 @@
 // (docs/cost-model.md, "What the simulator reproduces").
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -95,6 +96,24 @@ TEST_CASE("every scheduler's prediction is the simulation of its whole plan",
   }
 }
 
+TEST_CASE("with host synchronizations the stages still add up to about the plan",
+          "[sim][predictions]") {
+  // --launch synced: a single-group stage costs what it adds to a stream of
+  // its repetitions; in the plan, the synchronization after a chain of them
+  // also waits for the chain's last kernel, which no stage pays for. So the
+  // stage sum may fall short of the plan, by that drain only.
+  for (int64_t batch : {1, 32}) {
+    const Case& c = prepare("inception_v3", batch, "v100", "synced");
+    for (const char* scheduler : {"ios", "greedy", "sequential"}) {
+      const sched::Schedule schedule = optimize_with(c, scheduler);
+      INFO("batch " << batch << ", " << scheduler << ": stages " << stage_sum(schedule) << " ms, plan "
+                    << schedule.predicted_latency_ms << " ms");
+      CHECK(stage_sum(schedule) <= schedule.predicted_latency_ms * (1.0 + 1e-9));
+      CHECK(stage_sum(schedule) >= 0.9 * schedule.predicted_latency_ms);
+    }
+  }
+}
+
 TEST_CASE("no scheduler's prediction ignores synchronisation", "[sim][predictions]") {
   const Case& c = prepare("inception_v3", 1);
   cost::DeviceProfile free_sync = c.simulated().profile();
@@ -115,7 +134,7 @@ TEST_CASE("no scheduler's prediction ignores synchronisation", "[sim][prediction
 
 TEST_CASE("paper, Figure 6: Inception V3 at batch 1 on a V100, IOS beats greedy beats sequential",
           "[sim][predictions][paper]") {
-  const Case& c = prepare("inception_v3", 1);
+  const Case& c = prepare("inception_v3", 1, "v100", "synced");  // the paper's engine
   const double sequential = optimize_with(c, "sequential").predicted_latency_ms;
   const double greedy = optimize_with(c, "greedy").predicted_latency_ms;
   const double ios = optimize_with(c, "ios").predicted_latency_ms;
@@ -129,24 +148,21 @@ TEST_CASE("paper, Figure 6: Inception V3 at batch 1 on a V100, IOS beats greedy 
 
 TEST_CASE("paper, Figure 6: SqueezeNet at batch 1, greedy does not beat sequential, IOS does",
           "[sim][predictions][paper]") {
-  // The paper's engine issued every kernel and synchronisation from the host
-  // (no CUDA graph): its greedy schedule lost to sequential by the overhead
-  // of synchronising. Plain launches reproduce that; with a CUDA graph the
+  // The paper's engine issued every kernel from the host and synchronised
+  // the device after each stage (no CUDA graph): its greedy schedule lost to
+  // sequential by the overhead of synchronising. Planning and running in
+  // that mode (--launch synced) reproduces that; with a CUDA graph the
   // model predicts greedy about even with sequential (docs/cost-model.md).
   const Case& c = prepare("squeezenet1_1", 1);
   const sched::Schedule sequential = optimize_with(c, "sequential");
   const sched::Schedule greedy = optimize_with(c, "greedy");
+  const Case& engine = prepare("squeezenet1_1", 1, "v100", "synced");
+  auto synced_ms = [&](const char* scheduler) { return optimize_with(engine, scheduler).predicted_latency_ms; };
+  INFO("synced: sequential " << synced_ms("sequential") << " ms, greedy " << synced_ms("greedy")
+                             << " ms, ios " << synced_ms("ios") << " ms");
+  CHECK(synced_ms("greedy") >= synced_ms("sequential"));
+  CHECK(synced_ms("ios") < synced_ms("sequential"));
   const sched::Schedule ios = optimize_with(c, "ios");
-  cost::SimulatedOptions plain_launches = c.simulated().options();
-  plain_launches.launch = sim::LaunchMode::kPlain;
-  const cost::SimulatedCostModel plain(c.units(), c.simulated().profile(), plain_launches);
-  auto plain_ms = [&](const sched::Schedule& s) {
-    return plain.simulate(exec::lower(c.units(), s)).makespan_us / 1000.0;
-  };
-  INFO("plain launches: sequential " << plain_ms(sequential) << " ms, greedy " << plain_ms(greedy)
-                                     << " ms, ios " << plain_ms(ios) << " ms");
-  CHECK(plain_ms(greedy) >= plain_ms(sequential));
-  CHECK(plain_ms(ios) < plain_ms(sequential));
   CHECK(ios.predicted_latency_ms < sequential.predicted_latency_ms);  // and as a CUDA graph
 }
 
@@ -174,26 +190,11 @@ int stages_in(const sched::Schedule& schedule, const sched::Block& block) {
 
 }  // namespace
 
-TEST_CASE("paper, Figure 10: IOS uses fewer stages for the last block at batch 1 than at 32",
-          "[sim][predictions][paper]") {
-  const Case& one = prepare("inception_v3", 1);
-  const Case& many = prepare("inception_v3", 32);
-  const int stages_1 = stages_in(optimize_with(one, "ios"), last_inception_block(one.units()));
-  const int stages_32 = stages_in(optimize_with(many, "ios"), last_inception_block(many.units()));
-  INFO("stages of the last block: batch 1 " << stages_1 << ", batch 32 " << stages_32);
-  CHECK(stages_1 < stages_32);
-}
+namespace {
 
-TEST_CASE("paper, Figure 10: the 1x3 + 3x1 merge at batch 32 is compute-bound in this model",
-          "[sim][predictions][paper]") {
-  // The paper's batch-32 schedule merges the 1x3 and 3x1 convolutions that
-  // read one tensor, citing activation memory traffic. In the roofline model
-  // these convolutions are compute-bound, and the merged 3x3 (zero-padded
-  // taps) does three times their FLOPs, so the merge cannot win and IOS does
-  // not choose it. docs/cost-model.md names the knob that would change this;
-  // this test keeps that explanation true.
-  const Case& c = prepare("inception_v3", 32);
-  const sched::UnitGraph& units = c.units();
+// The last block's 1x3 / 3x1 convolution pairs that read one tensor
+// (branch3x3_2a/2b and branch3x3dbl_3a/3b).
+std::vector<std::pair<sched::UnitId, sched::UnitId>> asymmetric_pairs(const sched::UnitGraph& units) {
   const ir::Graph& graph = *units.ir();
   const sched::Block& block = last_inception_block(units);
   auto kernel_of = [&](sched::UnitId u) {
@@ -202,36 +203,77 @@ TEST_CASE("paper, Figure 10: the 1x3 + 3x1 merge at batch 32 is compute-bound in
                ? graph.node(unit.anchor).attr<ir::ConvAttrs>().kernel
                : std::array<int64_t, 2>{0, 0};
   };
-  int pairs = 0;
+  std::vector<std::pair<sched::UnitId, sched::UnitId>> pairs;
   for (sched::UnitId a = block.begin; a < block.end; ++a) {
     for (sched::UnitId b = block.begin; b < block.end; ++b) {
-      if (kernel_of(a) != std::array<int64_t, 2>{1, 3} ||
-          kernel_of(b) != std::array<int64_t, 2>{3, 1})
-        continue;
-      if (units.unit(a).inputs != units.unit(b).inputs) continue;
-      ++pairs;
-      const sched::MergeCheck check = sched::check_merge(units, {a, b});
-      REQUIRE(check.spec.has_value());
-      const double merged_flops = cost::merged_conv_work(units, *check.spec).flops();
-      const double member_flops = c.simulated().work(a).flops() + c.simulated().work(b).flops();
-      CHECK(merged_flops > 2.9 * member_flops);
-      sched::Stage merge;
-      merge.strategy = sched::Strategy::kMerge;
-      merge.groups = {{a, b}};
-      sched::Stage apart;
-      apart.groups = {{a}, {b}};
-      const double merged_ms = c.cost.model->stage_latency(merge);
-      const double apart_ms = c.cost.model->stage_latency(apart);
-      INFO("merged " << merged_ms << " ms, side by side " << apart_ms << " ms");
-      CHECK(merged_ms > apart_ms);
+      if (kernel_of(a) == std::array<int64_t, 2>{1, 3} && kernel_of(b) == std::array<int64_t, 2>{3, 1} &&
+          units.unit(a).inputs == units.unit(b).inputs) {
+        pairs.emplace_back(a, b);
+      }
     }
   }
-  CHECK(pairs == 2);  // branch3x3_2a/2b and branch3x3dbl_3a/3b
+  return pairs;
+}
+
+// Merge stages of `schedule` that hold a 1x3 / 3x1 pair of the last block.
+int asymmetric_merges(const sched::Schedule& schedule, const sched::UnitGraph& units) {
+  int merges = 0;
+  for (const auto& [a, b] : asymmetric_pairs(units)) {
+    for (const sched::Stage& stage : schedule.staged().stages) {
+      if (stage.strategy != sched::Strategy::kMerge) continue;
+      const auto& members = stage.groups.at(0);
+      merges += std::count(members.begin(), members.end(), a) && std::count(members.begin(), members.end(), b);
+    }
+  }
+  return merges;
+}
+
+}  // namespace
+
+TEST_CASE("paper, Figure 10: the last block has fewer stages at batch 1, and the 1x3 + 3x1 merge only at 32",
+          "[sim][predictions][paper]") {
+  // The paper's batch-32 schedule of the last block has more stages than
+  // the batch-1 one and merges the 1x3 and 3x1 convolutions that read one
+  // tensor, although the merged 3x3 (zero-padded taps) does three times
+  // their FLOPs: cuDNN runs a 3x3 faster per multiply-add (Winograd) than a
+  // 1x3 or 3x1, and at batch 32 running the two side by side costs their
+  // cache contention (docs/cost-model.md, "Published measurements").
+  const Case& one = prepare("inception_v3", 1, "v100", "synced");
+  const Case& many = prepare("inception_v3", 32, "v100", "synced");
+  const sched::Schedule for_1 = optimize_with(one, "ios");
+  const sched::Schedule for_32 = optimize_with(many, "ios");
+  const int stages_1 = stages_in(for_1, last_inception_block(one.units()));
+  const int stages_32 = stages_in(for_32, last_inception_block(many.units()));
+  INFO("stages of the last block: batch 1 " << stages_1 << ", batch 32 " << stages_32);
+  CHECK(stages_1 < stages_32);
+  REQUIRE(asymmetric_pairs(many.units()).size() == 2);
+  const int merges_1 = asymmetric_merges(for_1, one.units());
+  const int merges_32 = asymmetric_merges(for_32, many.units());
+  INFO("1x3 + 3x1 merges in the last block: batch 1 " << merges_1 << ", batch 32 " << merges_32);
+  CHECK(merges_1 == 0);
+  CHECK(merges_32 >= 1);
+  for (const auto& [a, b] : asymmetric_pairs(many.units())) {
+    const sched::MergeCheck check = sched::check_merge(many.units(), {a, b});
+    REQUIRE(check.spec.has_value());
+    const double merged_flops = cost::merged_conv_work(many.units(), *check.spec).flops();
+    const double member_flops = many.simulated().work(a).flops() + many.simulated().work(b).flops();
+    CHECK(merged_flops > 2.9 * member_flops);
+    sched::Stage merge;
+    merge.strategy = sched::Strategy::kMerge;
+    merge.groups = {{a, b}};
+    sched::Stage apart;
+    apart.groups = {{a}, {b}};
+    const double merged_ms = many.cost.model->stage_latency(merge);
+    const double apart_ms = many.cost.model->stage_latency(apart);
+    INFO("merged " << merged_ms << " ms, side by side " << apart_ms << " ms");
+    CHECK(merged_ms < apart_ms);
+  }
 }
 
 // The IOS paper's findings on the fitted v100 and k80 profiles
-// (bench/published), with the paper's setting: plain launches from the
-// host, FP32. docs/cost-model.md, "Published measurements".
+// (bench/published), with the paper's setting: its engine's plain launches
+// and device synchronizations after stages (--launch synced), FP32.
+// docs/cost-model.md, "Published measurements".
 
 namespace {
 
@@ -246,23 +288,37 @@ double predicted_on(const Case& c, const Case& made_on, const sched::Schedule& s
 
 TEST_CASE("paper, Table 3: the schedule specialised for a batch or a device is predicted fastest there",
           "[sim][predictions][paper]") {
+  // How much slower, in %, the other schedules ran (Table 3: ms).
+  auto penalty = [](double own_ms, double other_ms) { return 100.0 * (other_ms / own_ms - 1.0); };
+  struct Penalty {
+    std::string cell;
+    double predicted, published;
+  };
+  std::vector<Penalty> penalties;
+  const std::map<int64_t, std::map<int64_t, double>> published_ms = {
+      {1, {{1, 4.03}, {32, 4.50}, {128, 4.63}}},
+      {32, {{1, 29.21}, {32, 27.44}, {128, 27.93}}},
+      {128, {{1, 105.98}, {32, 103.74}, {128, 103.29}}}};
   const int64_t batches[] = {1, 32, 128};
   std::map<int64_t, sched::Schedule> made;
-  for (int64_t b : batches) made[b] = optimize_with(prepare("inception_v3", b, "v100", "plain"), "ios");
+  for (int64_t b : batches) made[b] = optimize_with(prepare("inception_v3", b, "v100", "synced"), "ios");
   for (int64_t run : batches) {
-    const Case& c = prepare("inception_v3", run, "v100", "plain");
-    const double own = predicted_on(c, prepare("inception_v3", run, "v100", "plain"), made[run]);
+    const Case& c = prepare("inception_v3", run, "v100", "synced");
+    const double own = predicted_on(c, prepare("inception_v3", run, "v100", "synced"), made[run]);
     for (int64_t other : batches) {
       if (other == run) continue;
-      const double foreign = predicted_on(c, prepare("inception_v3", other, "v100", "plain"), made[other]);
+      const double foreign = predicted_on(c, prepare("inception_v3", other, "v100", "synced"), made[other]);
       INFO("run at batch " << run << ": own schedule " << own << " ms, batch " << other
                            << "'s " << foreign << " ms");
       CHECK(own <= foreign * (1.0 + 1e-9));
+      penalties.push_back({"batch " + std::to_string(other) + "'s at batch " + std::to_string(run),
+                           penalty(own, foreign),
+                           penalty(published_ms.at(run).at(run), published_ms.at(run).at(other))});
     }
   }
   // Table 3(2): the K80's schedule and the V100's, each on both devices.
-  const Case& k80 = prepare("inception_v3", 1, "k80", "plain");
-  const Case& v100 = prepare("inception_v3", 1, "v100", "plain");
+  const Case& k80 = prepare("inception_v3", 1, "k80", "synced");
+  const Case& v100 = prepare("inception_v3", 1, "v100", "synced");
   const sched::Schedule for_k80 = optimize_with(k80, "ios");
   const sched::Schedule for_v100 = optimize_with(v100, "ios");
   INFO("K80: own " << predicted_on(k80, k80, for_k80) << " ms, V100's "
@@ -271,12 +327,32 @@ TEST_CASE("paper, Table 3: the schedule specialised for a batch or a device is p
                    << predicted_on(v100, k80, for_k80) << " ms");
   CHECK(predicted_on(k80, k80, for_k80) < predicted_on(k80, v100, for_v100));
   CHECK(predicted_on(v100, v100, for_v100) < predicted_on(v100, k80, for_k80));
+  penalties.push_back({"the V100's on the K80",
+                       penalty(predicted_on(k80, k80, for_k80), predicted_on(k80, v100, for_v100)),
+                       penalty(13.87, 14.65)});
+  penalties.push_back({"the K80's on the V100",
+                       penalty(predicted_on(v100, v100, for_v100), predicted_on(v100, k80, for_k80)),
+                       penalty(4.03, 4.49)});
+  // The penalties against the paper's: within a factor of 2 in all but the
+  // two between the batch-32 and batch-128 schedules, which differ less in
+  // the model than on the V100 (docs/cost-model.md, "Published measurements").
+  int within = 0;
+  for (const Penalty& p : penalties) {
+    const double ratio = p.predicted / p.published;
+    INFO(p.cell << ": predicted +" << p.predicted << "%, published +" << p.published << "%");
+    CHECK(p.predicted > 0.0);
+    const bool between_32_and_128 = p.cell == "batch 128's at batch 32" || p.cell == "batch 32's at batch 128";
+    if (!between_32_and_128) CHECK((ratio >= 0.5 && ratio <= 2.0));
+    within += ratio >= 0.5 && ratio <= 2.0;
+  }
+  CHECK(penalties.size() == 8);
+  CHECK(within >= 6);
 }
 
 TEST_CASE("paper, Figure 11: IOS ahead of sequential at every batch from 1 to 128",
           "[sim][predictions][paper]") {
   for (int64_t batch : {1, 16, 32, 64, 128}) {
-    const Case& c = prepare("inception_v3", batch, "v100", "plain");
+    const Case& c = prepare("inception_v3", batch, "v100", "synced");
     const double ios = optimize_with(c, "ios").predicted_latency_ms;
     const double sequential = optimize_with(c, "sequential").predicted_latency_ms;
     INFO("batch " << batch << ": ios " << ios << " ms, sequential " << sequential << " ms");
@@ -288,7 +364,7 @@ TEST_CASE("paper, Figure 7: IOS-Both at least as fast as IOS-Merge, IOS-Parallel
           "[sim][predictions][paper]") {
   for (const char* name :
        {"inception_v3", "squeezenet1_1", "randwire-bdyn-64x64", "nasnet_a_large-bdyn-99x99"}) {
-    const Case& c = prepare(name, 1, "v100", "plain");
+    const Case& c = prepare(name, 1, "v100", "synced");
     const double both = optimize_with(c, "ios").predicted_latency_ms;
     for (const char* other : {"ios-merge", "ios-parallel", "greedy", "sequential"}) {
       const double latency = optimize_with(c, other).predicted_latency_ms;

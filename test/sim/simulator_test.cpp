@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/error.h"
+
 using namespace ios;
 using exec::ExecPlan;
 using exec::Step;
@@ -34,6 +36,7 @@ struct PlanBuilder {
     return plan.num_events++;
   }
   void wait(int stream, int event) { plan.steps.push_back({Step::Kind::kWait, stream, -1, event}); }
+  void sync() { plan.steps.push_back({Step::Kind::kSync, 0, -1, -1}); }
   sim::Timeline run(const DeviceLimits& limits) const { return sim::simulate(plan, costs, limits); }
 };
 
@@ -94,24 +97,29 @@ TEST_CASE("kernels that oversubscribe the device share it; interference slows sh
 }
 
 TEST_CASE("kernels side by side contend for the L2 as far as their working sets fill it", "[sim]") {
-  // Two kernels that fit the device together (no slot or bandwidth sharing).
-  auto pair = [](double working_set_mb) {
+  // Two kernels that fit the device's slots together, each drawing half the
+  // DRAM bandwidth: together exactly all of it.
+  auto pair = [](double bandwidth_share, double working_set_mb) {
     PlanBuilder b(2);
-    b.launch(0, {kernel(0.0, 10.0, 0.4, 0.0, working_set_mb)});
-    b.launch(1, {kernel(0.0, 10.0, 0.4, 0.0, working_set_mb)});
+    b.launch(0, {kernel(0.0, 10.0, 0.4, bandwidth_share, working_set_mb)});
+    b.launch(1, {kernel(0.0, 10.0, 0.4, bandwidth_share, working_set_mb)});
     return b;
   };
   DeviceLimits limits;
   limits.l2_cache_mb = 6.0;
-  CHECK(pair(1.5).run(limits).makespan_us == Approx(10.0));  // no contention term: full speed
+  CHECK(pair(0.5, 1.5).run(limits).makespan_us == Approx(10.0));  // no contention term: full speed
   limits.cache_contention = 0.2;
-  // 3 MB of 6 fill half the L2: 1 + 0.2 * 0.5.
-  CHECK(pair(1.5).run(limits).makespan_us == Approx(11.0));
+  // 3 MB of 6 fill half the L2: their traffic grows by 0.2 * 0.5, beyond
+  // the bandwidth, which then bounds them: 1.0 * 1.1.
+  CHECK(pair(0.5, 1.5).run(limits).makespan_us == Approx(11.0));
   // 60 MB overflow it: the whole term, no more.
-  CHECK(pair(30.0).run(limits).makespan_us == Approx(12.0));
+  CHECK(pair(0.5, 30.0).run(limits).makespan_us == Approx(12.0));
+  // Compute-bound kernels lose their cached data too, but the extra traffic
+  // (0.2 * 1.2 of the bandwidth) does not bound them.
+  CHECK(pair(0.1, 30.0).run(limits).makespan_us == Approx(10.0));
   // A kernel alone contends with nobody.
   PlanBuilder alone(1);
-  alone.launch(0, {kernel(0.0, 10.0, 0.4, 0.0, 30.0)});
+  alone.launch(0, {kernel(0.0, 10.0, 0.4, 0.9, 30.0)});
   CHECK(alone.run(limits).makespan_us == Approx(10.0));
 }
 
@@ -135,6 +143,59 @@ TEST_CASE("plain launches are issued by one host thread in plan order", "[sim]")
   // 12 host calls; the last (the join's wait) returns at 60 us.
   CHECK(plain >= 60.0);
   CHECK(plain == Approx(60.0));
+}
+
+TEST_CASE("a host synchronization waits for the whole device, then the host issues on", "[sim]") {
+  // Stage 1: a long kernel on stream 0 and a short one on stream 1; the host
+  // synchronizes; stage 2: one kernel on stream 1 (no events: the device is
+  // idle when it is issued).
+  PlanBuilder b(2);
+  b.launch(0, {kernel(1.0, 50.0)});
+  b.launch(1, {kernel(1.0, 5.0)});
+  b.sync();
+  b.launch(1, {kernel(1.0, 10.0)});
+  DeviceLimits limits;
+  limits.mode = LaunchMode::kPlain;
+  limits.host_call_us = 2.0;
+  limits.host_sync_us = 7.0;
+  const sim::Timeline t = b.run(limits);
+  // Stream 0 ends at 2 + 1 + 50 = 53; the host returns at 60 and issues the
+  // last kernel by 62; it ends at 62 + 1 + 10.
+  REQUIRE(t.kernels.size() == 3);
+  CHECK(t.kernels[2].begin_us == Approx(62.0));
+  CHECK(t.makespan_us == Approx(73.0));
+  // Without the synchronization stream 1 runs its second kernel right after
+  // its first, beside the long one.
+  PlanBuilder events(2);
+  events.launch(0, {kernel(1.0, 50.0)});
+  events.launch(1, {kernel(1.0, 5.0)});
+  events.launch(1, {kernel(1.0, 10.0)});
+  CHECK(events.run(limits).makespan_us == Approx(53.0));
+}
+
+TEST_CASE("a synchronization the device had finished costs one call, and the last one ends the plan", "[sim]") {
+  // The host is slower than the device: when it reaches the kSync the device
+  // is idle, so it costs the host one call, not the wake-up.
+  PlanBuilder b(1);
+  for (int i = 0; i < 3; ++i) b.launch(0, {kernel(0.5, 0.5)});
+  b.sync();
+  DeviceLimits limits;
+  limits.mode = LaunchMode::kPlain;
+  limits.host_call_us = 10.0;
+  limits.host_sync_us = 3.0;
+  // Calls return at 10, 20, 30; the last kernel ends at 31; the host returns
+  // from the synchronization at max(30 + 10, 31 + 3) = 40, which ends the plan.
+  CHECK(b.run(limits).makespan_us == Approx(40.0));
+  limits.host_call_us = 0.1;
+  // Now the device is behind: the host waits for the end (3.0 + 0.1) and 3 us more.
+  CHECK(b.run(limits).makespan_us == Approx(0.1 + 3.0 + 3.0));
+}
+
+TEST_CASE("a host synchronization cannot be captured in a CUDA graph", "[sim]") {
+  PlanBuilder b(1);
+  b.launch(0, {kernel(1.0, 1.0)});
+  b.sync();
+  CHECK_THROWS_AS(b.run({}), InternalError);
 }
 
 TEST_CASE("a wait binds to the latest earlier record of its event", "[sim]") {
