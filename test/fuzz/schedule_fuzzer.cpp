@@ -52,6 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const ios::sched::Schedule schedule =
         ios::sched::parse_schedule(text, "fuzz.json", *model->units);
     (void)ios::exec::lower(*model->units, schedule);
+    (void)ios::exec::lower(*model->units, schedule, ios::exec::StageJoin::kDeviceSync);
   } catch (const ios::UserError&) {
     // Refused with a message: the expected outcome for most inputs.
   }
