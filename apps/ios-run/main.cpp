@@ -138,8 +138,7 @@ int main(int argc, char** argv) {
   app.add_option("--dot", o.dot_path,
                  "draw the (one) schedule: Graphviz DOT, or SVG when FILE ends in .svg (needs dot)");
   bool no_graph = false;
-  std::string launch = "graph";
-  app.add_option("--launch", launch,
+  app.add_option("--launch", o.launch,
                  "graph (a captured CUDA graph), plain (host launches) or synced (host launches "
                  "and a device synchronization after each stage, the IOS paper's engine)")
       ->check(CLI::IsMember({"graph", "plain", "synced"}))
@@ -161,9 +160,7 @@ int main(int argc, char** argv) {
     std::cerr << ios::cli::describe_parse_error(app, e, kProgram) << "\n";
     return static_cast<int>(ios::ExitCode::kInput);
   }
-  if (no_graph) launch = "plain";
-  o.cuda_graph = launch == "graph";
-  o.sync_stages = launch == "synced";
+  if (no_graph) o.launch = "plain";
   try {
     ios::set_verbosity(o.quiet ? ios::Verbosity::kQuiet
                        : o.verbose ? ios::Verbosity::kVerbose

@@ -173,14 +173,9 @@ struct RunState {
   const exec::BackendTraits& traits() const { return backend_entry->traits; }
 };
 
-// How the options run a staged schedule's stages, and their launch mode as
-// schedules record it.
+// How the options run a staged schedule's stages.
 exec::StageJoin stage_join(const RunOptions& o) {
-  return o.sync_stages ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
-}
-std::string launch_mode(const RunOptions& o) {
-  if (o.sync_stages) return "synced";
-  return o.cuda_graph ? "graph" : "plain";
+  return o.launch == "synced" ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
 }
 
 // The sequential schedule: run when no file is given, and the reference of --check.
@@ -305,7 +300,7 @@ void warn_about_target(const RunState& r, LoadedSchedule& s) {
                                      made.device.name, device));
   }
   if (r.traits().uses_cuda_graph && !made.scheduler.launch.empty()) {
-    const std::string launch = launch_mode(r.options);
+    const std::string& launch = r.options.launch;
     if (made.scheduler.launch != launch) {
       s.warnings.push_back(fmt::format("{} was planned for {} and runs with {} (--launch {}); pass "
                                        "--launch {} to run it as planned",
@@ -339,8 +334,8 @@ void open_backend(RunState& r) {
     }
   }
   exec::BackendOptions backend_options;
-  backend_options.cuda_graph = o.cuda_graph;
-  backend_options.sync_stages = o.sync_stages;
+  backend_options.cuda_graph = o.launch == "graph";
+  backend_options.sync_stages = o.launch == "synced";
   backend_options.precision = o.precision;
   backend_options.threads = o.threads;
   backend_options.device_profile = o.device_profile;
@@ -359,7 +354,7 @@ void open_backend(RunState& r) {
         "atol={:g} seed={} launch={} precision={} threads={}",
         name, r.warmup, r.iterations, r.duration_s, o.check || !o.references.empty(),
         r.tolerance.rtol, r.tolerance.atol, o.seed,
-        traits.uses_cuda_graph ? launch_mode(o) : "n/a",
+        traits.uses_cuda_graph ? o.launch : "n/a",
         traits.uses_precision ? o.precision : "n/a", traits.uses_threads ? fmt::format("{}", threads) : "n/a");
   }
 }

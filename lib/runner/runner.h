@@ -44,10 +44,11 @@ struct RunOptions {
   std::string export_times;
   std::string trace;
   std::string dot_path;  // a picture of the (single) schedule: DOT, or SVG for *.svg
-  bool cuda_graph = true;
-  // With plain launches: the host synchronizes the device after each stage
-  // of a staged schedule, as the IOS paper's engine did (--launch synced).
-  bool sync_stages = false;
+  // "graph" (a captured CUDA graph), "plain" (host launches) or "synced"
+  // (host launches, and the host synchronizes the device after each stage
+  // of a staged schedule, as the IOS paper's engine did): the values of
+  // ios-optimize --launch and of a schedule's scheduler.launch.
+  std::string launch = "graph";
   std::string precision = "tf32";
   int threads = 0;  // for a backend that uses threads; 0: all cores
   bool verbose = false;
