@@ -142,9 +142,17 @@ TEST_CASE("two huge convs gain little from running concurrently", "[cost][simula
     const double parallel = model.stage_latency(concurrent({{a}, {c}}));
     INFO(device << ": sequential " << sequential << " ms, concurrent " << parallel << " ms");
     // At best the second launch overhead is hidden, and with whole waves the
-    // second kernel's blocks fill the first one's last wave.
-    if (!profile.whole_waves) CHECK(parallel >= sequential - profile.launch_overhead_us / 1000.0);
-    CHECK(parallel > 0.95 * sequential);
+    // second kernel's blocks fill the first one's last wave: the pair gains
+    // at most one launch and one wave of each kernel (a dozen waves or more
+    // here, so a few percent).
+    const double launch_ms = profile.launch_overhead_us / 1000.0;
+    if (!profile.whole_waves) CHECK(parallel >= sequential - launch_ms);
+    const double outputs = 8.0 * 256 * 56 * 56;
+    const double fill = static_cast<double>(profile.sm_count * profile.blocks_per_sm);
+    const double waves = std::ceil(outputs / static_cast<double>(profile.outputs_per_block) / fill);
+    INFO(waves << " waves per convolution");
+    CHECK(waves >= 10);
+    CHECK(parallel >= sequential - launch_ms - (sequential - 2 * launch_ms) / waves);
   }
 }
 
@@ -319,7 +327,7 @@ TEST_CASE("every profile the parser accepts simulates to a finite, positive late
 TEST_CASE("every stage lasts at least the bounds the search prunes with", "[cost][simulated]") {
   // Six independent convolutions from tiny to device-filling, every subset
   // of them in every way of splitting it into two groups.
-  for (const int64_t batch : {1, 8}) {
+  for (const int64_t batch : {1, 32}) {
     IrBuilder b;
     const auto x = b.input("x", {batch, 64, 28, 28});
     const std::vector<std::pair<int64_t, int64_t>> shapes = {{8, 1}, {16, 3}, {64, 1},
@@ -361,10 +369,11 @@ TEST_CASE("every stage lasts at least the bounds the search prunes with", "[cost
           if (second == 0) break;
         }
       }
-      // With eight images the large convolutions fill the device: running
-      // them side by side gains nothing, and the device bound says so.
+      // With 32 images the large convolutions fill the device for dozens of
+      // waves (the tails and launches are a few percent): running them side
+      // by side gains nothing, and the device bound says so.
       INFO(device << " batch " << batch);
-      if (batch == 8) CHECK(device_bound_binds);
+      if (batch == 32) CHECK(device_bound_binds);
     }
   }
 }
