@@ -24,8 +24,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 # Carried over from the fitted v100: how kernels use a device, not its size.
 FROM_V100 = ["compute_efficiency", "memory_efficiency", "blocks_per_sm", "outputs_per_block",
-             "split_k_length", "concurrency_interference", "cache_contention", "whole_waves",
-             "winograd_speedup", "asymmetric_conv_efficiency"]
+             "max_outputs_per_block", "split_k_length", "concurrency_interference",
+             "cache_contention", "whole_waves", "winograd_speedup", "asymmetric_conv_efficiency"]
 
 # Spec sheets (SXM parts; dense FP32 and TF32 peaks at boost clock) and the
 # estimates that no V100 measurement informs: per-call overheads of a current
@@ -54,8 +54,8 @@ DEVICES = {
 ORDER = ["name", "description", "sm_count", "peak_fp32_tflops", "peak_tf32_tflops",
          "mem_bandwidth_gbs", "launch_overhead_us", "event_sync_overhead_us", "host_launch_us",
          "host_sync_us", "max_concurrent_kernels", "compute_efficiency", "tensor_core_efficiency",
-         "memory_efficiency", "blocks_per_sm", "outputs_per_block", "split_k_length",
-         "concurrency_interference", "l2_cache_mb", "cache_contention", "whole_waves",
+         "memory_efficiency", "blocks_per_sm", "outputs_per_block", "max_outputs_per_block",
+         "split_k_length", "concurrency_interference", "l2_cache_mb", "cache_contention", "whole_waves",
          "winograd_speedup", "asymmetric_conv_efficiency"]
 
 

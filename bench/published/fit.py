@@ -50,9 +50,10 @@ INCEPTION = os.path.join(MODELS, "inception_v3-bdyn.onnx")
 
 # The knobs the fit moves: (profile, field). Peaks, SM counts and L2 sizes
 # stay at their spec-sheet values, and of the occupancy constants only the
-# V100's tile size (outputs per thread block) moves: it sets how much of the
-# device a kernel fills at each batch, which a fixed cost per kernel cannot
-# stand in for; the slots per SM and the split-K length stay documented.
+# V100's smallest tile (outputs per thread block) moves: it sets how much of
+# the device a small kernel fills, which a fixed cost per kernel cannot
+# stand in for. The slots per SM, the split-K length and the largest tile
+# (cuDNN 7's 128x128, max_outputs_per_block) stay documented.
 KNOBS = [
     ("v100", "launch_overhead_us"),
     ("v100", "host_launch_us"),

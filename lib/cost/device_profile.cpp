@@ -105,6 +105,15 @@ class FieldReader {
     return it->get<bool>();
   }
 
+  // An integer that may be absent: `absent` then.
+  int64_t optional_integer(const std::string& field, int64_t absent) {
+    if (object_.find(field) == object_.end()) {
+      used_.insert(field);
+      return absent;
+    }
+    return integer(field);
+  }
+
   int64_t integer(const std::string& field) {
     const json& value = require(field);
     if (!value.is_number_integer()) {
@@ -186,6 +195,7 @@ const std::vector<FieldRange>& device_profile_ranges() {
       {"memory_efficiency", 0.01, 1, false, false},
       {"blocks_per_sm", 1, 64, false, true},
       {"outputs_per_block", 1, 1 << 20, false, true},
+      {"max_outputs_per_block", 1, 1 << 20, true, true},
       {"split_k_length", 1, 1 << 20, false, true},
       {"concurrency_interference", 0, 10, false, false},
       {"l2_cache_mb", 0.01, 10000, true, false},
@@ -253,6 +263,7 @@ void validate_device_profile(const DeviceProfile& p, const std::string& source) 
   check_range(source, "memory_efficiency", p.memory_efficiency);
   check_range(source, "blocks_per_sm", static_cast<double>(p.blocks_per_sm));
   check_range(source, "outputs_per_block", static_cast<double>(p.outputs_per_block));
+  check_range(source, "max_outputs_per_block", static_cast<double>(p.max_outputs_per_block));
   check_range(source, "split_k_length", static_cast<double>(p.split_k_length));
   check_range(source, "concurrency_interference", p.concurrency_interference);
   check_range(source, "l2_cache_mb", p.l2_cache_mb);
@@ -262,6 +273,12 @@ void validate_device_profile(const DeviceProfile& p, const std::string& source) 
   if (p.cache_contention > 0.0 && p.l2_cache_mb == 0.0) {
     user_error("device profile {}: field 'l2_cache_mb' must be > 0 when 'cache_contention' is > 0",
                source);
+  }
+  if (p.max_outputs_per_block != 0 && p.max_outputs_per_block < p.outputs_per_block) {
+    user_error(
+        "device profile {}: field 'max_outputs_per_block' ({}) must be at least "
+        "'outputs_per_block' ({}), or 0 for one tile size",
+        source, p.max_outputs_per_block, p.outputs_per_block);
   }
   if (p.peak_tf32_tflops > 0.0 && p.tensor_core_efficiency == 0.0) {
     user_error(
@@ -320,6 +337,7 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   p.memory_efficiency = r.number("memory_efficiency");
   p.blocks_per_sm = r.integer("blocks_per_sm");
   p.outputs_per_block = r.integer("outputs_per_block");
+  p.max_outputs_per_block = r.optional_integer("max_outputs_per_block", 0);
   p.split_k_length = r.integer("split_k_length");
   p.concurrency_interference = r.number("concurrency_interference");
   p.l2_cache_mb = r.optional_number("l2_cache_mb", 0.0);
@@ -350,6 +368,7 @@ std::string device_profile_json(const DeviceProfile& p) {
   doc["memory_efficiency"] = p.memory_efficiency;
   doc["blocks_per_sm"] = p.blocks_per_sm;
   doc["outputs_per_block"] = p.outputs_per_block;
+  doc["max_outputs_per_block"] = p.max_outputs_per_block;
   doc["split_k_length"] = p.split_k_length;
   doc["concurrency_interference"] = p.concurrency_interference;
   doc["l2_cache_mb"] = p.l2_cache_mb;

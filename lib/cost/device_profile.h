@@ -33,11 +33,15 @@ struct DeviceProfile {
   double memory_efficiency = 0.0;         // of peak bandwidth, same
   int64_t blocks_per_sm = 0;              // resident thread blocks per SM to fill it
   int64_t outputs_per_block = 0;          // output elements one thread block computes
+  // Optional (0: outputs_per_block, one tile size): the largest tile a
+  // library picks for a large kernel. Tiles double from outputs_per_block up
+  // to this while the kernel still fills at least one wave with them.
+  int64_t max_outputs_per_block = 0;
   int64_t split_k_length = 0;             // reduction chunk when libraries split K
   double concurrency_interference = 0.0;  // slowdown while kernels share the device
   // Contention for the last-level cache (optional fields; 0: none): while
-  // kernels share the device, a further slowdown of cache_contention times
-  // the fraction of the L2 their combined working sets fill (at most 1).
+  // kernels share the device, their DRAM traffic grows by cache_contention
+  // times the fraction of the L2 their combined working sets fill (at most 1).
   double l2_cache_mb = 0.0;
   double cache_contention = 0.0;
   // Thread blocks run in whole waves (optional; false: fractional blocks,

@@ -39,12 +39,26 @@ SimulatedCostModel::SimulatedCostModel(const sched::UnitGraph& graph, DeviceProf
   }
 }
 
+double tile_outputs(const DeviceProfile& p, double outputs) {
+  // Libraries ship kernels for several tile sizes and pick a larger tile for
+  // a larger problem (more reuse per block), but not one so large that the
+  // kernel leaves part of the device idle: the tile doubles from
+  // outputs_per_block up to max_outputs_per_block while the kernel still
+  // has at least one full wave of blocks (cuDNN 7's Volta kernels, for
+  // example, come in 128x32, 128x64 and 128x128 output tiles).
+  const double fill = static_cast<double>(p.sm_count * p.blocks_per_sm);
+  const double largest = static_cast<double>(std::max(p.outputs_per_block, p.max_outputs_per_block));
+  double tile = static_cast<double>(p.outputs_per_block);
+  while (tile * 2.0 <= largest && outputs / (tile * 2.0) >= fill) tile *= 2.0;
+  return tile;
+}
+
 sim::KernelCost SimulatedCostModel::time_kernel(const KernelWork& k) const {
   const DeviceProfile& p = profile_;
   sim::KernelCost t;
   t.launch_us = p.launch_overhead_us;
 
-  // Occupancy: outputs_per_block outputs per thread block, at least one
+  // Occupancy: tile_outputs() outputs per thread block, at least one
   // block; a library splits a long reduction (split-K) into chunks of
   // split_k_length, but only as far as needed to fill the device. With
   // whole_waves, blocks run in waves of `fill`: a kernel of 1.25 waves takes
@@ -53,7 +67,7 @@ sim::KernelCost SimulatedCostModel::time_kernel(const KernelWork& k) const {
   // Otherwise blocks are fractional, spread evenly. Either way the time
   // never drops when work grows.
   const double fill = static_cast<double>(p.sm_count * p.blocks_per_sm);
-  const double blocks = std::max(1.0, k.outputs / static_cast<double>(p.outputs_per_block));
+  const double blocks = std::max(1.0, k.outputs / tile_outputs(p, k.outputs));
   const double split = std::clamp(k.reduction / static_cast<double>(p.split_k_length), 1.0,
                                   std::max(1.0, fill / blocks));
   const double slots = blocks * split;

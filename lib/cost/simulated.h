@@ -36,6 +36,11 @@ struct SimulatedOptions {
 // or "synced" (plain launches, kDeviceSync).
 std::string launch_name(const SimulatedOptions& options);
 
+// Output elements per thread block of a kernel of `outputs` output elements
+// on `p`: outputs_per_block, doubled up to max_outputs_per_block while the
+// kernel still fills at least one wave (docs/cost-model.md, "Tile sizes").
+double tile_outputs(const DeviceProfile& p, double outputs);
+
 class SimulatedCostModel : public sched::CostModel {
  public:
   // Shapes (batch included) come from the IR behind `graph`, which must

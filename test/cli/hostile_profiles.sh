@@ -84,18 +84,21 @@ profile blocks_huge 'p["blocks_per_sm"] = 1000000'
 both blocks_huge 2 "'blocks_per_sm' = 1000000 is out of range \[1, 64\]"
 profile name_newline 'p["name"] = "evil\nname"'
 both name_newline 2 "'name' contains control characters \('evil\\\\x0aname'\)"
+profile tiles_inverted 'p["outputs_per_block"] = 4096; p["max_outputs_per_block"] = 1024'
+both tiles_inverted 2 "'max_outputs_per_block' \(1024\) must be at least 'outputs_per_block' \(4096\)"
 # The corners of the ranges are legitimate and simulate to a finite, positive
 # latency, on a small model and on one with concurrent branches.
 corners='lo = dict(sm_count=1, peak_fp32_tflops=0.01, peak_tf32_tflops=0.01, mem_bandwidth_gbs=1,
           launch_overhead_us=0, event_sync_overhead_us=0, host_launch_us=0, host_sync_us=0,
           max_concurrent_kernels=1, compute_efficiency=0.01, tensor_core_efficiency=0.01,
-          memory_efficiency=0.01, blocks_per_sm=1, outputs_per_block=1, split_k_length=1,
-          concurrency_interference=0)
+          memory_efficiency=0.01, blocks_per_sm=1, outputs_per_block=1, max_outputs_per_block=1,
+          split_k_length=1, concurrency_interference=0)
 hi = dict(sm_count=10000, peak_fp32_tflops=10000, peak_tf32_tflops=100000,
           mem_bandwidth_gbs=100000, launch_overhead_us=1000, event_sync_overhead_us=1000,
           host_launch_us=1000, host_sync_us=1000, max_concurrent_kernels=4096, compute_efficiency=1,
           tensor_core_efficiency=1, memory_efficiency=1, blocks_per_sm=64,
-          outputs_per_block=1048576, split_k_length=1048576, concurrency_interference=10)'
+          outputs_per_block=1048576, max_outputs_per_block=1048576, split_k_length=1048576,
+          concurrency_interference=10)'
 profile corner_low "$corners
 p.update(lo)"
 profile corner_high "$corners

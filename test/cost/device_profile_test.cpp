@@ -89,6 +89,7 @@ TEST_CASE("the compiled-in profiles equal the files in device_profiles/", "[cost
     CHECK(from_file.host_launch_us == shipped.host_launch_us);
     CHECK(from_file.concurrency_interference == shipped.concurrency_interference);
     CHECK(from_file.outputs_per_block == shipped.outputs_per_block);
+    CHECK(from_file.max_outputs_per_block == shipped.max_outputs_per_block);
   }
 }
 
@@ -143,10 +144,10 @@ TEST_CASE("profile validation names the file and the field", "[cost][profile]") 
     j["sm_count"] = 0;
     CHECK_THAT(error_of(write(dir, "zero.json", j.dump())), Contains("'sm_count'"));
   }
-  SECTION("the fields added later may be absent: no cache contention, no per-shape efficiency, no host synchronization cost") {
+  SECTION("the fields added later may be absent: no cache contention, no per-shape efficiency, no host synchronization cost, one tile size") {
     nlohmann::json j = good;
     for (const char* field : {"l2_cache_mb", "cache_contention", "whole_waves", "winograd_speedup",
-                              "asymmetric_conv_efficiency", "host_sync_us"}) {
+                              "asymmetric_conv_efficiency", "host_sync_us", "max_outputs_per_block"}) {
       j.erase(field);
     }
     const DeviceProfile p = load_device_profile(write(dir, "older.json", j.dump()));
@@ -156,6 +157,21 @@ TEST_CASE("profile validation names the file and the field", "[cost][profile]") 
     CHECK_FALSE(p.whole_waves);
     CHECK(p.asymmetric_conv_efficiency == 1.0);
     CHECK(p.host_sync_us == 0.0);
+    CHECK(p.max_outputs_per_block == 0);
+  }
+  SECTION("the largest tile is at least the smallest") {
+    nlohmann::json j = good;
+    j["outputs_per_block"] = 4096;
+    j["max_outputs_per_block"] = 2048;
+    CHECK_THAT(error_of(write(dir, "tiles.json", j.dump())),
+               Contains("'max_outputs_per_block' (2048) must be at least 'outputs_per_block' (4096)"));
+    j["max_outputs_per_block"] = 4096;
+    CHECK(load_device_profile(write(dir, "tiles_equal.json", j.dump())).max_outputs_per_block == 4096);
+    j["max_outputs_per_block"] = 0;
+    CHECK(load_device_profile(write(dir, "tiles_zero.json", j.dump())).max_outputs_per_block == 0);
+    j["max_outputs_per_block"] = 1.5;
+    CHECK_THAT(error_of(write(dir, "tiles_real.json", j.dump())),
+               Contains("'max_outputs_per_block' must be an integer"));
   }
   SECTION("cache contention needs the L2 size") {
     nlohmann::json j = good;

@@ -333,20 +333,19 @@ TEST_CASE("paper, Table 3: the schedule specialised for a batch or a device is p
   penalties.push_back({"the K80's on the V100",
                        penalty(predicted_on(v100, v100, for_v100), predicted_on(v100, k80, for_k80)),
                        penalty(4.03, 4.49)});
-  // The penalties against the paper's: within a factor of 2 in all but the
-  // two between the batch-32 and batch-128 schedules, which differ less in
-  // the model than on the V100 (docs/cost-model.md, "Published measurements").
+  // The penalties against the paper's: within a factor of 2 in all but one,
+  // the V100's schedule on the K80, which the model makes 2.1 times as
+  // costly as the K80 measured (docs/cost-model.md, "Published measurements").
   int within = 0;
   for (const Penalty& p : penalties) {
     const double ratio = p.predicted / p.published;
     INFO(p.cell << ": predicted +" << p.predicted << "%, published +" << p.published << "%");
     CHECK(p.predicted > 0.0);
-    const bool between_32_and_128 = p.cell == "batch 128's at batch 32" || p.cell == "batch 32's at batch 128";
-    if (!between_32_and_128) CHECK((ratio >= 0.5 && ratio <= 2.0));
+    if (p.cell != "the V100's on the K80") CHECK((ratio >= 0.5 && ratio <= 2.0));
     within += ratio >= 0.5 && ratio <= 2.0;
   }
   CHECK(penalties.size() == 8);
-  CHECK(within >= 6);
+  CHECK(within >= 7);
 }
 
 TEST_CASE("paper, Figure 11: IOS ahead of sequential at every batch from 1 to 128",
