@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
                  "CUDA graph, as ios-run runs by default), plain (host launches, ios-run "
                  "--no-cuda-graph) or synced (host launches and a device synchronization after "
                  "each stage, the IOS paper's engine)")
-      ->check(CLI::IsMember({"graph", "plain", "synced"}))
+      ->check(CLI::IsMember(ios::sched::kLaunchModes))
       ->capture_default_str();
   app.add_option(
       "--report-json", options.report_json,

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   app.add_option("--launch", o.launch,
                  "graph (a captured CUDA graph), plain (host launches) or synced (host launches "
                  "and a device synchronization after each stage, the IOS paper's engine)")
-      ->check(CLI::IsMember({"graph", "plain", "synced"}))
+      ->check(CLI::IsMember(ios::sched::kLaunchModes))
       ->capture_default_str();
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph (--launch plain)")
       ->excludes("--launch");

@@ -23,6 +23,12 @@ std::string launch_name(const SimulatedOptions& options) {
   return options.join == exec::StageJoin::kDeviceSync ? "synced" : "plain";
 }
 
+void set_launch(SimulatedOptions& options, std::string_view launch) {
+  IOS_ASSERT(launch == "graph" || launch == "plain" || launch == "synced", "launch mode '{}'", launch);
+  options.launch = launch == "graph" ? sim::LaunchMode::kGraph : sim::LaunchMode::kPlain;
+  options.join = launch == "synced" ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
+}
+
 SimulatedCostModel::SimulatedCostModel(const sched::UnitGraph& graph, DeviceProfile profile,
                                        SimulatedOptions options)
     : graph_(graph), profile_(std::move(profile)), options_(options) {

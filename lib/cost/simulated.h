@@ -35,6 +35,8 @@ struct SimulatedOptions {
 // The launch mode of the options as schedules record it: "graph", "plain"
 // or "synced" (plain launches, kDeviceSync).
 std::string launch_name(const SimulatedOptions& options);
+// Its inverse: sets the options' launch and join for a launch mode.
+void set_launch(SimulatedOptions& options, std::string_view launch);
 
 // Output elements per thread block of a kernel of `outputs` output elements
 // on `p`: outputs_per_block, doubled up to max_outputs_per_block while the

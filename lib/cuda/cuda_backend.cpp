@@ -51,7 +51,7 @@ class CudaBackend : public exec::Backend {
           "validate and print the plans, or --backend cpu to run the CPU reference");
     }
     device_name_ = device->name;
-    engine_options_.cuda_graph = options.cuda_graph;
+    engine_options_.cuda_graph = options.launch == "graph";
     engine_options_.precision = parse_precision(options.precision);
   }
   std::string device_name() const override { return device_name_; }

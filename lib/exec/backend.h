@@ -55,8 +55,9 @@ struct BackendTraits {
 
 // The options a backend may use (those its traits say apply).
 struct BackendOptions {
-  bool cuda_graph = true;
-  bool sync_stages = false;  // the plans synchronize the device after each stage (kSync steps)
+  // "graph" (a captured CUDA graph), "plain" (host launches) or "synced"
+  // (host launches; the plans synchronize the device after stages: kSync).
+  std::string launch = "graph";
   std::string precision = "tf32";  // tf32 | fp32
   int threads = 0;                 // 0: all cores
   // A profile name or file; empty: the backend's choice, which may follow

@@ -179,14 +179,8 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
                     : fmt::format("predicted: GPU simulator with the '{}' device profile", profile.name);
   cost::SimulatedOptions simulated;
   simulated.precision = precision;
-  if (options.launch == "plain") {
-    simulated.launch = sim::LaunchMode::kPlain;
-    choice.note += ", plain launches";
-  } else if (options.launch == "synced") {
-    simulated.launch = sim::LaunchMode::kPlain;
-    simulated.join = exec::StageJoin::kDeviceSync;
-    choice.note += ", plain launches with a device synchronization after each stage";
-  }
+  cost::set_launch(simulated, options.launch);
+  if (options.launch != "graph") choice.note += fmt::format(", {}", sched::launch_words(options.launch));
   choice.model = std::make_unique<cost::SimulatedCostModel>(units, std::move(profile), simulated);
   return choice;
 }

@@ -278,10 +278,6 @@ int print_plans(RunState& r) {
   return 0;
 }
 
-std::string_view launch_words(std::string_view launch) {
-  if (launch == "synced") return "plain launches with a device synchronization after each stage";
-  return launch == "plain" ? "plain launches" : "a CUDA graph";
-}
 
 // What a schedule was made for and how it runs here differ: another batch
 // (--retarget), another device, or the other launch mode. Each becomes a
@@ -304,8 +300,8 @@ void warn_about_target(const RunState& r, LoadedSchedule& s) {
     if (made.scheduler.launch != launch) {
       s.warnings.push_back(fmt::format("{} was planned for {} and runs with {} (--launch {}); pass "
                                        "--launch {} to run it as planned",
-                                       s.name, launch_words(made.scheduler.launch),
-                                       launch_words(launch), launch, made.scheduler.launch));
+                                       s.name, sched::launch_words(made.scheduler.launch),
+                                       sched::launch_words(launch), launch, made.scheduler.launch));
     }
   }
   for (const std::string& w : s.warnings) logger("cli")->warn("{}", w);
@@ -334,8 +330,7 @@ void open_backend(RunState& r) {
     }
   }
   exec::BackendOptions backend_options;
-  backend_options.cuda_graph = o.launch == "graph";
-  backend_options.sync_stages = o.launch == "synced";
+  backend_options.launch = o.launch;
   backend_options.precision = o.precision;
   backend_options.threads = o.threads;
   backend_options.device_profile = o.device_profile;

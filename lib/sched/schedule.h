@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -82,6 +83,16 @@ struct SchedulerInfo {
   // written before it was recorded.
   std::string launch;
 };
+
+// The launch modes a schedule is planned for (ios-optimize --launch), run
+// under (ios-run --launch) and recorded with (scheduler.launch).
+inline const std::vector<std::string> kLaunchModes = {"graph", "plain", "synced"};
+
+// A launch mode in words, for reports and warnings.
+inline std::string_view launch_words(std::string_view launch) {
+  if (launch == "synced") return "plain launches with a device synchronization after each stage";
+  return launch == "plain" ? "plain launches" : "a CUDA graph";
+}
 
 struct Schedule {
   ModelInfo model;

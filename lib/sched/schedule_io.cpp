@@ -1,6 +1,7 @@
 #include "sched/schedule_io.h"
 
 
+#include <algorithm>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
@@ -269,8 +270,8 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
   schedule.scheduler.cost_model = scheduler.string("cost_model");
   if (scheduler.has("launch")) {
     schedule.scheduler.launch = scheduler.string("launch");
-    if (schedule.scheduler.launch != "graph" && schedule.scheduler.launch != "plain" &&
-        schedule.scheduler.launch != "synced") {
+    if (std::find(kLaunchModes.begin(), kLaunchModes.end(), schedule.scheduler.launch) ==
+        kLaunchModes.end()) {
       scheduler.fail("scheduler.launch", "\"graph\", \"plain\" or \"synced\"");
     }
   }

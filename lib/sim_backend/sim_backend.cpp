@@ -71,16 +71,15 @@ std::string profile_to_use(const exec::BackendOptions& options) {
 
 class SimBackend : public exec::Backend {
  public:
-  SimBackend(const sched::UnitGraph& units, const exec::BackendOptions& options)
-      : cuda_graph_(options.cuda_graph) {
+  SimBackend(const sched::UnitGraph& units, const exec::BackendOptions& options) {
     cost::SimulatedOptions simulated;
     simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
-    simulated.launch = cuda_graph_ ? sim::LaunchMode::kGraph : sim::LaunchMode::kPlain;
+    cost::set_launch(simulated, options.launch);
     model_ = std::make_unique<cost::SimulatedCostModel>(
         units, cost::load_device_profile(profile_to_use(options)), simulated);
-    launches_ = cuda_graph_            ? "CUDA graph"
-                : options.sync_stages ? "plain launches, the device synchronized after each stage"
-                                      : "plain launches";
+    launches_ = options.launch == "graph"    ? "CUDA graph"
+                : options.launch == "synced" ? "plain launches, the device synchronized after each stage"
+                                             : "plain launches";
   }
   std::string device_name() const override {
     return fmt::format("'{}' device profile (simulated, {})", model_->profile().name, launches_);
@@ -96,7 +95,6 @@ class SimBackend : public exec::Backend {
   }
 
  private:
-  bool cuda_graph_;
   std::string launches_;
   std::unique_ptr<cost::SimulatedCostModel> model_;
 };
