@@ -251,17 +251,16 @@ def fit_loss(split, predicted):
     return statistics.mean(terms)
 
 
-def penalties_within(split, predicted):
-    """How many of Table 3's penalties are within a factor of 2, and the
-    predicted penalty of each pair keyed by (runs on, made for)."""
+def penalty_cells(split, predicted):
+    """Table 3's penalties, one per pair of cells in a row of the table:
+    ((runs on, made for), published %, predicted %, within a factor of 2)."""
     rows = [r for r in split if r["half"] in ("fit", "validation", "duplicate")]
-    within, each = 0, {}
+    cells = []
     for own, other in penalty_pairs(rows):
         published = penalty(own["value"], other["value"])
         ours = penalty(predicted[own["id"]], predicted[other["id"]])
-        within += ours > 0 and 0.5 <= ours / published <= 2.0
-        each[table3_cell(other["id"])] = ours
-    return within, len(penalty_pairs(rows)), each
+        cells.append((table3_cell(other["id"]), published, ours, ours > 0 and 0.5 <= ours / published <= 2.0))
+    return cells
 
 
 # The sensitivity study: (profile, field, value) moves. Each fitted knob
@@ -333,9 +332,11 @@ def sensitivity(split, profiles, predict, predictor_bin):
     def line(moved, to, p):
         structure = {}
         predicted = predict(p, structure)
-        within, pairs, each = penalties_within(split, predicted)
+        cells = penalty_cells(split, predicted)
+        within = sum(ok for *_, ok in cells)
+        each = {cell: ours for cell, _, ours, _ in cells}
         return (f"| {moved} | {to} | {fit_loss(split, predicted):.4f} | "
-                f"{100 * errors(split, predicted)['validation']:.1f}% | {within} of {pairs} | "
+                f"{100 * errors(split, predicted)['validation']:.1f}% | {within} of {len(cells)} | "
                 f"{each[('k80', 'v100')]:+.2f}% | {each[('v100', 'k80')]:+.2f}% | "
                 f"{structure[1][0]} / {structure[32][0]} | {structure[1][1]} / {structure[32][1]} |")
 
@@ -385,18 +386,12 @@ def table(split, predicted):
 def penalty_table(split, predicted):
     """Table 3's penalties, predicted beside published, and how many are
     within a factor of 2 (the acceptance of the paper's finding)."""
-    rows = [r for r in split if r["half"] in ("fit", "validation", "duplicate")]
+    cells = penalty_cells(split, predicted)
     lines = ["| runs on | made for | published | predicted | within 2x |", "|---|---|---|---|---|"]
-    within = 0
-    pairs = penalty_pairs(rows)
-    for own, other in pairs:
-        published = penalty(own["value"], other["value"])
-        ours = penalty(predicted[own["id"]], predicted[other["id"]])
-        ok = ours > 0 and 0.5 <= ours / published <= 2.0
-        within += ok
-        run, made = table3_cell(other["id"])
+    for (run, made), published, ours, ok in cells:
         lines.append(f"| {run} | {made} | +{published:.2f}% | {ours:+.2f}% | {'yes' if ok else 'no'} |")
-    lines.append(f"\n{within} of {len(pairs)} penalties within a factor of 2 of the published ones.")
+    within = sum(ok for *_, ok in cells)
+    lines.append(f"\n{within} of {len(cells)} penalties within a factor of 2 of the published ones.")
     return "\n".join(lines)
 
 
