@@ -1,5 +1,7 @@
 #include "sched/block_dag.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace ios::sched {
@@ -53,6 +55,36 @@ void BlockDag::finish() {
     uint64_t a = pred[static_cast<size_t>(i)];
     for (uint64_t p = a; p; p &= p - 1) a |= anc[static_cast<size_t>(lowest(p))];
     anc[static_cast<size_t>(i)] = a;
+  }
+  // A chain is any set of units that descend from one another; the longest
+  // one left is found from the deepest start (the units' lengths computed in
+  // reverse topological order) and followed down through the lowest index
+  // one unit shorter.
+  uint64_t left = all();
+  std::array<int, kMaxBlockUnits> length{};
+  for (int c = 0; left != 0; ++c) {
+    int start = -1;
+    for (int i = n; i-- > 0;) {
+      if ((left & bit(i)) == 0) continue;
+      int below = 0;
+      for (uint64_t d = desc[static_cast<size_t>(i)] & left; d; d &= d - 1) {
+        below = std::max(below, length[static_cast<size_t>(lowest(d))]);
+      }
+      length[static_cast<size_t>(i)] = below + 1;
+      if (start < 0 || length[static_cast<size_t>(i)] >= length[static_cast<size_t>(start)]) start = i;
+    }
+    for (int x = start; x >= 0;) {
+      chain[static_cast<size_t>(x)] = c;
+      left &= ~bit(x);
+      int next = -1;
+      for (uint64_t d = desc[static_cast<size_t>(x)] & left; d; d &= d - 1) {
+        if (length[static_cast<size_t>(lowest(d))] == length[static_cast<size_t>(x)] - 1) {
+          next = lowest(d);
+          break;
+        }
+      }
+      x = next;
+    }
   }
 }
 

@@ -32,6 +32,12 @@ struct BlockDag {
   std::array<uint64_t, kMaxBlockUnits> succ{};  // direct successors inside the block
   std::array<uint64_t, kMaxBlockUnits> desc{};  // all descendants (paths of length >= 1)
   std::array<uint64_t, kMaxBlockUnits> anc{};   // all ancestors
+  // Each unit's chain in the IOS reference implementation's decomposition:
+  // chain 0 is a longest chain of the block (most units), chain 1 a longest
+  // chain of what is left, and so on; ties go to the lowest local indices.
+  // The search issues a stage's groups in the order of their chains, so a
+  // stage starts its part of the block's longest chain first.
+  std::array<int, kMaxBlockUnits> chain{};
 
   uint64_t all() const { return n == 64 ? ~uint64_t{0} : bit(n) - 1; }
 
@@ -47,7 +53,7 @@ struct BlockDag {
   int num_edges() const;
 
  private:
-  void finish();  // desc/anc from succ/pred
+  void finish();  // desc, anc and chain from succ/pred
 };
 
 }  // namespace ios::sched

@@ -306,27 +306,15 @@ class Solver {
     return std::max({longest, slots, dram}) * (1.0 - 1e-6);
   }
 
-  // Weakly connected components of `e`, each in topological order, ordered
-  // by their first unit.
+  // The groups of the concurrent stage `e` (group_masks), as units.
   void fill_groups(uint64_t e, Stage& stage) const {
-    int k = 0;
-    for (uint64_t rest = e; rest;) {
-      uint64_t comp = rest & -rest;
-      for (uint64_t frontier = comp; frontier;) {
-        const int x = lowest(frontier);
-        frontier &= frontier - 1;
-        const uint64_t nb =
-            (dag_.succ[static_cast<size_t>(x)] | dag_.pred[static_cast<size_t>(x)]) & e & ~comp;
-        comp |= nb;
-        frontier |= nb;
-      }
-      rest &= ~comp;
-      if (static_cast<int>(stage.groups.size()) <= k) stage.groups.emplace_back();
-      auto& group = stage.groups[static_cast<size_t>(k++)];
+    const std::vector<uint64_t> masks = group_masks(dag_, e);
+    stage.groups.resize(masks.size());
+    for (size_t k = 0; k < masks.size(); ++k) {
+      auto& group = stage.groups[k];
       group.clear();
-      for (uint64_t b = comp; b; b &= b - 1) group.push_back(dag_.units[static_cast<size_t>(lowest(b))]);
+      for (uint64_t b = masks[k]; b; b &= b - 1) group.push_back(dag_.units[static_cast<size_t>(lowest(b))]);
     }
-    stage.groups.resize(static_cast<size_t>(k));
   }
 
   StageEntry stage_cost(uint64_t e) {
@@ -469,8 +457,12 @@ SearchEstimate estimate_search(const BlockDag& dag, const IosOptions& options, i
   return out;
 }
 
-std::vector<std::vector<int>> ending_groups(const BlockDag& dag, uint64_t mask) {
-  std::vector<std::vector<int>> groups;
+std::vector<uint64_t> group_masks(const BlockDag& dag, uint64_t mask) {
+  struct Group {
+    uint64_t units;
+    int chain;  // the lowest chain of the group's first units
+  };
+  std::vector<Group> groups;
   for (uint64_t rest = mask; rest;) {
     uint64_t comp = rest & -rest;
     for (uint64_t frontier = comp; frontier;) {
@@ -482,8 +474,28 @@ std::vector<std::vector<int>> ending_groups(const BlockDag& dag, uint64_t mask) 
       frontier |= nb;
     }
     rest &= ~comp;
+    int chain = kMaxBlockUnits;
+    for (uint64_t b = comp; b; b &= b - 1) {
+      const int x = lowest(b);
+      if ((dag.pred[static_cast<size_t>(x)] & comp) == 0) {
+        chain = std::min(chain, dag.chain[static_cast<size_t>(x)]);
+      }
+    }
+    groups.push_back({comp, chain});
+  }
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const Group& a, const Group& b) { return a.chain < b.chain; });
+  std::vector<uint64_t> out;
+  out.reserve(groups.size());
+  for (const Group& g : groups) out.push_back(g.units);
+  return out;
+}
+
+std::vector<std::vector<int>> ending_groups(const BlockDag& dag, uint64_t mask) {
+  std::vector<std::vector<int>> groups;
+  for (uint64_t g : group_masks(dag, mask)) {
     groups.emplace_back();
-    for (uint64_t b = comp; b; b &= b - 1) groups.back().push_back(lowest(b));
+    for (uint64_t b = g; b; b &= b - 1) groups.back().push_back(lowest(b));
   }
   return groups;
 }

@@ -13,7 +13,8 @@
 //    Every such E is the union of the closures {x} + desc(x) & S of its
 //    minimal units, which form an antichain; E is enumerated as that
 //    antichain, so each ending is produced exactly once. The groups of E are
-//    its weakly connected components, each run in topological order.
+//    its weakly connected components, each run in topological order, issued
+//    in the order of group_masks (the block's longest chain first).
 //    GroupShape::kAny takes every ending; kSingleEntry only those whose
 //    groups each have one unit every other unit of the group descends from
 //    (the space of the IOS reference implementation: the closures of the
@@ -141,8 +142,14 @@ struct SearchEstimate {
 SearchEstimate estimate_search(const BlockDag& dag, const IosOptions& options,
                                int64_t max_states = int64_t{1} << 20, int samples = 48);
 
-// The groups of an ending `mask` of `dag` (its weakly connected components,
-// each in topological order), as local indices. Exposed for tests.
+// The groups of a concurrent stage `mask` of `dag`: its weakly connected
+// components, in the order they are issued. A group's rank is the lowest
+// BlockDag::chain of its first units (those without a predecessor in the
+// group), so the stage's part of the block's longest chain goes first, as in
+// the IOS reference implementation, whose endings are built chain by chain;
+// equal ranks keep the order of the groups' lowest units.
+std::vector<uint64_t> group_masks(const BlockDag& dag, uint64_t mask);
+// The same groups as local indices, each in topological order.
 std::vector<std::vector<int>> ending_groups(const BlockDag& dag, uint64_t mask);
 
 }  // namespace ios::sched

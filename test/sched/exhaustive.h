@@ -32,8 +32,42 @@ class Exhaustive {
 
   bool reaches(int u, int v) const { return reach_[static_cast<size_t>(u * n_ + v)]; }
 
+  // Each unit's chain: repeatedly the longest chain of the units left (most
+  // units, from the lowest deepest start, down through the lowest index).
+  std::vector<int> chains() const {
+    std::vector<int> chain(static_cast<size_t>(n_), -1);
+    for (int c = 0;; ++c) {
+      std::vector<int> length(static_cast<size_t>(n_), 0);
+      int start = -1;
+      for (int i = n_ - 1; i >= 0; --i) {
+        if (chain[static_cast<size_t>(i)] >= 0) continue;
+        length[static_cast<size_t>(i)] = 1;
+        for (int j = i + 1; j < n_; ++j) {
+          if (chain[static_cast<size_t>(j)] < 0 && reaches(i, j)) {
+            length[static_cast<size_t>(i)] =
+                std::max(length[static_cast<size_t>(i)], length[static_cast<size_t>(j)] + 1);
+          }
+        }
+        if (start < 0 || length[static_cast<size_t>(i)] >= length[static_cast<size_t>(start)]) start = i;
+      }
+      if (start < 0) return chain;
+      for (int x = start; x >= 0;) {
+        chain[static_cast<size_t>(x)] = c;
+        int next = -1;
+        for (int j = x + 1; j < n_ && next < 0; ++j) {
+          if (chain[static_cast<size_t>(j)] < 0 && reaches(x, j) &&
+              length[static_cast<size_t>(j)] == length[static_cast<size_t>(x)] - 1) {
+            next = j;
+          }
+        }
+        x = next;
+      }
+    }
+  }
+
   // Groups of a stage: connected components of the edges inside it, each
-  // sorted, ordered by first unit.
+  // sorted, ordered by the lowest chain of their units without a predecessor
+  // in the group, then by first unit.
   std::vector<std::vector<int>> components(uint32_t stage) const {
     std::vector<int> parent(static_cast<size_t>(n_));
     for (int i = 0; i < n_; ++i) parent[static_cast<size_t>(i)] = i;
@@ -50,6 +84,18 @@ class Exhaustive {
     std::vector<std::vector<int>> groups;
     for (auto& [root, members] : by_root) groups.push_back(members);
     std::sort(groups.begin(), groups.end());
+    const std::vector<int> chain = chains();
+    auto rank = [&](const std::vector<int>& group) {
+      int r = n_;
+      for (int x : group) {
+        bool first = true;
+        for (int y : group) first = first && !reaches(y, x);
+        if (first) r = std::min(r, chain[static_cast<size_t>(x)]);
+      }
+      return r;
+    };
+    std::stable_sort(groups.begin(), groups.end(),
+                     [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
     return groups;
   }
 

@@ -1,10 +1,12 @@
-// UnitGraph from explicit edges: reachability, cut points, blocks, width.
+// UnitGraph from explicit edges: reachability, cut points, blocks, width,
+// and a block's chain decomposition.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <random>
 #include <vector>
 
+#include "sched/block_dag.h"
 #include "sched/unit_graph.h"
 
 using ios::sched::UnitGraph;
@@ -168,6 +170,62 @@ TEST_CASE("reachability and block cuts agree with a brute-force closure on rando
       bool all_cuts = true;
       for (int u = block.begin; u < block.end; ++u) all_cuts = all_cuts && truth.cut(u);
       for (int u = block.begin; u + 1 < block.end; ++u) CHECK((!truth.cut(u) || all_cuts));
+    }
+  }
+}
+
+TEST_CASE("a block's chains are taken longest first, as the IOS reference decomposes it", "[unit_graph]") {
+  // Inception V3's last block (test/sched/paper_graphs.h): 0 the 1x1 branch,
+  // 1 -> {2, 3} the 3x3 branch, 4 -> 5 -> {6, 7} the double 3x3 branch,
+  // 8 -> 9 the pooling branch, 10 the concat.
+  const auto last = ios::sched::BlockDag::from_edges(
+      11, {{1, 2}, {1, 3}, {4, 5}, {5, 6}, {5, 7}, {8, 9}, {0, 10}, {2, 10}, {3, 10}, {6, 10}, {7, 10}, {9, 10}});
+  const std::vector<int> expected = {3, 1, 1, 4, 0, 0, 0, 5, 2, 2, 0};
+  for (int u = 0; u < 11; ++u) {
+    INFO("unit " << u);
+    CHECK(last.chain[static_cast<size_t>(u)] == expected[static_cast<size_t>(u)]);
+  }
+
+  // On random DAGs: every chain is totally ordered, and chain c is as long
+  // as the longest chain among the units of chains c, c + 1, ...
+  std::mt19937 rng(20261125);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 24);
+    std::vector<std::pair<int, int>> edges;
+    for (int u = 0; u < n; ++u) {
+      for (int v = u + 1; v < n; ++v) {
+        if (rng() % 4 == 0) edges.emplace_back(u, v);
+      }
+    }
+    const Closure truth(n, edges);
+    const auto dag = ios::sched::BlockDag::from_edges(n, edges);
+    INFO("trial " << trial << ", n " << n);
+    int chains = 0;
+    for (int u = 0; u < n; ++u) chains = std::max(chains, dag.chain[static_cast<size_t>(u)] + 1);
+    for (int c = 0; c < chains; ++c) {
+      std::vector<int> members;
+      for (int u = 0; u < n; ++u) {
+        if (dag.chain[static_cast<size_t>(u)] == c) members.push_back(u);
+      }
+      REQUIRE(!members.empty());
+      for (size_t k = 0; k + 1 < members.size(); ++k) {
+        CHECK(truth.reach[static_cast<size_t>(members[k])][static_cast<size_t>(members[k + 1])]);
+      }
+      // The longest chain among units of chain >= c, by longest path in the
+      // closure restricted to them.
+      std::vector<int> longest(static_cast<size_t>(n), 0);
+      int best = 0;
+      for (int u = n - 1; u >= 0; --u) {
+        if (dag.chain[static_cast<size_t>(u)] < c) continue;
+        longest[static_cast<size_t>(u)] = 1;
+        for (int v = u + 1; v < n; ++v) {
+          if (dag.chain[static_cast<size_t>(v)] >= c && truth.reach[static_cast<size_t>(u)][static_cast<size_t>(v)]) {
+            longest[static_cast<size_t>(u)] = std::max(longest[static_cast<size_t>(u)], longest[static_cast<size_t>(v)] + 1);
+          }
+        }
+        best = std::max(best, longest[static_cast<size_t>(u)]);
+      }
+      CHECK(static_cast<int>(members.size()) == best);
     }
   }
 }

@@ -179,11 +179,14 @@ const sched::Block& last_inception_block(const sched::UnitGraph& units) {
   return *found;
 }
 
-int stages_in(const sched::Schedule& schedule, const sched::Block& block) {
+// Stages of `block` in `schedule`, the concat that joins its branches left
+// out (it copies nothing: the branches write into its output).
+int stages_in(const sched::Schedule& schedule, const sched::UnitGraph& units, const sched::Block& block) {
   int stages = 0;
   for (const sched::Stage& stage : schedule.staged().stages) {
     const sched::UnitId u = stage.groups.at(0).at(0);
-    stages += u >= block.begin && u < block.end;
+    const bool concat = units.ir()->node(units.unit(u).anchor).op == ir::OpKind::kConcat;
+    stages += u >= block.begin && u < block.end && !concat;
   }
   return stages;
 }
@@ -230,22 +233,26 @@ int asymmetric_merges(const sched::Schedule& schedule, const sched::UnitGraph& u
 
 }  // namespace
 
-TEST_CASE("paper, Figure 10: the last block has fewer stages at batch 1, and the 1x3 + 3x1 merge only at 32",
+TEST_CASE("paper, Figure 10: the last block in 2 stages at batch 1 and 4 at batch 32, with a 1x3 + 3x1 merge "
+          "only at 32",
           "[sim][predictions][paper]") {
-  // The paper's batch-32 schedule of the last block has more stages than
-  // the batch-1 one and merges the 1x3 and 3x1 convolutions that read one
+  // The paper's batch-1 schedule of the last block has 2 stages, its
+  // batch-32 one 4, and merges a 1x3 and a 3x1 convolution that read one
   // tensor, although the merged 3x3 (zero-padded taps) does three times
   // their FLOPs: cuDNN runs a 3x3 faster per multiply-add (Winograd) than a
   // 1x3 or 3x1, and at batch 32 running the two side by side costs their
-  // cache contention (docs/cost-model.md, "Published measurements").
+  // cache contention (docs/cost-model.md, "Published measurements"). The
+  // fit keeps these findings (bench/published/README.md): this checks that
+  // the shipped profiles do.
   const Case& one = prepare("inception_v3", 1, "v100", "synced");
   const Case& many = prepare("inception_v3", 32, "v100", "synced");
   const sched::Schedule for_1 = optimize_with(one, "ios");
   const sched::Schedule for_32 = optimize_with(many, "ios");
-  const int stages_1 = stages_in(for_1, last_inception_block(one.units()));
-  const int stages_32 = stages_in(for_32, last_inception_block(many.units()));
+  const int stages_1 = stages_in(for_1, one.units(), last_inception_block(one.units()));
+  const int stages_32 = stages_in(for_32, many.units(), last_inception_block(many.units()));
   INFO("stages of the last block: batch 1 " << stages_1 << ", batch 32 " << stages_32);
-  CHECK(stages_1 < stages_32);
+  CHECK(stages_1 == 2);
+  CHECK(stages_32 == 4);
   REQUIRE(asymmetric_pairs(many.units()).size() == 2);
   const int merges_1 = asymmetric_merges(for_1, one.units());
   const int merges_32 = asymmetric_merges(for_32, many.units());
@@ -334,16 +341,21 @@ TEST_CASE("paper, Table 3: the schedule specialised for a batch or a device is p
                        penalty(predicted_on(v100, v100, for_v100), predicted_on(v100, k80, for_k80)),
                        penalty(4.03, 4.49)});
   // The penalties against the paper's: within a factor of 2 in all but one,
-  // the V100's schedule on the K80, which the model makes 2.3 times as
-  // costly as the K80 measured; the published rows cannot pin the K80's
-  // occupancy constants that decide it (docs/cost-model.md, "Published
-  // measurements"; bench/published/README.md, "Sensitivity").
+  // the V100's schedule on the K80, which the model makes about twice as
+  // costly as the K80 measured (+11.4% against +5.6%); the published rows
+  // cannot pin the K80's occupancy constants that decide it
+  // (docs/cost-model.md, "Published measurements"; bench/published/README.md,
+  // "Sensitivity").
   int within = 0;
   for (const Penalty& p : penalties) {
     const double ratio = p.predicted / p.published;
     INFO(p.cell << ": predicted +" << p.predicted << "%, published +" << p.published << "%");
     CHECK(p.predicted > 0.0);
-    if (p.cell != "the V100's on the K80") CHECK((ratio >= 0.5 && ratio <= 2.0));
+    if (p.cell != "the V100's on the K80") {
+      CHECK((ratio >= 0.5 && ratio <= 2.0));
+    } else {
+      CHECK((ratio >= 0.5 && ratio <= 2.5));  // the shipped fit: 2.04
+    }
     within += ratio >= 0.5 && ratio <= 2.0;
   }
   CHECK(penalties.size() == 8);
