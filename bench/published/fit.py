@@ -167,16 +167,15 @@ class Predictor:
     @staticmethod
     def last_block_stages(schedule):
         """Stages of the last Inception block (Mixed_7c, its Concat left out)
-        in a schedule file: how many, how many of them are merges of two or
-        more units, and how many merges hold a 1x3 and 3x1 pair that reads
-        one tensor (Figure 10's stage counts and its merge)."""
+        in a schedule file: how many, and how many merges hold a 1x3 and 3x1
+        pair that reads one tensor (Figure 10's stage counts and its merge)."""
         doc = json.load(open(schedule))
         stages = [st for st in doc["stages"]
                   if "Mixed_7c" in st["groups"][0][0] and "Concat" not in st["groups"][0][0]]
         merges = [" ".join(st["groups"][0]) for st in stages if st["strategy"] == "merge"]
         pairs = sum(("branch3x3_2a" in m and "branch3x3_2b" in m) + ("branch3x3dbl_3a" in m and "branch3x3dbl_3b" in m)
                     for m in merges)
-        return len(stages), len(merges), pairs
+        return len(stages), pairs
 
     def predict_all(self, structure=None):
         """Every predictable row; with a dict `structure`, also the stage
@@ -270,14 +269,14 @@ def structure_misses(structure):
     batch 1 and 32) the last block's schedules miss."""
     misses = 0
     for batch, (stages, pairs_ok) in FIGURE10.items():
-        count, _, pairs = structure[batch]
+        count, pairs = structure[batch]
         misses += (count != stages) + (not pairs_ok(pairs))
     return misses
 
 
 def structure_line(structure):
     return (f"Figure 10's last block: {structure[1][0]} stages at batch 1 (paper 2), {structure[32][0]} at "
-            f"batch 32 (paper 4); 1x3 + 3x1 merges {structure[1][2]} and {structure[32][2]} (paper 0 and 1); "
+            f"batch 32 (paper 4); 1x3 + 3x1 merges {structure[1][1]} and {structure[32][1]} (paper 0 and 1); "
             f"{structure_misses(structure)} of 4 findings missed.")
 
 
@@ -375,7 +374,7 @@ def sensitivity(split, profiles, predict, predictor_bin):
         return (f"| {moved} | {to} | {fit_loss(split, predicted):.4f} | "
                 f"{100 * errors(split, predicted)['validation']:.1f}% | {within} of {len(cells)} | "
                 f"{each[('k80', 'v100')]:+.2f}% | {each[('v100', 'k80')]:+.2f}% | "
-                f"{structure[1][0]} / {structure[32][0]} | {structure[1][2]} / {structure[32][2]} |")
+                f"{structure[1][0]} / {structure[32][0]} | {structure[1][1]} / {structure[32][1]} |")
 
     lines.append(line("nothing", "(as shipped)", profiles))
     for device, field, value in sensitivity_probes(profiles):

@@ -145,34 +145,34 @@ TEST_CASE("ios dp: rebuilt schedule is consistent", "[ios_dp]") {
   }
 }
 
-TEST_CASE("ios dp: groups are the weakly connected components", "[ios_dp]") {
+TEST_CASE("ios dp: groups are the weakly connected components, the block's longest chain first", "[ios_dp]") {
+  // Inception V3's last block. Chains: 4 5 6 10 (the block's longest), then
+  // 1 2, then 8 9, then 0, 3 and 7 alone.
   const EdgeList g = ios::sched::test::inception_v3_last_block();
   const BlockDag dag = BlockDag::from_edges(g.n, g.edges);
-  // {1,2,3} joined by 1->2, 1->3; {5,6,7}; {9} alone. The block's longest
-  // chain is 4 5 6 10, so {5,6,7} is issued first.
-  const uint64_t mask = bit(1) | bit(2) | bit(3) | bit(5) | bit(6) | bit(7) | bit(9);
-  const auto groups = ending_groups(dag, mask);
-  REQUIRE(groups.size() == 3);
-  CHECK(groups[0] == std::vector<int>{5, 6, 7});
-  CHECK(groups[1] == std::vector<int>{1, 2, 3});
-  CHECK(groups[2] == std::vector<int>{9});
-}
-
-TEST_CASE("ios dp: a stage issues its part of the block's longest chain first", "[ios_dp]") {
-  // Figure 10's batch-1 second stage of Inception V3's last block: the 3x3
-  // double branch's three convolutions, the 1x3 and 3x1 of the 3x3 branch,
-  // and the pooling branch. Chains: 4 5 6 10, then 1 2, then 8 9, then 0, 3
-  // and 7 alone. In the order of their first units the chain would go last
-  // but one and start after every other group's launches.
-  const EdgeList g = ios::sched::test::inception_v3_last_block();
-  const BlockDag dag = BlockDag::from_edges(g.n, g.edges);
-  const uint64_t stage = bit(2) | bit(3) | bit(5) | bit(6) | bit(7) | bit(8) | bit(9);
-  const auto groups = ending_groups(dag, stage);
-  REQUIRE(groups.size() == 4);
-  CHECK(groups[0] == std::vector<int>{5, 6, 7});
-  CHECK(groups[1] == std::vector<int>{2});
-  CHECK(groups[2] == std::vector<int>{8, 9});
-  CHECK(groups[3] == std::vector<int>{3});
+  struct Case {
+    const char* what;
+    uint64_t stage;
+    std::vector<std::vector<int>> groups;  // in issue order
+  };
+  const Case cases[] = {
+      // {1,2,3} joined by 1->2, 1->3; {5,6,7}; {9} alone: {5,6,7} holds
+      // part of chain 0, so it is issued first.
+      {"three components", bit(1) | bit(2) | bit(3) | bit(5) | bit(6) | bit(7) | bit(9),
+       {{5, 6, 7}, {1, 2, 3}, {9}}},
+      // Figure 10's batch-1 second stage: the 3x3 double branch's three
+      // convolutions, the 1x3 and 3x1 of the 3x3 branch, and the pooling
+      // branch. In the order of their first units the chain would go last
+      // but one and start after every other group's launches.
+      {"Figure 10's batch-1 second stage", bit(2) | bit(3) | bit(5) | bit(6) | bit(7) | bit(8) | bit(9),
+       {{5, 6, 7}, {2}, {8, 9}, {3}}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const auto groups = ending_groups(dag, c.stage);
+    REQUIRE(groups.size() == c.groups.size());
+    for (size_t k = 0; k < groups.size(); ++k) CHECK(groups[k] == c.groups[k]);
+  }
   // The solver lists a stage's groups in this order too (checked against
   // the exhaustive search's own chain decomposition on random DAGs below).
 }
