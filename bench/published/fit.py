@@ -4,7 +4,7 @@ reports the error on the rows it did not fit (bench/published/README.md).
 
     /usr/bin/python3 bench/published/fit.py predict [--bin-dir build/apps] [--profiles DIR]
     /usr/bin/python3 bench/published/fit.py fit [--bin-dir build/apps] [--evaluations N]
-                                                [--polish-evaluations N]
+                                                [--polish-evaluations N] [--only v100|k80]
                                                 [--write DIR] [--report FILE]
     /usr/bin/python3 bench/published/fit.py sensitivity [--bin-dir build/apps] [--report FILE]
 
@@ -15,7 +15,9 @@ KNOBS (Nelder-Mead on their logarithms, inside the ranges the profile parser
 accepts, then one knob at a time) to minimise the error on the `fit` rows
 only, with Figure 10's structure of the last block kept (FIGURE10), then
 writes the fitted v100.json and k80.json to --write and the table to
---report.
+--report. --only fits one device's knobs and keeps the other's (the K80's
+compute efficiency alone after a change that touches only the K80: the
+V100's rows do not depend on it).
 `sensitivity` moves one knob of the profiles at a time (each fitted knob by
 10% either way, the K80's documented occupancy constants across their
 plausible values) and reports what each move does to the validation error
@@ -79,11 +81,20 @@ KNOBS = [
 ]
 # Integers in a profile: rounded when the knobs are written into one.
 INTEGER_KNOBS = {"outputs_per_block"}
-# The K80 runs the same software stack: its overheads and sharing knobs are
-# the V100's (only its efficiency is fitted, on the one K80 row of the fit half).
+# The K80 runs the same software stack from the same kind of host: its
+# overheads, sharing and kernel-shape knobs are the V100's (only its
+# efficiency is fitted, on the one K80 row of the fit half).
 SHARED_WITH_K80 = ["launch_overhead_us", "host_launch_us", "event_sync_overhead_us", "host_sync_us",
                    "memory_efficiency", "concurrency_interference", "cache_contention",
                    "winograd_speedup", "asymmetric_conv_efficiency"]
+
+
+def couple_k80(profiles):
+    """Sets the K80's knobs that are the V100's (in place)."""
+    for field in SHARED_WITH_K80:
+        profiles["k80"][field] = profiles["v100"][field]
+
+
 # Ranges of the fit (inside the parser's): zero is not reachable on a log scale.
 BOUNDS = {
     "launch_overhead_us": (0.5, 50.0),
@@ -380,8 +391,8 @@ def sensitivity(split, profiles, predict, predictor_bin):
     for device, field, value in sensitivity_probes(profiles):
         moved = json.loads(json.dumps(profiles))
         moved[device][field] = value
-        if device == "v100" and field in SHARED_WITH_K80:
-            moved["k80"][field] = value  # the K80 shares it, as in the fit
+        if device == "v100":
+            couple_k80(moved)  # the K80 follows the V100, as in the fit
         lines.append(line(f"{device} `{field}`", f"{value:g} (from {profiles[device][field]:g})", moved))
     lines.append("")
     for batch in (1, 32):
@@ -432,17 +443,16 @@ def penalty_table(split, predicted):
     return "\n".join(lines)
 
 
-def with_knobs(profiles, x):
+def with_knobs(profiles, x, knobs):
     out = json.loads(json.dumps(profiles))
     for device in out.values():
         device["whole_waves"] = True  # the fitted profiles model the tails of waves
     # Rounded as they are written (integers, four significant digits): the
     # loss is that of the profiles the fit writes, not of knobs a rounding
     # would move across a schedule's decision.
-    for (device, field), value in zip(KNOBS, x):
+    for (device, field), value in zip(knobs, x):
         out[device][field] = round(value) if field in INTEGER_KNOBS else float(f"{value:.4g}")
-    for field in SHARED_WITH_K80:
-        out["k80"][field] = out["v100"][field]
+    couple_k80(out)
     return out
 
 
@@ -455,6 +465,8 @@ def main():
     ap.add_argument("--polish-evaluations", type=int, default=300)
     ap.add_argument("--write", default="")
     ap.add_argument("--report", default="")
+    ap.add_argument("--only", choices=["v100", "k80"], default="",
+                    help="fit only this device's knobs, the others as in --profiles")
     a = ap.parse_args()
     split = load_rows()
     profiles = load_profiles(a.profiles)
@@ -481,7 +493,8 @@ def main():
                 f.write(report + "\n")
         return
 
-    bounds = [BOUNDS[field] for _, field in KNOBS]
+    knobs = [knob for knob in KNOBS if a.only in ("", knob[0])]
+    bounds = [BOUNDS[field] for _, field in knobs]
 
     def unpack(z):
         return [math.exp(min(max(v, math.log(lo)), math.log(hi))) for v, (lo, hi) in zip(z, bounds)]
@@ -489,16 +502,16 @@ def main():
     def loss(z):
         structure = {}
         try:
-            predicted = predict(with_knobs(profiles, unpack(z)), structure)
+            predicted = predict(with_knobs(profiles, unpack(z), knobs), structure)
         except subprocess.CalledProcessError:
             return 1e9
         return fit_objective(split, predicted, structure)
 
     # From the profiles' values (inside the bounds), each knob first moved by
     # a factor of 1.5 towards the middle of its range.
-    start = [math.log(min(max(profiles[d][f], BOUNDS[f][0]), BOUNDS[f][1])) for d, f in KNOBS]
+    start = [math.log(min(max(profiles[d][f], BOUNDS[f][0]), BOUNDS[f][1])) for d, f in knobs]
     simplex = [start]
-    for i, (_, field) in enumerate(KNOBS):
+    for i, (_, field) in enumerate(knobs):
         lo, hi = (math.log(v) for v in BOUNDS[field])
         vertex = list(start)
         vertex[i] += math.log(1.5) if start[i] < (lo + hi) / 2 else -math.log(1.5)
@@ -516,7 +529,7 @@ def main():
         improved = True
         while improved and evaluations < a.evaluations + a.polish_evaluations:
             improved = False
-            for i in range(len(KNOBS)):
+            for i in range(len(knobs)):
                 for sign in (1.0, -1.0):
                     z = list(best)
                     z[i] += sign * step
@@ -524,7 +537,7 @@ def main():
                     evaluations += 1
                     if candidate < best_loss - 1e-6:
                         best, best_loss, improved = z, candidate, True
-    fitted = with_knobs(profiles, unpack(best))
+    fitted = with_knobs(profiles, unpack(best), knobs)
     structure = {}
     predicted = predict(fitted, structure)
     print(table(split, predicted))

@@ -342,10 +342,11 @@ TEST_CASE("paper, Table 3: the schedule specialised for a batch or a device is p
                        penalty(4.03, 4.49)});
   // The penalties against the paper's: within a factor of 2 in all but one,
   // the V100's schedule on the K80, which the model makes about twice as
-  // costly as the K80 measured (+11.4% against +5.6%); the published rows
-  // cannot pin the K80's occupancy constants that decide it
-  // (docs/cost-model.md, "Published measurements"; bench/published/README.md,
-  // "Sensitivity").
+  // costly as the K80 measured (+11.4% against +5.6%). The published rows
+  // cannot pin the K80's occupancy constants that decide it, and none with
+  // physical evidence behind it brings both K80 penalties within the factor
+  // (docs/cost-model.md, "Published measurements", the table of refitted
+  // K80 alternatives; bench/published/README.md, "Sensitivity").
   int within = 0;
   for (const Penalty& p : penalties) {
     const double ratio = p.predicted / p.published;
