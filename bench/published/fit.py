@@ -16,8 +16,8 @@ accepts, then one knob at a time) to minimise the error on the `fit` rows
 only, with Figure 10's structure of the last block kept (FIGURE10), then
 writes the fitted v100.json and k80.json to --write and the table to
 --report. --only fits one device's knobs and keeps the other's (the K80's
-compute efficiency alone after a change that touches only the K80: the
-V100's rows do not depend on it).
+compute efficiency alone after a change that touches only the K80: of the
+fit rows only the K80's own depends on it).
 `sensitivity` moves one knob of the profiles at a time (each fitted knob by
 10% either way, the K80's documented occupancy constants across their
 plausible values) and reports what each move does to the validation error
