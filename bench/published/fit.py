@@ -81,9 +81,9 @@ KNOBS = [
 ]
 # Integers in a profile: rounded when the knobs are written into one.
 INTEGER_KNOBS = {"outputs_per_block"}
-# The K80 runs the same software stack from the same kind of host: its
-# overheads, sharing and kernel-shape knobs are the V100's (only its
-# efficiency is fitted, on the one K80 row of the fit half).
+# The K80 runs the same software stack: its overheads, sharing and
+# kernel-shape knobs are the V100's (only its efficiency is fitted, on the
+# one K80 row of the fit half).
 SHARED_WITH_K80 = ["launch_overhead_us", "host_launch_us", "event_sync_overhead_us", "host_sync_us",
                    "memory_efficiency", "concurrency_interference", "cache_contention",
                    "winograd_speedup", "asymmetric_conv_efficiency"]
@@ -93,6 +93,12 @@ def couple_k80(profiles):
     """Sets the K80's knobs that are the V100's (in place)."""
     for field in SHARED_WITH_K80:
         profiles["k80"][field] = profiles["v100"][field]
+
+
+def uncoupled_k80_knobs(profiles):
+    """The knobs in which the K80 differs from the V100 although the fit
+    couples them (empty for profiles the fit wrote)."""
+    return [field for field in SHARED_WITH_K80 if profiles["k80"][field] != profiles["v100"][field]]
 
 
 # Ranges of the fit (inside the parser's): zero is not reachable on a log scale.
