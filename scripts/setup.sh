@@ -15,6 +15,7 @@ packages=(cmake ninja-build g++ pkg-config
   python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-matplotlib
   nodejs npm
   help2man graphviz man-db bash-completion  # man pages at build time; schedule pictures; their tests
+  patchelf                                  # the GPU kit's programs find their libraries by RPATH
   chromium)                                 # the --html page is tested in a headless browser
 if [ "${IOS_SKIP_APT:-0}" != 1 ]; then
   missing=()

@@ -1,0 +1,468 @@
+#!/usr/bin/env bash
+# The whole GPU check in one command, for a lent H100/H200 machine (15
+# minutes of device time in all, the start included; one command of at most
+# 10 minutes): it stops itself after about 470 s.
+#
+#   here:  scripts/build.sh && scripts/gpu/prepare.sh        # the kit, .devpack/
+#   there: scripts/gpu/first-run.sh "$OUT"                   # carrying .devpack
+#   here:  scripts/gpu/first-run.sh --dry-run OUT            # the same phases on the CPU and sim backends
+#
+# Phases, in order, each with its own cap (the smaller of its cap and the
+# time left; IOS_KIT_CAP_<PHASE> overrides one, in seconds):
+#   preflight    GPU, driver and library versions (env.txt), the wheels'
+#                cuDNN and cuBLAS linked into the kit, the models rebuilt
+#                from their skeletons and checked by SHA-256
+#   smoke        SqueezeNet's IOS schedule, ios-run --check; if it fails the
+#                op tests run for a minute and the script stops there
+#   correctness  in parallel: every GPU test case but the model test in a
+#                process of its own, the model test of the four IOS paper
+#                networks (a process each), compute-sanitizer memcheck of the
+#                op tests, and torch.compile warming its cache
+#   timing       serially, on a quiet GPU: the measured IOS search (cold, then
+#                warm profile database); every scheduler's schedule of each
+#                benchmark network, CUDA graph and plain launches; PyTorch
+#                eager and CUDA graph on the same networks, timed the same way
+#   compile      torch.compile (reduce-overhead) on Inception V3 and SqueezeNet
+#   models       the model test of the other models, with the time left
+# After every phase the results are packed into OUT (at most 8 files, each
+# under 16 MiB, no folders): summary.txt (printed last too), env.txt,
+# tests.tsv, timings.json, bench.md, profile.sqlite, results.tgz (logs,
+# schedules, reports, raw timings). A kill at any point leaves what the
+# phases before it packed.
+#
+# Exit status: 0 when everything that ran passed, 1 when something failed,
+# 2 on a usage error or a kit that is missing or broken.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+
+dry_run=0
+out=""
+pack=${IOS_KIT_PACK:-.devpack}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry_run=1 ;;
+    --pack) pack=${2:?--pack needs a folder}; shift ;;
+    -*) echo "first-run: unknown option $1" >&2; exit 2 ;;
+    *) [ -z "$out" ] || { echo "first-run: one OUT folder only" >&2; exit 2; }; out=$1 ;;
+  esac
+  shift
+done
+[ -n "$out" ] || { echo "usage: $0 [--dry-run] [--pack DIR] OUT" >&2; exit 2; }
+[ -f "$pack/kit.env" ] || { echo "first-run: no kit in $pack: run scripts/gpu/prepare.sh here first and carry it" >&2; exit 2; }
+mkdir -p "$out" || exit 2
+out=$(cd "$out" && pwd)
+pack=$(cd "$pack" && pwd)
+
+start=$(date +%s)
+budget=${IOS_KIT_BUDGET:-470}
+deadline=$((start + budget))
+reserve=8  # seconds kept for the last packing
+work=${IOS_KIT_WORK:-$(mktemp -d /tmp/ios-kit.XXXXXX)}
+results="$work/results"
+mkdir -p "$results/logs" "$results/times" "$results/schedules" "$results/reports" "$work/models"
+bin="$pack/bin"
+export PATH="$bin:$PATH"
+export IOS_MODELS_DIR="$work/models/test"
+# On the GPU machine a test program that finds no usable GPU fails instead of
+# reporting its GPU cases as skipped.
+[ "$dry_run" = 1 ] || export IOS_REQUIRE_GPU=1
+py=${IOS_PYTHON:-python3}
+[ "$dry_run" = 1 ] && py=${IOS_PYTHON:-/usr/bin/python3}
+failures=0
+
+declare -A cap=([preflight]=60 [smoke]=40 [correctness]=150 [timing]=150 [compile]=45 [models]=120)
+for phase in "${!cap[@]}"; do
+  var="IOS_KIT_CAP_${phase^^}"
+  [ -n "${!var:-}" ] && cap[$phase]=${!var}
+done
+
+now() { date +%s; }
+left() { echo $((deadline - reserve - $(now))); }
+note() { echo "$*" >>"$results/summary.txt"; echo "$*" >&2; }
+elapsed() { echo "$(($(now) - start)) s"; }
+
+# phase_begin NAME: sets phase_end to the smaller of the cap and the time left.
+phase_begin() {
+  phase=$1
+  local l
+  l=$(left)
+  phase_end=$(($(now) + (cap[$phase] < l ? cap[$phase] : l)))
+  note "== $phase (at $(elapsed); cap ${cap[$phase]} s, $((phase_end - $(now))) s granted)"
+}
+phase_left() { echo $((phase_end - $(now))); }
+
+# capped LOG CMD...: runs CMD with what is left of the phase (at least 1 s),
+# its output in LOG (line-buffered, so a killed run keeps what it printed).
+# Sets rc and secs. rc 124: stopped at the cap.
+capped() {
+  local log=$1 t0 limit
+  shift
+  limit=$(phase_left)
+  [ "$limit" -ge 1 ] || limit=1
+  t0=$(date +%s%N)
+  timeout -k 5 "$limit" stdbuf -oL -eL "$@" >"$log" 2>&1
+  rc=$?
+  [ "$rc" = 137 ] && rc=124
+  secs=$(awk -v ns=$(($(date +%s%N) - t0)) 'BEGIN { printf "%.1f", ns / 1e9 }')
+}
+
+# The hang the kit's own test injects into one phase (IOS_KIT_HANG=PHASE).
+maybe_hang() {
+  if [ "${IOS_KIT_HANG:-}" = "$phase" ]; then
+    capped "$results/logs/$phase-hang.log" sleep 100000
+    note "$phase: injected hang stopped after ${secs} s (rc $rc)"
+  fi
+}
+
+# record PHASE NAME RESULT SECONDS [DETAIL]
+record() {
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$results/tests.tsv"
+  case "$3" in FAILED*) failures=1 ;; esac
+}
+
+# Packs everything done so far into OUT: fixed names only, each written
+# beside its final name and renamed over it.
+pack_results() {
+  local f
+  [ -f "$work/profile.sqlite" ] && cp "$work/profile.sqlite" "$out/profile.sqlite.partial" &&
+    mv "$out/profile.sqlite.partial" "$out/profile.sqlite"
+  timeout 20 "$py" "$repo/scripts/gpu/collect.py" "$work" "$out" "$pack" >>"$results/logs/collect.log" 2>&1 ||
+    echo "collect.py failed (see logs/collect.log)" >>"$results/summary.txt"
+  # Logs are cut to their last 256 KiB so that the archive stays far under 16 MiB.
+  for f in "$results"/logs/*.log; do
+    [ -f "$f" ] || continue
+    if [ "$(stat -c %s "$f")" -gt 262144 ]; then
+      tail -c 262144 "$f" >"$f.cut" && mv "$f.cut" "$f"
+    fi
+  done
+  tar -czf "$out/results.tgz.partial" -C "$work" results 2>/dev/null && mv "$out/results.tgz.partial" "$out/results.tgz"
+  for f in summary.txt env.txt tests.tsv; do
+    [ -f "$results/$f" ] && cp "$results/$f" "$out/$f.partial" && mv "$out/$f.partial" "$out/$f"
+  done
+}
+
+finish() {
+  local verdict=passed
+  [ "$failures" = 0 ] || verdict=FAILED
+  note "== done at $(elapsed): $(grep -c $'\tpassed' "$results/tests.tsv" 2>/dev/null) passed, $(grep -c $'\tFAILED' "$results/tests.tsv" 2>/dev/null) failed, $(grep -c $'\tskipped' "$results/tests.tsv" 2>/dev/null) skipped, $(grep -c $'\tnot run' "$results/tests.tsv" 2>/dev/null) not run; verdict: $verdict"
+  pack_results
+  echo "----- summary.txt"
+  cat "$out/summary.txt"
+  echo "----- tests.tsv (failed and not run)"
+  grep -v -E $'\t(passed|skipped)\t' "$out/tests.tsv" | cut -c1-300 | head -40
+  [ -f "$out/bench.md" ] && { echo "----- bench.md"; head -c 6000 "$out/bench.md"; }
+  exit "$failures"
+}
+
+printf 'phase\ttest\tresult\tseconds\tdetail\n' >"$results/tests.tsv"
+: >"$results/summary.txt"
+source "$pack/kit.env"
+note "ios GPU kit: $( [ "$dry_run" = 1 ] && echo "DRY RUN (CPU and sim backends stand in for CUDA)" || echo "first run" ), kit commit $commit prepared $prepared, started $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget} s"
+
+# ----------------------------------------------------------------- preflight
+phase_begin preflight
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(uname -srm), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  echo "kit: $(tr '\n' ' ' <"$pack/kit.env")"
+} >"$results/env.txt"
+if [ "$dry_run" = 1 ]; then
+  echo "gpu: none (dry run)" >>"$results/env.txt"
+else
+  {
+    echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,pstate,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,power.limit,persistence_mode,compute_mode,temperature.gpu --format=csv,noheader 2>&1 | head -1)"
+    echo "nvcc: $(nvcc --version 2>/dev/null | tail -1)"
+  } >>"$results/env.txt"
+  # cuDNN, cuBLAS and NVRTC from the wheels (namespace packages: found
+  # through nvidia.__path__, never by searching the disk), linked into the
+  # kit's lib/ where the programs' RPATH finds them.
+  "$py" - "$pack/lib" >>"$results/env.txt" 2>&1 <<'PY'
+import importlib.metadata as md, os, re, sys
+lib = sys.argv[1]
+for dist in ("nvidia-cudnn-cu13", "nvidia-cublas", "nvidia-cublas-cu13", "nvidia-cuda-nvrtc", "nvidia-nvjitlink",
+             "nvidia-cuda-runtime", "torch", "torchvision", "onnx", "numpy", "triton"):
+    try:
+        print(f"wheel {dist}: {md.version(dist)}")
+    except md.PackageNotFoundError:
+        pass
+try:
+    import nvidia
+    roots = list(nvidia.__path__)
+except ImportError:
+    roots = []
+pattern = re.compile(r"lib(cudnn[a-z_]*|cublas|cublasLt|nvrtc|nvrtc-builtins|nvJitLink)\.so(\.[0-9]+)*$")
+linked = 0
+for root in roots:
+    for folder, _, files in os.walk(root):
+        for f in files:
+            if pattern.match(f) and not os.path.exists(os.path.join(lib, f)):
+                os.symlink(os.path.join(folder, f), os.path.join(lib, f))
+                linked += 1
+print(f"wheel libraries linked into the kit: {linked}")
+PY
+  built=${cudnn_built_against:-0.0.0}
+  have=$(sed -n 's/^wheel nvidia-cudnn-cu13: //p' "$results/env.txt")
+  echo "cudnn: wheel ${have:-missing}, kit built against $built" >>"$results/env.txt"
+  if [ -z "$have" ] || [ "$(printf '%s\n%s\n' "$built" "$have" | sort -V | head -1)" != "$built" ]; then
+    note "preflight: FAILED: the GPU machine's cuDNN (${have:-none}) is older than the $built the kit was built against"
+    record preflight cudnn-version "FAILED" 0 "cuDNN ${have:-none} < $built"
+    finish
+  fi
+fi
+{
+  echo "ios-run --version: $(ios-run --version 2>&1 | tr '\n' ' ')"
+  for p in "$bin"/*; do
+    echo "needed by $(basename "$p"): $(readelf -d "$p" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+    echo "ldd $(basename "$p"): $(ldd "$p" 2>&1 | awk '{print $1, $3}' | tr '\n' ' ')"
+  done
+} >>"$results/env.txt"
+if ldd "$bin"/* 2>&1 | grep -q 'not found'; then
+  note "preflight: FAILED: libraries not found: $(ldd "$bin"/* 2>&1 | grep 'not found' | awk '{print $1}' | sort -u | tr '\n' ' ')"
+  record preflight libraries FAILED 0 "see env.txt"
+  finish
+fi
+# The models, rebuilt from their skeletons, byte-identical to the files the
+# prepared schedules were made for.
+capped "$results/logs/models-fill.log" bash -c '
+  while IFS=$'"'"'\t'"'"' read -r rel hash; do
+    mkdir -p "'"$work"'/models/$(dirname "$rel")"
+    printf "%s\t%s\n" "$rel" "$hash"
+  done <"'"$pack"'/models/manifest.tsv" | xargs -P "$(nproc)" -d "\n" -I{} bash -c '"'"'
+    rel=$(printf "%s" "{}" | cut -f1); hash=$(printf "%s" "{}" | cut -f2)
+    ios-model-weights fill "'"$pack"'/models/$rel" "'"$work"'/models/$rel" 2>/dev/null || { echo "fill failed: $rel"; exit 255; }
+    got=$(sha256sum "'"$work"'/models/$rel" | cut -c1-64)
+    [ "$got" = "$hash" ] || { echo "hash mismatch: $rel ($got, expected $hash)"; exit 255; }
+    echo "ok $rel"'"'"''
+if [ "$rc" = 0 ]; then
+  record preflight models passed "$secs" "$(grep -c '^ok ' "$results/logs/models-fill.log") models rebuilt, SHA-256 as prepared"
+else
+  record preflight models "FAILED (rc $rc)" "$secs" "$(grep -v '^ok ' "$results/logs/models-fill.log" | head -3 | tr '\n' ' ')"
+  note "preflight: FAILED: the models could not be rebuilt (logs/models-fill.log)"
+  finish
+fi
+maybe_hang
+note "preflight: done at $(elapsed)"
+pack_results
+
+# --------------------------------------------------------------------- smoke
+profile=h100
+if [ "$dry_run" = 0 ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -qi h200; then profile=h200; fi
+grep -q "profiles=.*$profile" "$pack/kit.env" || profile=$(sed -n 's/^profiles=\([a-z0-9]*\).*/\1/p' "$pack/kit.env")
+echo "$profile" >"$work/profile"
+backend=cuda
+[ "$dry_run" = 1 ] && backend=cpu
+phase_begin smoke
+smoke_model=$(ls "$work"/models/bench/squeezenet1_1*.onnx | head -1)
+smoke_schedule="$pack/schedules/$profile/$(basename "$smoke_model" .onnx)/ios.json"
+capped "$results/logs/smoke.log" ios-run "$smoke_model" "$smoke_schedule" --backend "$backend" --check --iterations 20 --warmup 5
+if [ "$rc" = 0 ]; then
+  record smoke "ios-run --check squeezenet1_1 ($backend)" passed "$secs"
+else
+  record smoke "ios-run --check squeezenet1_1 ($backend)" "FAILED (rc $rc)" "$secs" "$(tail -2 "$results/logs/smoke.log" | tr '\n' ' ' | cut -c1-200)"
+  note "smoke: FAILED; running the op tests for a minute, then stopping (logs/smoke.log)"
+  phase_end=$(($(now) + 60 < deadline - reserve ? $(now) + 60 : deadline - reserve))
+  capped "$results/logs/smoke-op-tests.log" ios_gpu_tests -w NoTests "[ops]"
+  record smoke "ios_gpu_tests [ops]" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs"
+  finish
+fi
+maybe_hang
+note "smoke: done at $(elapsed)"
+pack_results
+
+# --------------------------------------------------------------- correctness
+phase_begin correctness
+catch_spec() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/,/\\,/g' -e 's/\[/\\[/g' -e 's/\]/\\]/g'; }
+model_test="every scheduler's schedule on every shipped model matches the CPU executor"
+# One test case in one process: passed only when Catch2 says every case ran
+# and passed (a binary that fails to load, or selects nothing, fails).
+# The model test also prints its passing checks (-s: each schedule's
+# comparison report), so that a run stopped at the cap shows how far it got.
+gpu_case() {  # gpu_case PHASE LABEL LOG SPEC [ENV=...]
+  local phase_name=$1 label=$2 log=$3 spec=$4 result verbose=()
+  shift 4
+  [ "$spec" = "$(catch_spec "$model_test")" ] && verbose=(-s)
+  capped "$log" env "$@" ios_gpu_tests -w NoTests "${verbose[@]}" "$spec"
+  if [ "$rc" = 0 ] && grep -q -E '^All tests passed' "$log"; then
+    result=passed
+  elif [ "$rc" = 77 ]; then
+    result="skipped (no GPU)"
+  elif [ "$rc" = 124 ]; then
+    result="FAILED (stopped at the cap)"
+  else
+    result="FAILED (rc $rc)"
+  fi
+  record "$phase_name" "$label" "$result" "$secs" "$(grep -m1 -E 'FAILED|REQUIRE|CHECK|error' "$log" | cut -c1-200)"
+}
+if ! names=$(ios_gpu_tests --list-test-names-only 2>"$results/logs/list.log") || [ -z "$(echo "$names" | grep -v '^ *$')" ]; then
+  # Catch2's listing exits with the number of cases it listed.
+  if [ -z "$(echo "$names" | grep -v '^ *$')" ]; then
+    record correctness "ios_gpu_tests --list-test-names-only" "FAILED (no test cases)" 0 "$(head -2 "$results/logs/list.log" | tr '\n' ' ')"
+    names=""
+  fi
+fi
+i=0
+jobs_max=$(( $(nproc) > 2 ? $(nproc) / 2 : 1 ))
+if [ "$dry_run" = 1 ]; then
+  # Without a GPU the test program runs its [host] cases and exits 77: the
+  # GPU cases are reported as skipped, never as passed.
+  jobs_max=2
+  capped "$results/logs/gpu-tests-host.log" ios_gpu_tests
+  record correctness "ios_gpu_tests [host] cases" "$([ "$rc" = 77 ] && echo passed || echo "FAILED (rc $rc)")" "$secs"
+  while IFS= read -r name; do
+    name=$(echo "$name" | sed 's/^ *//')
+    [ -n "$name" ] && record correctness "$name" "skipped (no GPU)" 0
+  done < <(ios_gpu_tests --list-test-names-only "[gpu]" 2>/dev/null)
+  names=""
+fi
+while IFS= read -r name; do
+  name=$(echo "$name" | sed 's/^ *//')
+  [ -n "$name" ] && [ "$name" != "$model_test" ] || continue
+  i=$((i + 1))
+  # Each subshell appends its row to tests.tsv; failures are read back from there.
+  gpu_case correctness "$name" "$results/logs/case-$i.log" "$(catch_spec "$name")" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
+done <<<"$names"
+bench_names="inception_v3 squeezenet1_1 randwire nasnet_a_large"
+for m in $bench_names; do
+  if [ "$dry_run" = 1 ]; then
+    # The CPU stands in: every scheduler's schedule, checked against the
+    # sequential one on the CPU backend.
+    for model in "$work"/models/test/"$m"*.onnx; do
+      [ -f "$model" ] || continue
+      prepared=("$pack/schedules/$profile/$(basename "$model" .onnx)"/*.json)
+      [ -f "${prepared[0]}" ] || prepared=()
+      ( capped "$results/logs/model-$m.log" ios-run "$model" "${prepared[@]}" --backend cpu --batch 1 --check \
+          --iterations 1 --warmup 0
+        record correctness "model $m (cpu stand-in, ${#prepared[@]} schedules)" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" ) &
+    done
+  else
+    ( gpu_case correctness "$model_test [$m]" "$results/logs/model-$m.log" "$(catch_spec "$model_test")" IOS_GPU_TEST_MODELS="$m" ) &
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
+done
+# compute-sanitizer memcheck of the op tests; some machines refuse it: then
+# it is "unavailable", not failed.
+(
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+  if [ "$dry_run" = 1 ] || [ -z "$sanitizer" ]; then
+    record correctness "compute-sanitizer memcheck [ops]" "not run" 0 "unavailable$([ "$dry_run" = 1 ] && echo " (dry run)")"
+  else
+    capped "$results/logs/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 ios_gpu_tests -w NoTests "[ops]"
+    summary=$(grep -m1 'ERROR SUMMARY' "$results/logs/memcheck.log")
+    if [ "$rc" = 0 ] && [ -n "$summary" ]; then
+      record correctness "compute-sanitizer memcheck [ops]" passed "$secs" "$summary"
+    elif [ "$rc" = 124 ] && grep -q -E '^========= (Invalid|Program hit|Uninitialized|Leaked)' "$results/logs/memcheck.log"; then
+      record correctness "compute-sanitizer memcheck [ops]" "FAILED (errors before the cap)" "$secs" \
+        "$(grep -m1 -E '^========= (Invalid|Program hit|Uninitialized|Leaked)' "$results/logs/memcheck.log" | cut -c1-160)"
+    elif [ "$rc" = 124 ]; then
+      record correctness "compute-sanitizer memcheck [ops]" "not run (time)" "$secs" "stopped at the cap with no error reported so far"
+    elif [ -z "$summary" ] || grep -q -i 'not supported' "$results/logs/memcheck.log"; then
+      record correctness "compute-sanitizer memcheck [ops]" "not run" "$secs" "unavailable: $(grep -m1 -i -E 'error|not supported' "$results/logs/memcheck.log" | cut -c1-160)"
+    else
+      record correctness "compute-sanitizer memcheck [ops]" "FAILED (rc $rc)" "$secs" "$summary"
+    fi
+  fi
+) &
+# torch.compile fills its cache now (CPU work), so that the compile phase
+# times replays rather than compilation.
+if [ "$dry_run" = 0 ]; then
+  ( capped "$results/logs/compile-warm.log" "$py" bench/harness/peers.py --models inception_v3,squeezenet1_1 \
+      --models-dir "$work/models/bench" --modes compile_reduce_overhead --iterations 1 --warmup 1 \
+      --no-calibrate --out "$work/compile-warm.json" ) &
+fi
+maybe_hang
+wait
+# The subshells' failures are in their rows.
+grep -q $'\tFAILED' "$results/tests.tsv" && failures=1
+note "correctness: $(awk -F'\t' '$1=="correctness" && $3=="passed"' "$results/tests.tsv" | wc -l) passed, $(awk -F'\t' '$1=="correctness" && $3 ~ /^FAILED/' "$results/tests.tsv" | wc -l) failed, $(awk -F'\t' '$1=="correctness" && $3 ~ /^(skipped|not run)/' "$results/tests.tsv" | wc -l) skipped or not run, at $(elapsed)"
+pack_results
+
+# -------------------------------------------------------------------- timing
+phase_begin timing
+maybe_hang
+# The measured IOS search: cold (empty profile database), then warm.
+for m in squeezenet1_1 inception_v3; do
+  model=$(ls "$work"/models/bench/"$m"*.onnx | head -1)
+  for state in cold warm; do
+    if [ "$(phase_left)" -lt 10 ]; then record timing "measured search $m $state" "not run (time)" 0; continue; fi
+    cost=(--cost measured --profile-db "$work/profile.sqlite" --profile-budget 400)
+    [ "$dry_run" = 1 ] && cost=(--cost simulated --device-profile "$profile")
+    capped "$results/logs/measured-$m-$state.log" ios-optimize "$model" --batch 1 "${cost[@]}" --time-limit 30 \
+      -o "$results/schedules/$m.measured-$state.json" --report-json "$results/reports/$m.measured-$state.json"
+    record timing "measured search $m $state" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
+      "$(grep -m1 -E '^(Measure|Latency)' "$results/logs/measured-$m-$state.log" | cut -c1-160)"
+  done
+done
+# Every scheduler's schedule of each network, interleaved in one ios-run,
+# with CUDA graphs and with plain launches.
+for dir in "$pack"/schedules/"$profile"/*/; do
+  name=$(basename "$dir")
+  model="$work/models/bench/$name.onnx"
+  for launch in graph plain; do
+    if [ "$(phase_left)" -lt 8 ]; then record timing "ios-run $name $launch" "not run (time)" 0; continue; fi
+    # sequential first: the comparison's baseline.
+    labelled=("sequential=${dir}sequential.json")
+    for s in "$dir"*.json; do
+      label=$(basename "$s" .json)
+      [ "$label" = sequential ] || labelled+=("$label=$s")
+    done
+    timing_args=(--iterations 100 --warmup 20)
+    [ "$dry_run" = 1 ] && timing_args=()
+    capped "$results/logs/run-$name-$launch.log" ios-run "$model" "${labelled[@]}" --backend "$([ "$dry_run" = 1 ] && echo sim || echo cuda)" \
+      --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$name-$launch.json"
+    record timing "ios-run $name $launch" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
+      "$(grep -m1 '^Fastest' "$results/logs/run-$name-$launch.log" | cut -c1-160)"
+  done
+done
+# PyTorch eager and CUDA graph on the same networks, timed as ios-run times.
+if [ "$(phase_left)" -ge 15 ]; then
+  if [ "$dry_run" = 1 ]; then
+    capped "$results/logs/peers.log" "$py" bench/harness/peers.py --cpu-smoke --models squeezenet1_1 \
+      --models-dir "$work/models/bench" --no-calibrate --out "$results/times/peers.json"
+  else
+    capped "$results/logs/peers.log" "$py" bench/harness/peers.py --models inception_v3,squeezenet1_1,randwire,nasnet_a_large \
+      --models-dir "$work/models/bench" --modes eager,cuda_graph --batches 1 --iterations 100 --warmup 20 \
+      --no-calibrate --mode-timeout "$(phase_left)" --out "$results/times/peers.json"
+  fi
+  record timing "PyTorch peers" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs"
+else
+  record timing "PyTorch peers" "not run (time)" 0
+fi
+note "timing: done at $(elapsed)"
+pack_results
+
+# ------------------------------------------------------------------- compile
+phase_begin compile
+maybe_hang
+if [ "$dry_run" = 1 ]; then
+  record compile "torch.compile reduce-overhead" "not run" 0 "dry run: needs a GPU"
+elif [ "$(phase_left)" -ge 15 ]; then
+  capped "$results/logs/compile.log" "$py" bench/harness/peers.py --models squeezenet1_1,inception_v3 \
+    --models-dir "$work/models/bench" --modes compile_reduce_overhead --batches 1 --iterations 100 --warmup 20 \
+    --no-calibrate --mode-timeout "$(phase_left)" --out "$results/times/peers-compile.json"
+  record compile "torch.compile reduce-overhead" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs"
+else
+  record compile "torch.compile reduce-overhead" "not run (time)" 0
+fi
+pack_results
+
+# -------------------------------------------------------------------- models
+phase_begin models
+maybe_hang
+others=$(ls "$work"/models/test/*.onnx 2>/dev/null | xargs -r -n1 basename | sed -E 's/(-b[0-9]+|-bdyn)?(-[0-9]+x[0-9]+)?(-op[0-9]+)?\.onnx$//' |
+  sort -u | grep -v -x -E "$(echo $bench_names | tr ' ' '|')")
+for m in $others; do
+  if [ "$(phase_left)" -lt 10 ]; then record models "$model_test [$m]" "not run (time)" 0; continue; fi
+  if [ "$dry_run" = 1 ]; then
+    model=$(ls "$work"/models/test/"$m"*.onnx | head -1)
+    ( capped "$results/logs/model-$m.log" ios-run "$model" --backend cpu --batch 1 --check --iterations 1 --warmup 0
+      record models "model $m (cpu stand-in)" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" ) &
+  else
+    ( gpu_case models "$model_test [$m]" "$results/logs/model-$m.log" "$(catch_spec "$model_test")" IOS_GPU_TEST_MODELS="$m" ) &
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
+done
+wait
+grep -q $'\tFAILED' "$results/tests.tsv" && failures=1
+finish
