@@ -212,7 +212,7 @@ $PY - "$WORK/db/locked.sqlite" "$WORK/locked.ready" <<'PYEOF' &
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN EXCLUSIVE")
-c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'sig', 1.0, 1, 0)")
+c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'graph', 'sig', 1.0, 1, 0)")
 open(sys.argv[2], "w").close()
 time.sleep(30)
 PYEOF
@@ -228,7 +228,7 @@ $PY - "$WORK/db/writing.sqlite" "$WORK/writing.ready" <<'PYEOF' &
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN IMMEDIATE")
-c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'sig', 1e300, 1, 0)")
+c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'graph', 'sig', 1e300, 1, 0)")
 open(sys.argv[2], "w").close()
 time.sleep(30)
 PYEOF
