@@ -58,22 +58,25 @@ struct TimingStep {
 };
 
 struct TimingPlan {
-  std::string launch;        // "graph", "plain" or "synced"
-  bool host_timed = false;   // samples on the host clock (kStart/kStop), else events on stream 0
+  std::string launch;           // "graph", "plain" or "synced"
+  bool host_timed = false;      // samples on the host clock (kStart/kStop), else events on stream 0
   bool subtract_empty = false;  // cost = median(stage samples) - median(empty samples)
-  bool sync_after = false;   // the stage's run ends in a device synchronization (kSync)
+  bool sync_after = false;      // the stage's run ends in a device synchronization (kSync)
   // One round: kStart/kStop pairs bound samples 0 .. samples() - 1.
   std::vector<TimingStep> round;
   // empty[i]: sample i times the empty graph, not the stage.
   std::vector<bool> empty;
   int samples() const { return static_cast<int>(empty.size()); }
-  int stage_samples() const { return static_cast<int>(std::count(empty.begin(), empty.end(), false)); }
+  int stage_samples() const {
+    return static_cast<int>(std::count(empty.begin(), empty.end(), false));
+  }
 };
 
 // The plan for a stage of `groups` groups measured for `launch` (one of
 // sched::kLaunchModes), `per_round` stage samples a round.
 inline TimingPlan make_timing_plan(std::string_view launch, int groups, int per_round) {
-  IOS_ASSERT(launch == "graph" || launch == "plain" || launch == "synced", "launch mode '{}'", launch);
+  IOS_ASSERT(launch == "graph" || launch == "plain" || launch == "synced", "launch mode '{}'",
+             launch);
   using K = TimingStep::Kind;
   TimingPlan plan;
   plan.launch = std::string(launch);

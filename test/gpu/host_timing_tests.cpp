@@ -52,7 +52,8 @@ std::vector<SampleSteps> per_sample(const cuda::TimingPlan& plan) {
   return out;
 }
 
-TEST_CASE("the timing plan flushes L2 and rewrites inputs outside every sample", "[host][measured]") {
+TEST_CASE("the timing plan flushes L2 and rewrites inputs outside every sample",
+          "[host][measured]") {
   for (const std::string launch : {"graph", "plain", "synced"}) {
     for (int groups : {1, 3}) {
       INFO(launch << ", " << groups << " group(s)");
@@ -135,12 +136,26 @@ double model_cost(const cuda::TimingPlan& plan, double work_us, const LaunchMode
   for (const cuda::TimingStep& step : plan.round) {
     const auto i = static_cast<size_t>(step.sample);
     switch (step.kind) {
-      case K::kFlushL2: host += m.host_call_us; device_work(m.flush_us); break;
-      case K::kRewriteInputs: host += m.host_call_us; device_work(m.rewrite_us); break;
+      case K::kFlushL2:
+        host += m.host_call_us;
+        device_work(m.flush_us);
+        break;
+      case K::kRewriteInputs:
+        host += m.host_call_us;
+        device_work(m.rewrite_us);
+        break;
       case K::kReplayAhead:
-      case K::kRunStage: host += m.graph_submit_us; device_work(m.graph_gap_us + work_us); break;
-      case K::kRunEmpty: host += m.graph_submit_us; device_work(m.graph_gap_us); break;
-      case K::kSynchronize: host = std::max(host, device) + m.sync_us; break;
+      case K::kRunStage:
+        host += m.graph_submit_us;
+        device_work(m.graph_gap_us + work_us);
+        break;
+      case K::kRunEmpty:
+        host += m.graph_submit_us;
+        device_work(m.graph_gap_us);
+        break;
+      case K::kSynchronize:
+        host = std::max(host, device) + m.sync_us;
+        break;
       case K::kStart:
         host += m.host_call_us;
         device = std::max(device, host);
@@ -173,14 +188,16 @@ cuda::TimingPlan former_plan(int per_round) {
   return plan;
 }
 
-TEST_CASE("stage costs timed by the plan add up to the whole model's graph; one launch each did not",
-          "[host][measured]") {
+TEST_CASE(
+    "stage costs timed by the plan add up to the whole model's graph; one launch each did not",
+    "[host][measured]") {
   // A small CNN: a stem, then 48 convolutions of a few tens of microseconds
   // or less each, run by the sequential schedule (one stage per unit).
   GraphBuilder b;
   ir::TensorId x = b.input("x", {1, 32, 28, 28});
   for (int i = 0; i < 48; ++i) {
-    x = b.node(ir::OpKind::kRelu, "r" + std::to_string(i), {b.conv("c" + std::to_string(i), x, 32, 3, 1, {1, 1, 1, 1})});
+    x = b.node(ir::OpKind::kRelu, "r" + std::to_string(i),
+               {b.conv("c" + std::to_string(i), x, 32, 3, 1, {1, 1, 1, 1})});
   }
   b.output(x);
   const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
