@@ -107,7 +107,8 @@ inline TimingPlan make_timing_plan(std::string_view launch, int groups, int per_
 
 // The stage's cost from the medians of its samples and of the empty graph's
 // (ignored unless plan.subtract_empty). Never negative: a stage that runs
-// nothing costs the gap it would pay, which the whole model does not pay.
+// nothing (a zero-copy concat) reads like the empty graph, give or take
+// noise, and costs 0.
 inline double stage_cost(const TimingPlan& plan, double stage_median_ms, double empty_median_ms) {
   if (!plan.subtract_empty) return stage_median_ms;
   return std::max(stage_median_ms - empty_median_ms, 0.0);
