@@ -50,7 +50,8 @@ class Statement {
     bind(3, key.cudnn);
     bind(4, key.precision);
     bind(5, key.batch);
-    bind(6, key.signature);
+    bind(6, key.launch);
+    bind(7, key.signature);
   }
   int step() { return sqlite3_step(stmt_); }
   void reset() {
@@ -82,10 +83,11 @@ std::string column_text(sqlite3_stmt* q, int column) {
   return value ? std::string(reinterpret_cast<const char*>(value)) : std::string();
 }
 
-// The key of a row whose first six columns are the key's.
+// The key of a row whose first seven columns are the key's (device, driver,
+// cuDNN, precision, batch, launch, signature).
 ProfileKey read_key(sqlite3_stmt* q) {
-  return {column_text(q, 0), column_text(q, 1),          column_text(q, 2),
-          column_text(q, 3), sqlite3_column_int64(q, 4), column_text(q, 5)};
+  return {column_text(q, 0), column_text(q, 1),          column_text(q, 2), column_text(q, 3),
+          sqlite3_column_int64(q, 4), column_text(q, 6), column_text(q, 5)};
 }
 
 // The entry in columns first.. of a row, its latency checked: a number in
@@ -110,7 +112,7 @@ ProfileEntry read_entry(const std::filesystem::path& path, sqlite3_stmt* q, int 
 
 constexpr const char* kKeyWhere =
     "device = ?1 AND driver = ?2 AND cudnn = ?3 AND precision = ?4 AND batch = ?5 AND "
-    "signature = ?6";
+    "launch = ?6 AND signature = ?7";
 
 }  // namespace
 
@@ -262,9 +264,10 @@ void ProfileDb::check_schema(bool create) {
     exec(
         "CREATE TABLE IF NOT EXISTS stage_latency ("
         " device TEXT NOT NULL, driver TEXT NOT NULL, cudnn TEXT NOT NULL,"
-        " precision TEXT NOT NULL, batch INTEGER NOT NULL, signature TEXT NOT NULL,"
+        " precision TEXT NOT NULL, batch INTEGER NOT NULL, launch TEXT NOT NULL,"
+        " signature TEXT NOT NULL,"
         " latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
-        " PRIMARY KEY (device, driver, cudnn, precision, batch, signature)) WITHOUT ROWID");
+        " PRIMARY KEY (device, driver, cudnn, precision, batch, launch, signature)) WITHOUT ROWID");
   }
   Statement version(db_, "SELECT version FROM schema_version");
   if (!version.ok()) fail("reading the schema version");
@@ -272,9 +275,11 @@ void ProfileDb::check_schema(bool create) {
   if (rc == SQLITE_ROW) {
     const int64_t found = sqlite3_column_int64(version.get(), 0);
     if (found != kSchemaVersion) {
+      // Older versions hold latencies measured by an earlier method (no L2
+      // flush, a graph launch's gap in every stage), not to be mixed in.
       user_error(
-          "profile database {}: schema version {} (this ios uses {}); delete the file "
-          "to start a new database",
+          "profile database {}: schema version {} (this ios uses {}; its measurements are not "
+          "comparable); delete the file to start a new database",
           path_.string(), found, kSchemaVersion);
     }
   } else if (rc == SQLITE_DONE && create) {
@@ -362,17 +367,17 @@ void ProfileDb::store_all(const std::vector<std::pair<ProfileKey, ProfileEntry>>
   try {
     Statement insert(db_,
                      "INSERT OR REPLACE INTO stage_latency (device, driver, cudnn, precision, "
-                     "batch, signature, latency_ms, repetitions, measured_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+                     "batch, launch, signature, latency_ms, repetitions, measured_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!insert.ok()) fail("preparing a store");
     for (const auto& [key, entry] : entries) {
       IOS_ASSERT(entry.latency_ms >= 0.0 && entry.repetitions >= 0,
                  "bad profile entry: {} ms over {} repetitions", entry.latency_ms,
                  entry.repetitions);
       insert.bind_key(key);
-      insert.bind(7, entry.latency_ms);
-      insert.bind(8, entry.repetitions);
-      insert.bind(9, entry.measured_at != 0 ? entry.measured_at : now);
+      insert.bind(8, entry.latency_ms);
+      insert.bind(9, entry.repetitions);
+      insert.bind(10, entry.measured_at != 0 ? entry.measured_at : now);
       if (insert.step() != SQLITE_DONE) fail("storing a stage");
       insert.reset();
     }
@@ -393,14 +398,15 @@ int64_t ProfileDb::count() const {
 std::vector<std::pair<ProfileKey, ProfileEntry>> ProfileDb::entries() const {
   IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
   Statement q(db_,
-              "SELECT device, driver, cudnn, precision, batch, signature, latency_ms, repetitions, "
-              "measured_at FROM stage_latency ORDER BY device, driver, cudnn, precision, batch, signature");
+              "SELECT device, driver, cudnn, precision, batch, launch, signature, latency_ms, "
+              "repetitions, measured_at FROM stage_latency "
+              "ORDER BY device, driver, cudnn, precision, batch, launch, signature");
   if (!q.ok()) fail("preparing a listing");
   std::vector<std::pair<ProfileKey, ProfileEntry>> out;
   int rc = SQLITE_ROW;
   while ((rc = q.step()) == SQLITE_ROW) {
     ProfileKey key = read_key(q.get());
-    const ProfileEntry entry = read_entry(path_, q.get(), 6, key);
+    const ProfileEntry entry = read_entry(path_, q.get(), 7, key);
     out.emplace_back(std::move(key), entry);
   }
   if (rc != SQLITE_DONE) fail("listing the stages");
@@ -412,15 +418,15 @@ void ProfileDb::for_each_entry(
     const std::function<void(const ProfileKey&, const ProfileEntry&)>& visit) const {
   IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
   Statement q(db_,
-              "SELECT device, driver, cudnn, precision, batch, signature, latency_ms, repetitions, "
-              "measured_at FROM stage_latency WHERE precision = ?1 AND batch = ?2");
+              "SELECT device, driver, cudnn, precision, batch, launch, signature, latency_ms, "
+              "repetitions, measured_at FROM stage_latency WHERE precision = ?1 AND batch = ?2");
   if (!q.ok()) fail("preparing a listing");
   q.bind(1, std::string(precision));
   q.bind(2, batch);
   int rc = SQLITE_ROW;
   while ((rc = q.step()) == SQLITE_ROW) {
     const ProfileKey key = read_key(q.get());
-    visit(key, read_entry(path_, q.get(), 6, key));
+    visit(key, read_entry(path_, q.get(), 7, key));
   }
   if (rc != SQLITE_DONE) fail("listing the stages");
 }

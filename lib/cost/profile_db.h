@@ -2,8 +2,9 @@
 // stage is measured once per device/software/precision/batch and reused by
 // later runs and by identical stages elsewhere in the model.
 //
-// Key: device name, driver version, cuDNN version, precision, batch and the
-// canonical stage signature (sched::stage_signature). Value: the median
+// Key: device name, driver version, cuDNN version, precision, batch, the
+// launch mode the stage was timed in (sched::kLaunchModes) and the canonical
+// stage signature (sched::stage_signature). Value: the median
 // latency in ms, the number of repetitions it is the median of, and when it
 // was measured. Several processes may share one file (WAL journal, busy
 // timeout); one ProfileDb object must not be used by two threads at once.
@@ -30,6 +31,9 @@ struct ProfileKey {
   std::string precision;  // "fp32" / "tf32"
   int64_t batch = 1;
   std::string signature;  // sched::stage_signature()
+  // How the stage was timed (sched::kLaunchModes): "graph", "plain" or
+  // "synced". Last, so that a key written without it means a graph.
+  std::string launch = "graph";
 
   bool operator==(const ProfileKey&) const = default;
 };
@@ -47,7 +51,11 @@ inline constexpr double kMaxLatencyMs = 1e4;
 
 class ProfileDb {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // 2: the launch mode in the key, and stages timed with the L2 flushed, the
+  // empty graph's launch taken off (cuda/timing_plan.h). A database of
+  // another version is refused (UserError naming the file and saying to
+  // delete it): version 1 latencies are biased and must not be reused.
+  static constexpr int kSchemaVersion = 2;
 
   // kReadWrite: `--cost measured`, which creates and fills the database.
   // kReadOnly: `--calibrate`, which must leave its input as it was: the file
@@ -85,7 +93,7 @@ class ProfileDb {
   int64_t count() const;
   // Every entry, ordered by key.
   std::vector<std::pair<ProfileKey, ProfileEntry>> entries() const;
-  // Calls `visit` for each entry at `precision` and `batch`, one row at a
+  // Calls `visit` for each entry at `precision` and `batch` (every launch mode), one row at a
   // time (calibration reads these without holding the whole file in memory).
   void for_each_entry(
       std::string_view precision, int64_t batch,

@@ -134,9 +134,13 @@ struct TimingSamples {
   // plain launches (no CUDA graph) a host slower than the GPU still shows, as
   // it does in a real server loop.
   std::vector<double> gpu_compute_ms;
-  // End-to-end latency: host wall time from submitting one iteration to an
-  // idle GPU until the host sees it complete (launch + GPU + synchronisation),
-  // what one request alone waits. Empty when not measured.
+  // End-to-end latency: host wall time of one request on an idle GPU, from
+  // the upload of its inputs (host to device, from pinned host memory) until
+  // the host sees its outputs downloaded (device to host, into pinned
+  // memory): copies + launch + GPU + synchronisation, what one request alone
+  // waits, as trtexec's "end-to-end host latency" counts it. The inputs
+  // uploaded are those the device holds (last run()'s, or the random ones).
+  // Empty when not measured.
   std::vector<double> end_to_end_ms;
 };
 constexpr int kTimingQueueDepth = 32;
@@ -166,7 +170,8 @@ class Engine {
 
   // GPU compute time and end-to-end latency per iteration (TimingSamples).
   // Inputs are those of the last run(), or fixed random values before the
-  // first run(). No allocation happens inside the timed loops.
+  // first run(). No allocation happens inside the timed loops (the pinned
+  // staging buffers of end-to-end are made at the first call).
   TimingSamples time(const TimingOptions& options);
 
   // One iteration issued with plain launches and an event pair around every

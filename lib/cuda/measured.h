@@ -6,12 +6,19 @@
 // merged convolution) into a runtime that borrows the model's device pool
 // (device_pool.h: a grow-only arena, weights uploaded once, inputs filled with
 // random values on the device, cuDNN algorithm choices and workspaces kept
-// across stages), and it is captured as a CUDA graph and replayed:
-// warm-up replays, then rounds of timed replays until the median moves by
-// less than `stable_tolerance` between rounds (or `max_repetitions`).
-// Results are keyed by device, driver, cuDNN version, precision, batch and
-// the stage's canonical signature (shapes and attributes, not names), so an
-// identical stage elsewhere in the model, or in a later run, is measured once.
+// across stages), run once by plain launches to validate it, and run in the
+// launch mode the schedule will run in (`launch`: captured as a CUDA graph
+// and replayed, or issued by plain launches, or plain launches followed by a
+// device synchronization): warm-up runs, then rounds of timed samples until
+// the cost moves by less than `stable_tolerance` between rounds (or
+// `max_repetitions`). What a sample queues, times and flushes is the timing
+// plan of cuda/timing_plan.h: L2 flushed and inputs rewritten before every
+// sample, the device kept ahead of the host, and in graph mode the cost of
+// an empty graph launch taken off.
+// Results are keyed by device, driver, cuDNN version, precision, batch,
+// launch mode and the stage's canonical signature (shapes and attributes,
+// not names), so an identical stage elsewhere in the model, or in a later
+// run, is measured once.
 //
 // Plain C++ (no CUDA types): lib/cuda_stub provides the same entry points,
 // which throw NoDeviceError.
@@ -41,8 +48,11 @@ struct MeasuredOptions {
   Precision precision = Precision::kTf32;
   int device = 0;
   size_t workspace_limit_bytes = size_t{256} << 20;
-  int warmup = 5;               // untimed replays before timing
-  int round = 10;               // replays per round
+  // How the schedule will run (one of sched::kLaunchModes): "graph",
+  // "plain" or "synced". Stages are timed so and keyed by it.
+  std::string launch = "graph";
+  int warmup = 5;               // untimed runs before timing
+  int round = 10;               // stage samples per round
   int min_repetitions = 20;
   int max_repetitions = 400;
   double stable_tolerance = 0.01;  // relative change of the median between rounds
@@ -63,6 +73,8 @@ class MeasuredCostModel : public sched::CostModel {
   virtual MeasureProgress progress() const = 0;
   // The device the measurements come from (for the schedule file).
   virtual const DeviceSummary& device() const = 0;
+  // The launch mode stages are timed in (MeasuredOptions::launch).
+  virtual const std::string& launch() const = 0;
 };
 
 // Throws NoDeviceError without a usable device. `graph` must outlive the

@@ -23,7 +23,7 @@ int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
 Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool)
-    : ctx_(ctx), program_(std::move(program)) {
+    : ctx_(ctx), program_(std::move(program)), pooled_(pool != nullptr) {
   Program& p = program_;
   IOS_CUDA_CALL(cudaSetDevice(ctx_.ordinal()));
   ctx_.ensure_streams(std::max(p.num_streams, 1));
@@ -127,9 +127,7 @@ void Runtime::fill_inputs(bool pooled) {
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     const Value& v = p.values.at(static_cast<size_t>(p.inputs[i].second));
     if (pooled) {
-      IOS_ASSERT(v.dense(), "stage input '{}' is not dense", v.name);
-      IOS_CUDA_CALL(kernels::fill_uniform(value_ptr(p.inputs[i].second), v.size(), 0x9E3779B97F4A7C15ULL * (i + 1),
-                                          ctx_.stream(0)));
+      fill_input_on_device(i);
       continue;
     }
     std::vector<float> data(static_cast<size_t>(v.size()));
@@ -143,6 +141,43 @@ void Runtime::fill_inputs(bool pooled) {
   }
 }
 
+void Runtime::fill_input_on_device(size_t index) {
+  const Program& p = program_;
+  const Value& v = p.values.at(static_cast<size_t>(p.inputs.at(index).second));
+  IOS_ASSERT(v.dense(), "stage input '{}' is not dense", v.name);
+  IOS_CUDA_CALL(kernels::fill_uniform(value_ptr(p.inputs[index].second), v.size(), 0x9E3779B97F4A7C15ULL * (index + 1),
+                                      ctx_.stream(0)));
+}
+
+void Runtime::rewrite_inputs() {
+  // The same seeds as fill_inputs(): the same values, so the stage's work
+  // (and its timing) does not change from one sample to the next.
+  IOS_ASSERT(pooled_, "only a pooled runtime fills its inputs on the device");
+  for (size_t i = 0; i < program_.inputs.size(); ++i) fill_input_on_device(i);
+}
+
+void Runtime::execute_empty() {
+  if (!empty_exec_) {
+    // Built, not captured: a capture of events alone records no nodes, and
+    // a graph without nodes might not be launched like one with work.
+    cudaGraph_t graph = nullptr;
+    IOS_CUDA_CALL(cudaGraphCreate(&graph, 0));
+    empty_graph_ = Graph(graph);
+    const int streams = std::max(program_.num_streams, 1);
+    std::vector<cudaGraphNode_t> forks(static_cast<size_t>(streams));
+    for (cudaGraphNode_t& node : forks) IOS_CUDA_CALL(cudaGraphAddEmptyNode(&node, graph, nullptr, 0));
+    if (streams > 1) {
+      cudaGraphNode_t join = nullptr;
+      IOS_CUDA_CALL(cudaGraphAddEmptyNode(&join, graph, forks.data(), forks.size()));
+    }
+    cudaGraphExec_t exec = nullptr;
+    IOS_CUDA_CALL(cudaGraphInstantiate(&exec, graph, 0));
+    empty_exec_ = GraphExec(exec);
+    IOS_CUDA_CALL(cudaGraphUpload(exec, ctx_.stream(0)));
+  }
+  IOS_CUDA_CALL(cudaGraphLaunch(empty_exec_.get(), ctx_.stream(0)));
+}
+
 Runtime::~Runtime() {
   // Work may still be in flight when an exception unwinds; never throw here.
   if (ctx_.num_streams() > 0) IOS_CUDA_CALL_NOTHROW(cudaStreamSynchronize(ctx_.stream(0)));
@@ -153,6 +188,13 @@ void Runtime::upload_input(int index, const float* data) {
   IOS_ASSERT(v.dense(), "input '{}' is not dense", v.name);
   IOS_CUDA_CALL(cudaMemcpyAsync(value_ptr(program_.inputs[static_cast<size_t>(index)].second), data,
                                 static_cast<size_t>(v.size()) * sizeof(float), cudaMemcpyHostToDevice, ctx_.stream(0)));
+}
+
+void Runtime::download_input(int index, float* data) {
+  const Value& v = program_.values.at(static_cast<size_t>(program_.inputs.at(static_cast<size_t>(index)).second));
+  IOS_ASSERT(v.dense(), "input '{}' is not dense", v.name);
+  IOS_CUDA_CALL(cudaMemcpyAsync(data, value_ptr(program_.inputs[static_cast<size_t>(index)].second),
+                                static_cast<size_t>(v.size()) * sizeof(float), cudaMemcpyDeviceToHost, ctx_.stream(0)));
 }
 
 void Runtime::download_output(int index, float* data) {

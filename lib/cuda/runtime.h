@@ -35,6 +35,7 @@ class Runtime {
   // Host <-> device for the program's inputs and outputs (by position in
   // Program::inputs / outputs), asynchronous on stream 0.
   void upload_input(int index, const float* data);
+  void download_input(int index, float* data);  // what the input holds now
   void download_output(int index, float* data);
   void synchronize();
 
@@ -45,6 +46,17 @@ class Runtime {
   // timing-enabled) recorded around every launch on its stream.
   void issue(const std::vector<Event>* launch_events = nullptr);
 
+  // Stage measurement (measured.cpp, timing_plan.h). The inputs written
+  // again on stream 0 with the values they started with (a pooled runtime
+  // only): they end up in L2 as if their producers had just written them.
+  void rewrite_inputs();
+  // One replay of a graph with this program's fork and join and no work:
+  // an empty node per stream, all joined by one more (captured on first use).
+  // Its event-timed replay is what a graph launch costs on the device beyond
+  // the work, which a stage timed as a graph of its own pays and the whole
+  // model's one graph does not.
+  void execute_empty();
+
   std::string describe() const;
 
  private:
@@ -53,6 +65,7 @@ class Runtime {
   void place_buffers(DevicePool* pool);
   void place_weights(DevicePool* pool);
   void fill_inputs(bool pooled);
+  void fill_input_on_device(size_t index);
   void capture();
 
   Context& ctx_;
@@ -66,7 +79,10 @@ class Runtime {
   std::vector<Event> joins_;
   Graph graph_;
   GraphExec graph_exec_;
+  Graph empty_graph_;
+  GraphExec empty_exec_;
   RuntimeStats stats_;
+  bool pooled_ = false;
 };
 
 }  // namespace ios::cuda

@@ -27,8 +27,8 @@ using TensorMap = std::map<std::string, HostTensor>;
 
 // Per timed iteration, in ms. `latency_ms` is what schedules are compared
 // by (GPU compute time or wall time: the backend's traits say which);
-// `end_to_end_ms` is empty or one per iteration (CUDA: host submit to
-// completion).
+// `end_to_end_ms` is empty or one per iteration (CUDA: host time from the
+// input upload to the output download).
 struct TimingSamples {
   std::vector<double> latency_ms;
   std::vector<double> end_to_end_ms;

@@ -23,8 +23,9 @@
 //   }
 // On the CUDA backend "latency_ms" is the GPU compute time of the iteration
 // (events between iterations queued back to back) and "end_to_end_ms" the
-// host's submit-to-completion time of a separate iteration on an idle GPU
-// (cuda/engine.h, TimingSamples); the comparison table uses the former.
+// host time of a separate iteration on an idle GPU, its input upload and
+// output download included (cuda/engine.h, TimingSamples); the comparison
+// table uses the former.
 // "start_ms" (host time of the iteration's start relative to the first timed
 // iteration) is present only when the backend recorded it. The file is
 // written atomically: a temporary file next to it, then a rename.
@@ -53,7 +54,7 @@ struct TimedRun {
   std::vector<double> latencies_ms;
   bool gpu_compute = false;          // latencies_ms is GPU compute time
   bool predicted = false;            // ... predicted by the GPU simulator, not measured
-  std::vector<double> end_to_end_ms; // empty, or one per iteration (CUDA: submit to completion)
+  std::vector<double> end_to_end_ms; // empty, or one per iteration (CUDA: input upload to output download)
   std::vector<double> start_ms;      // empty, or one per iteration
   // Why these numbers may not be what the schedule was made for (another
   // batch, device or launch mode), one sentence each; printed as [W] lines.

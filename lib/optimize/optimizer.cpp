@@ -142,6 +142,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
     measured.db_path = options.profile_db;
     measured.precision = precision == cost::Precision::kFp32 ? cuda::Precision::kFp32
                                                              : cuda::Precision::kTf32;
+    measured.launch = options.launch;  // stages timed as the schedule will run
     if (progress != nullptr && progress->enabled()) {
       // One progress line, rewritten in place (stderr only, so stdout stays clean).
       measured.progress = [line = progress](const cuda::MeasureProgress& p) {
@@ -154,6 +155,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
     choice.model = cuda::make_measured_cost_model(units, measured);
     choice.device = {device->name, device->compute_capability, device->driver, device->cudnn};
     choice.note = fmt::format("measured on {}", device->name);
+    if (options.launch != "graph") choice.note += fmt::format(", {}", sched::launch_words(options.launch));
     const cost::BudgetOptions budget = parse_profile_budget(options.profile_budget);
     if (scheduler_searches(options.scheduler) && (budget.max_stages >= 0 || budget.max_seconds > 0.0)) {
       // The simulator ranks, the GPU measures the contenders (cost/budgeted.h).
@@ -162,6 +164,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
                                            : profile_for_device(device->name, options.device_profile);
       cost::SimulatedOptions simulated;
       simulated.precision = precision;
+      cost::set_launch(simulated, options.launch);
       choice.ranking = std::make_unique<cost::SimulatedCostModel>(
           units, cost::load_device_profile(profile_name), simulated);
       choice.measured = std::move(choice.model);
@@ -204,9 +207,14 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
   schedule.scheduler.name = entry.name;
   schedule.scheduler.params = parsed.to_strings();
   schedule.scheduler.cost_model = cost.model->name();
-  // The measured model times stages as CUDA graphs.
+  // The launch mode the costs assumed: the simulator's, or the one the
+  // measured model timed stages in (the options' --launch either way).
   const auto* simulated = dynamic_cast<const cost::SimulatedCostModel*>(cost.model.get());
-  schedule.scheduler.launch = simulated != nullptr ? launch_name(simulated->options()) : "graph";
+  const cuda::MeasuredCostModel* measured = dynamic_cast<const cuda::MeasuredCostModel*>(
+      cost.measured != nullptr ? cost.measured.get() : cost.model.get());
+  schedule.scheduler.launch = simulated != nullptr ? launch_name(simulated->options())
+                              : measured != nullptr ? measured->launch()
+                                                    : "graph";
   try {
     sched::validate_schedule(schedule, *prepared.units, "the " + entry.name + " schedule");
   } catch (const UserError& e) {
@@ -470,12 +478,6 @@ void choose_cost_model(OptimizeRun& r) {
     user_error("--form {} needs whole-plan predictions, which only the simulator makes; with "
                "--cost {} write the staged schedule and compare the forms on the GPU with ios-run",
                r.options.form, r.cost.model->name());
-  }
-  if (r.options.launch != "graph" && !simulated) {
-    user_error("--launch {} plans with the simulator only: --cost {} times stages as CUDA graphs; "
-               "use --cost simulated, or run the measured schedule with ios-run --no-cuda-graph to "
-               "see its plain-launch latency",
-               r.options.launch, r.cost.model->name());
   }
   // Measuring takes the time a search with measured costs takes; the
   // profile budget bounds it, so --time-limit's default does not apply.

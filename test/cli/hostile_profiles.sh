@@ -139,13 +139,13 @@ c.execute("PRAGMA journal_mode = " + sys.argv[2])
 c.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
 c.execute("CREATE TABLE stage_latency ( device TEXT NOT NULL, driver TEXT NOT NULL,"
           " cudnn TEXT NOT NULL, precision TEXT NOT NULL, batch INTEGER NOT NULL,"
-          " signature TEXT NOT NULL, latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL,"
-          " measured_at INTEGER NOT NULL,"
-          " PRIMARY KEY (device, driver, cudnn, precision, batch, signature)) WITHOUT ROWID")
-c.execute("INSERT INTO schema_version VALUES (1)")
+          " launch TEXT NOT NULL, signature TEXT NOT NULL, latency_ms REAL NOT NULL,"
+          " repetitions INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
+          " PRIMARY KEY (device, driver, cudnn, precision, batch, launch, signature)) WITHOUT ROWID")
+c.execute("INSERT INTO schema_version VALUES (2)")
 def row(latency, signature="sequential|conv{...}", device="Test GPU"):
     for precision in ("fp32", "tf32"):
-        c.execute("INSERT INTO stage_latency VALUES (?, '1.0', '9.0', ?, 1, ?, ?, 100, 0)",
+        c.execute("INSERT INTO stage_latency VALUES (?, '1.0', '9.0', ?, 1, 'graph', ?, ?, 100, 0)",
                   (device, precision, signature, latency))
 exec(sys.argv[3])
 c.commit()
@@ -173,6 +173,10 @@ $PY -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE
 calibrate foreign 2 "not an ios profile database \(it has a table 'users'\)"
 $PY -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE schema_version (version INTEGER NOT NULL)'); c.commit()" "$WORK/db/half.sqlite"
 calibrate half 2 "not an ios profile database \(no table 'stage_latency'"
+# A version 1 database (stages measured before the L2 flush and the launch
+# mode in the key) is refused, not read.
+db version1 wal 'row(0.05); c.execute("UPDATE schema_version SET version = 1")'
+calibrate version1 2 "schema version 1 \(this ios uses 2; its measurements are not comparable\); delete the file"
 # Legitimate databases of other stages: refused for want of data, untouched,
 # in either journal mode (the rollback-journal one is not switched to WAL).
 db others_wal wal 'row(0.05); row(0.0, "merge|zero-copy")'
@@ -208,7 +212,7 @@ $PY - "$WORK/db/locked.sqlite" "$WORK/locked.ready" <<'PYEOF' &
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN EXCLUSIVE")
-c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'sig', 1.0, 1, 0)")
+c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'graph', 'sig', 1.0, 1, 0)")
 open(sys.argv[2], "w").close()
 time.sleep(30)
 PYEOF
@@ -224,7 +228,7 @@ $PY - "$WORK/db/writing.sqlite" "$WORK/writing.ready" <<'PYEOF' &
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN IMMEDIATE")
-c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'sig', 1e300, 1, 0)")
+c.execute("INSERT INTO stage_latency VALUES ('x', '1', '1', 'fp32', 1, 'graph', 'sig', 1e300, 1, 0)")
 open(sys.argv[2], "w").close()
 time.sleep(30)
 PYEOF

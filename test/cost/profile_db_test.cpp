@@ -166,6 +166,65 @@ TEST_CASE("profile db: a file that is not a profile database is a user error",
     CHECK_THAT(message, Contains("schema version 99"));
     CHECK_THAT(message, Contains(path.string()));
   }
+  SECTION("a version 1 database: measured before the L2 flush and the launch mode, never reused") {
+    // The schema ios wrote as version 1, with one measured row in it.
+    const auto path = dir / "v1.sqlite";
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+                         "INSERT INTO schema_version VALUES (1);"
+                         "CREATE TABLE stage_latency ("
+                         " device TEXT NOT NULL, driver TEXT NOT NULL, cudnn TEXT NOT NULL,"
+                         " precision TEXT NOT NULL, batch INTEGER NOT NULL, signature TEXT NOT NULL,"
+                         " latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL,"
+                         " measured_at INTEGER NOT NULL,"
+                         " PRIMARY KEY (device, driver, cudnn, precision, batch, signature)) WITHOUT ROWID;"
+                         "INSERT INTO stage_latency VALUES ('NVIDIA H100 80GB HBM3', '570.86.15', "
+                         "'9.19.0', 'fp32', 1, 's1', 0.5, 100, 0);",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+    const std::string message = open_error(path);
+    CHECK_THAT(message, Contains(path.string()));
+    CHECK_THAT(message, Contains("schema version 1 (this ios uses 2"));
+    CHECK_THAT(message, Contains("delete the file"));
+    CHECK(message.find('\n') == std::string::npos);
+    // Calibration (read-only) refuses it the same way.
+    try {
+      ProfileDb read_only(path, ProfileDb::Access::kReadOnly);
+      FAIL("a version 1 database was opened read-only");
+    } catch (const ios::UserError& e) {
+      CHECK_THAT(std::string(e.what()), Contains("schema version 1"));
+    }
+  }
+}
+
+TEST_CASE("profile db: the launch mode is part of the key", "[cost][profile_db]") {
+  TempDir dir;
+  ProfileDb db(dir / "profile.sqlite");
+  ProfileKey graph = key("s1");
+  CHECK(graph.launch == "graph");  // the default: what a key without it means
+  ProfileKey plain = graph, synced = graph;
+  plain.launch = "plain";
+  synced.launch = "synced";
+  db.store(graph, 0.5, 10);
+  CHECK(db.lookup(plain) == std::nullopt);
+  db.store(plain, 0.7, 10);
+  CHECK(db.lookup(graph) == 0.5);
+  CHECK(db.lookup(plain) == 0.7);
+  CHECK(db.lookup(synced) == std::nullopt);
+  CHECK(db.count() == 2);
+  const auto all = db.entries();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].first == graph);  // ordered by key: "graph" < "plain"
+  CHECK(all[1].first == plain);
+  int seen = 0;
+  db.for_each_entry("fp32", 1, [&](const ProfileKey& k, const ProfileEntry& e) {
+    ++seen;
+    CHECK(e.latency_ms == (k.launch == "graph" ? 0.5 : 0.7));
+    CHECK(k.signature == "s1");
+  });
+  CHECK(seen == 2);
 }
 
 TEST_CASE("profile db: default path follows XDG_CACHE_HOME, then HOME", "[cost][profile_db]") {
@@ -302,9 +361,9 @@ TEST_CASE("profile db: read-only access changes nothing", "[cost][profile_db]") 
     const auto rollback = dir / "rollback.sqlite";
     sql(rollback,
         "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-        "INSERT INTO schema_version VALUES (1);"
+        "INSERT INTO schema_version VALUES (2);"
         "CREATE TABLE stage_latency (device TEXT, driver TEXT, cudnn TEXT, "
-        "precision TEXT, batch INTEGER, signature TEXT, latency_ms REAL, "
+        "precision TEXT, batch INTEGER, launch TEXT, signature TEXT, latency_ms REAL, "
         "repetitions INTEGER, measured_at INTEGER)");
     const std::string rollback_before = read_bytes(rollback);
     { const ProfileDb db(rollback, ProfileDb::Access::kReadOnly); }
@@ -323,16 +382,16 @@ TEST_CASE("profile db: latencies that are not measurements name their row", "[co
   const auto path = dir / "profile.sqlite";
   { ProfileDb db(path); }
   SECTION("1e300") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', 1e300, 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 1e300, 1, 0)");
   }
   SECTION("infinity") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', 1e999, 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 1e999, 1, 0)");
   }
   SECTION("negative") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', -1, 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', -1, 1, 0)");
   }
   SECTION("text") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'sig', 'fast', 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 'fast', 1, 0)");
   }
   const std::string message = read_only_error(path);
   CHECK_THAT(message, Contains(path.string()));
@@ -350,9 +409,9 @@ TEST_CASE("profile db: a database locked by another connection is reported promp
   const auto path = dir / "locked.sqlite";
   sql(path,
       "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-      "INSERT INTO schema_version VALUES (1);"
+      "INSERT INTO schema_version VALUES (2);"
       "CREATE TABLE stage_latency (device TEXT, driver TEXT, cudnn TEXT, precision TEXT, "
-      "batch INTEGER, signature TEXT, latency_ms REAL, repetitions INTEGER, "
+      "batch INTEGER, launch TEXT, signature TEXT, latency_ms REAL, repetitions INTEGER, "
       "measured_at INTEGER)");
   sqlite3* holder = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &holder) == SQLITE_OK);
