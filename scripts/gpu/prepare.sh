@@ -128,8 +128,9 @@ for profile in "${profiles[@]}"; do
 done
 printf '%s\n' "${jobs[@]}" | xargs -P "$(nproc)" -I{} bash -c '
   IFS="|" read -r model profile scheduler params out <<<"{}"
-  args=("$model" --batch 1 --cost simulated --device-profile "$profile" --scheduler "$scheduler" --time-limit 60 -o "$out" --quiet)
+  args=("$model" --batch 1 --cost simulated --device-profile "$profile" --scheduler "$scheduler" -o "$out" --quiet)
   [ -n "$params" ] && args+=(--params "$params")
+  case "$scheduler" in ios | dos) args+=(--time-limit 60) ;; esac
   "'"$build"'/apps/ios-optimize" "${args[@]}" || { echo "prepare: ios-optimize failed: ${args[*]}" >&2; exit 255; }'
 echo "prepare: ${#jobs[@]} schedules (${profiles[*]} profiles)"
 
