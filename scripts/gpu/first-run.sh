@@ -204,10 +204,25 @@ PY
   built=${cudnn_built_against:-0.0.0}
   have=$(sed -n 's/^wheel nvidia-cudnn-cu13: //p' "$results/env.txt")
   echo "cudnn: wheel ${have:-missing}, kit built against $built" >>"$results/env.txt"
-  if [ -z "$have" ] || [ "$(printf '%s\n%s\n' "$built" "$have" | sort -V | head -1)" != "$built" ]; then
-    note "preflight: FAILED: the GPU machine's cuDNN (${have:-none}) is older than the $built the kit was built against"
-    record preflight cudnn-version "FAILED" 0 "cuDNN ${have:-none} < $built"
+  # cuDNN keeps its API within a major version but promises nothing for a
+  # library older than the headers: such a machine is refused, unless
+  # IOS_KIT_OLDER_CUDNN=proceed asks to go on anyway (then every result is
+  # marked with both versions).
+  if [ -z "$have" ] || [ "${have%%.*}" != "${built%%.*}" ]; then
+    note "preflight: FAILED: the GPU machine's cuDNN (${have:-none}) is not of the kit's major version ($built)"
+    record preflight cudnn-version "FAILED" 0 "cuDNN ${have:-none}, built against $built"
     finish
+  elif [ "$(printf '%s\n%s\n' "$built" "$have" | sort -V | head -1)" != "$built" ]; then
+    if [ "${IOS_KIT_OLDER_CUDNN:-}" = proceed ]; then
+      note "preflight: WARNING: cuDNN $have is older than the $built the kit was built against; going on as IOS_KIT_OLDER_CUDNN=proceed asks"
+      record preflight cudnn-version "passed (older, by request)" 0 "cuDNN $have < $built"
+    else
+      note "preflight: FAILED: the GPU machine's cuDNN ($have) is older than the $built the kit was built against (IOS_KIT_OLDER_CUDNN=proceed goes on anyway)"
+      record preflight cudnn-version "FAILED" 0 "cuDNN $have < $built"
+      finish
+    fi
+  else
+    record preflight cudnn-version passed 0 "cuDNN $have, built against $built"
   fi
 fi
 {
@@ -248,7 +263,8 @@ pack_results
 # --------------------------------------------------------------------- smoke
 profile=h100
 if [ "$dry_run" = 0 ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -qi h200; then profile=h200; fi
-grep -q "profiles=.*$profile" "$pack/kit.env" || profile=$(sed -n 's/^profiles=\([a-z0-9]*\).*/\1/p' "$pack/kit.env")
+# (kit.env's profiles: the ones the schedules were prepared for.)
+case " $profiles " in *" $profile "*) ;; *) profile=${profiles%% *} ;; esac
 echo "$profile" >"$work/profile"
 backend=cuda
 [ "$dry_run" = 1 ] && backend=cpu
