@@ -35,6 +35,11 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file,
                                   cudnnGetErrorString(status)));
 }
 
+void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw InternalError(fmt::format("cuBLAS error at {}:{}: {} failed: {}", short_file(file), line, call,
+                                  cublasLtGetStatusString(status)));
+}
+
 void log_cuda_error(cudaError_t error, const char* call, const char* file, int line) noexcept {
   try {
     logger("cuda")->warn("{}:{}: {} failed: {}", short_file(file), line, call, cudaGetErrorName(error));
@@ -48,5 +53,14 @@ void log_cudnn_error(cudnnStatus_t status, const char* call, const char* file, i
   } catch (...) {
   }
 }
+
+void log_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) noexcept {
+  try {
+    logger("cuda")->warn("{}:{}: {} failed: {}", short_file(file), line, call, cublasLtGetStatusString(status));
+  } catch (...) {
+  }
+}
+
+cudaError_t clear_failed_attempt() noexcept { return cudaGetLastError(); }
 
 }  // namespace ios::cuda::detail

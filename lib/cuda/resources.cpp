@@ -9,6 +9,7 @@ void EventTraits::destroy(cudaEvent_t h) noexcept { IOS_CUDA_CALL_NOTHROW(cudaEv
 void GraphTraits::destroy(cudaGraph_t h) noexcept { IOS_CUDA_CALL_NOTHROW(cudaGraphDestroy(h)); }
 void GraphExecTraits::destroy(cudaGraphExec_t h) noexcept { IOS_CUDA_CALL_NOTHROW(cudaGraphExecDestroy(h)); }
 void CudnnTraits::destroy(cudnnHandle_t h) noexcept { IOS_CUDNN_CALL_NOTHROW(cudnnDestroy(h)); }
+void CublasLtTraits::destroy(cublasLtHandle_t h) noexcept { IOS_CUBLAS_CALL_NOTHROW(cublasLtDestroy(h)); }
 void TensorDescTraits::destroy(cudnnTensorDescriptor_t h) noexcept {
   IOS_CUDNN_CALL_NOTHROW(cudnnDestroyTensorDescriptor(h));
 }
@@ -35,6 +36,12 @@ Event make_event(bool timing) {
   cudaEvent_t h = nullptr;
   IOS_CUDA_CALL(cudaEventCreateWithFlags(&h, timing ? cudaEventDefault : cudaEventDisableTiming));
   return Event(h);
+}
+
+CublasLtHandle make_cublaslt() {
+  cublasLtHandle_t h = nullptr;
+  IOS_CUBLAS_CALL(cublasLtCreate(&h));
+  return CublasLtHandle(h);
 }
 
 CudnnHandle make_cudnn(cudaStream_t stream) {
