@@ -5,6 +5,7 @@
 // functions behind them (no device needed); [gpu] tests run them.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -181,6 +182,113 @@ TEST_CASE("plan_gemm maps layouts to cuBLASLt and keeps the own kernel where cuB
     CHECK_FALSE(cuda::plan_gemm(overlapping).cublas);
     CHECK_FALSE(cuda::plan_gemm(product(6, 7, 0, false, false)).cublas);
     CHECK_FALSE(cuda::plan_gemm(product(0, 7, 4, false, false)).cublas);
+  }
+}
+
+// What cuBLASLt computes for `plan` (its documented column-major semantics:
+// D = alpha op(A) op(B) + beta C + bias, per batch), on host buffers, with
+// the checks cuBLASLt makes (op(A) n x k, op(B) k x m, D n x m, ld >= rows).
+void emulate_cublaslt(const cuda::GemmPlan& plan, const cuda::kernels::GemmParams& p, float* y) {
+  auto element = [](const float* base, const cuda::LtMatrix& mat, int64_t i, int64_t j) {
+    return mat.transpose ? base[j + i * mat.ld] : base[i + j * mat.ld];
+  };
+  auto op_rows = [](const cuda::LtMatrix& mat) { return mat.transpose ? mat.cols : mat.rows; };
+  auto op_cols = [](const cuda::LtMatrix& mat) { return mat.transpose ? mat.rows : mat.cols; };
+  for (const cuda::LtMatrix* mat : {&plan.a, &plan.b, &plan.d}) REQUIRE(mat->ld >= mat->rows);
+  const int64_t rows = plan.d.rows, cols = plan.d.cols, inner = op_cols(plan.a);
+  REQUIRE(op_rows(plan.a) == rows);
+  REQUIRE(op_rows(plan.b) == inner);
+  REQUIRE(op_cols(plan.b) == cols);
+  REQUIRE_FALSE(plan.d.transpose);
+  if (plan.c_matrix) {
+    REQUIRE(plan.c.rows == rows);
+    REQUIRE(plan.c.cols == cols);
+    REQUIRE(plan.c.ld >= plan.c.rows);
+  }
+  for (int b = 0; b < plan.batch; ++b) {
+    const float* a = p.b + b * plan.a.batch_stride;  // cuBLASLt's A is the product's B
+    const float* bb = p.a + b * plan.b.batch_stride;
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        double acc = 0.0;
+        for (int64_t l = 0; l < inner; ++l) acc += double(element(a, plan.a, i, l)) * element(bb, plan.b, l, j);
+        double v = p.alpha * acc;
+        if (plan.c_matrix) v += p.beta * double(p.c[b * plan.c.batch_stride + i + j * plan.c.ld]);
+        if (plan.bias) v += p.c[i];
+        y[b * plan.d.batch_stride + i + j * plan.d.ld] = static_cast<float>(v);
+      }
+    }
+  }
+}
+
+// The product by its definition in kernels.h (row-major, strides).
+void reference_product(const cuda::kernels::GemmParams& p, float* y) {
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t i = 0; i < p.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j) {
+        double acc = 0.0;
+        for (int64_t l = 0; l < p.k; ++l) {
+          acc += double(p.a[b * p.a_batch + i * p.a_row + l * p.a_col]) * p.b[b * p.b_batch + l * p.b_row + j * p.b_col];
+        }
+        double v = p.alpha * acc;
+        if (p.has_c) v += p.beta * double(p.c[b * p.c_batch + i * p.c_row + j * p.c_col]);
+        y[b * p.y_batch + i * p.y_row + j] = static_cast<float>(v);
+      }
+    }
+  }
+}
+
+TEST_CASE("a cuBLASLt plan computes the product it was made for (column-major emulation)", "[host]") {
+  struct Case {
+    std::string what;
+    cuda::kernels::GemmParams p;
+  };
+  std::vector<Case> cases;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (int64_t m : {1, 5}) {
+        cases.push_back({"m " + std::to_string(m) + " trans_a " + std::to_string(ta) + " trans_b " + std::to_string(tb),
+                         product(m, 7, 3, ta, tb)});
+      }
+    }
+  }
+  Case linear{"Linear: transposed weight and bias", product(4, 6, 5, false, true)};
+  linear.p.has_c = true, linear.p.beta = 1.0f, linear.p.c_col = 1;
+  cases.push_back(linear);
+  Case full_c{"alpha, beta, full C, output row stride 9", product(4, 6, 5, true, false)};
+  full_c.p.has_c = true, full_c.p.alpha = 0.5f, full_c.p.beta = 2.0f, full_c.p.c_row = 6, full_c.p.c_col = 1;
+  full_c.p.y_row = 9;
+  cases.push_back(full_c);
+  Case batched{"strided batch, broadcast B", product(3, 4, 5, false, false)};
+  batched.p.batch = 6, batched.p.a_batch = 15, batched.p.b_batch = 0, batched.p.y_batch = 12;
+  cases.push_back(batched);
+  Case batched_b{"strided batch, broadcast A (MatMul of a constant by activations)", product(3, 4, 5, false, false)};
+  batched_b.p.batch = 2, batched_b.p.a_batch = 0, batched_b.p.b_batch = 20, batched_b.p.y_batch = 12;
+  cases.push_back(batched_b);
+
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (Case& c : cases) {
+    INFO(c.what);
+    cuda::kernels::GemmParams& p = c.p;
+    const cuda::GemmPlan plan = cuda::plan_gemm(p);
+    REQUIRE(plan.cublas);
+    auto span = [&](int64_t bs, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+      return static_cast<size_t>((p.batch - 1) * bs + (rows - 1) * rs + (cols - 1) * cs + 1);
+    };
+    std::vector<float> a(span(p.a_batch, p.m, p.k, p.a_row, p.a_col)), b(span(p.b_batch, p.k, p.n, p.b_row, p.b_col));
+    std::vector<float> cm(p.has_c ? span(p.c_batch, p.m, p.n, p.c_row, p.c_col) : 1);
+    for (auto* v : {&a, &b, &cm}) {
+      for (float& x : *v) x = uniform(rng);
+    }
+    p.a = a.data(), p.b = b.data(), p.c = p.has_c ? cm.data() : nullptr;
+    const size_t ys = span(p.y_batch, p.m, p.n, p.y_row, 1);
+    std::vector<float> want(ys, -7.0f), got(ys, -7.0f);
+    reference_product(p, want.data());
+    emulate_cublaslt(plan, p, got.data());
+    for (size_t i = 0; i < ys; ++i) {
+      if (std::abs(want[i] - got[i]) > 1e-5f) FAIL("element " << i << ": " << got[i] << ", expected " << want[i]);
+    }
   }
 }
 
