@@ -34,8 +34,6 @@ std::string kernel_driver_version() {
   return "";
 }
 
-// Why the device is unusable, or empty when it is usable. `count_out`: what
-// cudaGetDeviceCount reported, -1 when it failed.
 // The versions in this process (version.h).
 RuntimeVersions runtime_versions() {
   RuntimeVersions v;
@@ -50,6 +48,8 @@ RuntimeVersions runtime_versions() {
   return v;
 }
 
+// Why the device is unusable, or empty when it is usable. `count_out`: what
+// cudaGetDeviceCount reported, -1 when it failed or was not asked.
 std::string check_device(int ordinal, DeviceSummary* out, int* count_out = nullptr) {
   if (count_out != nullptr) *count_out = -1;
   // Versions first, before any work: a driver too old or a cuDNN for another

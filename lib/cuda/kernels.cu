@@ -1,6 +1,6 @@
 // The backend's own kernels (kernels.h). Straightforward grid-stride loops:
 // these are memory-bound epilogues and layout operations, plus one tiled
-// GEMM for fully connected layers.
+// GEMM for the matrix products cuBLASLt cannot serve (gemm.h).
 #include <cfloat>
 
 #include "cuda/kernels.h"

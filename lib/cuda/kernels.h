@@ -3,7 +3,7 @@
 // multiplies) in one pass, strided copies (slice, split, transpose, reshape,
 // concat inputs that cannot be written in place), padding, pooling with
 // asymmetric pads or ceil mode, mean reductions, layer normalization, and
-// GEMM. All FP32.
+// the GEMM of the matrix products cuBLASLt cannot serve (gemm.h). All FP32.
 //
 // Parameters are plain structs passed by value; launchers return the launch
 // status (the caller checks it with IOS_CUDA_CALL). Shapes are int64 and
