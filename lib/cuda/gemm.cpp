@@ -165,6 +165,12 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
   choice.plan = plan_gemm(p);
   choice.tf32 = ctx.precision() == Precision::kTf32;
   choice.align_a = align_a, choice.align_b = align_b, choice.align_c = align_c, choice.align_y = align_y;
+  if (choice.plan.bias && align_c < 16) {
+    // cuBLASLt's epilogue reads the bias vectorised: a bias that is not a
+    // constant (those are buffer-aligned) may sit anywhere in the arena.
+    choice.plan = GemmPlan{};
+    choice.plan.own_reason = "a bias row less than 16-byte aligned";
+  }
   if (!choice.plan.cublas) {
     logger("cuda")->debug("product '{}' runs on the own kernel: {}", label, choice.plan.own_reason);
     return choice;
