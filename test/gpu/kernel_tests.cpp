@@ -529,6 +529,51 @@ TEST_CASE("the own GEMM kernel covers broadcasts cuBLASLt does not add", "[gpu][
   }
 }
 
+TEST_CASE("the own GEMM kernel loops over row tiles and batches beyond the grid's 65,535", "[gpu][ops]") {
+  struct Case {
+    std::string what;
+    cuda::kernels::GemmParams p;
+  };
+  Case batches{"65,537 batches of 3 x 2 x 4", product(3, 2, 4, false, true)};
+  batches.p.batch = 65537, batches.p.a_batch = 12, batches.p.b_batch = 8, batches.p.y_batch = 6;
+  Case rows{"16 * 65,535 + 20 rows", product(16 * 65535 + 20, 3, 2, false, false)};
+  rows.p.has_c = true, rows.p.beta = 0.5f, rows.p.c_col = 1;  // a bias row
+  for (const Case& c : std::vector<Case>{batches, rows}) {
+    INFO(c.what);
+    cuda::kernels::GemmParams p = c.p;
+    REQUIRE(cuda::kernels::gemm_grid(p.m, p.n, p.batch).error == nullptr);
+    auto span = [&](int64_t bs, int64_t r, int64_t cl, int64_t rs, int64_t cs) {
+      return static_cast<size_t>((p.batch - 1) * bs + (r - 1) * rs + (cl - 1) * cs + 1);
+    };
+    std::vector<float> a(span(p.a_batch, p.m, p.k, p.a_row, p.a_col)), b(span(p.b_batch, p.k, p.n, p.b_row, p.b_col)),
+        cm(p.has_c ? span(p.c_batch, p.m, p.n, p.c_row, p.c_col) : 1);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (auto* v : {&a, &b, &cm}) {
+      for (float& x : *v) x = uniform(rng);
+    }
+    const size_t ys = span(p.y_batch, p.m, p.n, p.y_row, 1);
+    cuda::DeviceBuffer da(a.size() * 4), db(b.size() * 4), dc(cm.size() * 4), dy(ys * 4);
+    REQUIRE(cudaMemcpy(da.get(), a.data(), a.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(db.get(), b.data(), b.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemcpy(dc.get(), cm.data(), cm.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+    REQUIRE(cudaMemset(dy.get(), 0, ys * 4) == cudaSuccess);
+    p.a = static_cast<const float*>(da.get()), p.b = static_cast<const float*>(db.get());
+    p.c = p.has_c ? static_cast<const float*>(dc.get()) : nullptr;
+    p.y = static_cast<float*>(dy.get());
+    REQUIRE(cuda::kernels::gemm(p, nullptr) == cudaSuccess);
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    std::vector<float> got(ys), want(ys, 0.0f);
+    REQUIRE(cudaMemcpy(got.data(), p.y, ys * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+    cuda::kernels::GemmParams host = p;
+    host.a = a.data(), host.b = b.data(), host.c = p.has_c ? cm.data() : nullptr;
+    reference_product(host, want.data());
+    size_t wrong = 0;
+    for (size_t i = 0; i < ys; ++i) wrong += std::abs(got[i] - want[i]) > 1e-5f ? 1 : 0;
+    CHECK(wrong == 0);
+  }
+}
+
 TEST_CASE("the element-wise kernel's 32- and 64-bit paths agree with the host", "[gpu][ops]") {
   // [n, c, h, w] + per-channel bias, * a generic broadcast [1, 1, h, 1], relu;
   // output strided (a slice of a larger buffer).
