@@ -26,7 +26,7 @@ struct RuntimeVersions {
   int runtime = 0;            // CUDART_VERSION: the CUDA runtime ios was built with
   size_t cudnn = 0;           // cudnnGetVersion: the cuDNN loaded in the process
   int cudnn_built_major = 0;  // CUDNN_MAJOR: the cuDNN ios was built with
-  size_t cudnn_cudart = 0;    // cudnnGetCudartVersion: the CUDA the loaded cuDNN was built for
+  size_t cudnn_cudart = 0;    // cudnnGetCudartVersion: the CUDA the loaded cuDNN was built for (0: unknown)
 };
 
 // Why these versions cannot run ios, as one line naming the versions and
@@ -48,7 +48,7 @@ inline std::string version_problem(const RuntimeVersions& v) {
     return "cuDNN " + cudnn(v.cudnn) + " is loaded but ios was built with cuDNN " +
            std::to_string(v.cudnn_built_major) + "; install cuDNN " + std::to_string(v.cudnn_built_major);
   }
-  if (v.cudnn_cudart / 1000 != static_cast<size_t>(v.runtime / 1000)) {
+  if (v.cudnn_cudart != 0 && v.cudnn_cudart / 1000 != static_cast<size_t>(v.runtime / 1000)) {
     return "the loaded cuDNN " + cudnn(v.cudnn) + " was built for CUDA " +
            cuda(static_cast<long long>(v.cudnn_cudart)) + " but ios uses CUDA " + cuda(v.runtime) +
            "; install the cuDNN build for CUDA " + std::to_string(v.runtime / 1000) + " (e.g. nvidia-cudnn-cu" +

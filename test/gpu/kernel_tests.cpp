@@ -54,6 +54,9 @@ TEST_CASE("the version rule accepts matching versions and names each mismatch", 
   cuda::RuntimeVersions newer_minor_cudnn = good_versions();
   newer_minor_cudnn.cudnn_cudart = 13010;  // another minor release of the same CUDA major
   CHECK(cuda::version_problem(newer_minor_cudnn).empty());
+  cuda::RuntimeVersions unknown_cudnn_cuda = good_versions();
+  unknown_cudnn_cuda.cudnn_cudart = 0;  // not reported: nothing to refuse
+  CHECK(cuda::version_problem(unknown_cudnn_cuda).empty());
 
   cuda::RuntimeVersions old_driver = good_versions();
   old_driver.driver = 12080;
