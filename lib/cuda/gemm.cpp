@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
+#include "cuda/cublaslt.h"
 #include "cuda/program.h"
 
 namespace ios::cuda {
@@ -44,6 +45,12 @@ GemmPlan own(std::string why) {
   return plan;
 }
 
+// The loaded library (choose_gemm() makes no cuBLASLt plan without it).
+const CublasLt& lt() {
+  static const CublasLt& loaded = cublaslt();
+  return loaded;
+}
+
 std::mutex cache_mutex;
 std::map<std::string, GemmChoice>& cache() {
   static std::map<std::string, GemmChoice> choices;
@@ -51,14 +58,14 @@ std::map<std::string, GemmChoice>& cache() {
 }
 
 void make_layout(cublasLtMatrixLayout_t* out, const LtMatrix& m, int batch) {
-  IOS_CUBLAS_CALL(cublasLtMatrixLayoutCreate(out, CUDA_R_32F, static_cast<uint64_t>(m.rows),
+  IOS_CUBLAS_CALL(lt().cublasLtMatrixLayoutCreate(out, CUDA_R_32F, static_cast<uint64_t>(m.rows),
                                              static_cast<uint64_t>(m.cols), m.ld));
   if (batch > 1) {
     const int32_t count = batch;
     const int64_t stride = m.batch_stride;
-    IOS_CUBLAS_CALL(cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+    IOS_CUBLAS_CALL(lt().cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
     IOS_CUBLAS_CALL(
-        cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+        lt().cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
   }
 }
 
@@ -79,11 +86,11 @@ struct LtProduct::Descriptors {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
   ~Descriptors() {
-    if (a) IOS_CUBLAS_CALL_NOTHROW(cublasLtMatrixLayoutDestroy(a));
-    if (b) IOS_CUBLAS_CALL_NOTHROW(cublasLtMatrixLayoutDestroy(b));
-    if (c) IOS_CUBLAS_CALL_NOTHROW(cublasLtMatrixLayoutDestroy(c));
-    if (d) IOS_CUBLAS_CALL_NOTHROW(cublasLtMatrixLayoutDestroy(d));
-    if (op) IOS_CUBLAS_CALL_NOTHROW(cublasLtMatmulDescDestroy(op));
+    if (a) IOS_CUBLAS_CALL_NOTHROW(lt().cublasLtMatrixLayoutDestroy(a));
+    if (b) IOS_CUBLAS_CALL_NOTHROW(lt().cublasLtMatrixLayoutDestroy(b));
+    if (c) IOS_CUBLAS_CALL_NOTHROW(lt().cublasLtMatrixLayoutDestroy(c));
+    if (d) IOS_CUBLAS_CALL_NOTHROW(lt().cublasLtMatrixLayoutDestroy(d));
+    if (op) IOS_CUBLAS_CALL_NOTHROW(lt().cublasLtMatmulDescDestroy(op));
   }
 };
 
@@ -91,18 +98,18 @@ LtProduct::LtProduct(const GemmChoice& choice, const kernels::GemmParams& p)
     : choice_(choice), d_(std::make_unique<Descriptors>()) {
   const GemmPlan& plan = choice.plan;
   IOS_ASSERT(plan.cublas, "a product planned for the own kernel ({}) run on cuBLASLt", plan.own_reason);
-  IOS_CUBLAS_CALL(cublasLtMatmulDescCreate(&d_->op, choice.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+  IOS_CUBLAS_CALL(lt().cublasLtMatmulDescCreate(&d_->op, choice.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                                            CUDA_R_32F));
   const int32_t ta = plan.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t tb = plan.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
-  IOS_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  IOS_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  IOS_CUBLAS_CALL(lt().cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  IOS_CUBLAS_CALL(lt().cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   if (plan.bias) {
     const int32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     IOS_CUBLAS_CALL(
-        cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+        lt().cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     const void* bias = p.c;  // may be null while choosing: heuristics do not read it
-    IOS_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    IOS_CUBLAS_CALL(lt().cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
   make_layout(&d_->a, plan.a, plan.batch);
   make_layout(&d_->b, plan.b, plan.batch);
@@ -123,7 +130,7 @@ cublasStatus_t LtProduct::run(const kernels::GemmParams& p, void* workspace, cud
   const float alpha = p.alpha;
   const float beta = choice_.plan.c_matrix ? p.beta : 0.0f;
   // cuBLASLt's A is the product's B (gemm.h).
-  return cublasLtMatmul(choice_.handle, d_->op, &alpha, p.b, d_->a, p.a, d_->b, &beta,
+  return lt().cublasLtMatmul(choice_.handle, d_->op, &alpha, p.b, d_->a, p.a, d_->b, &beta,
                         choice_.plan.c_matrix ? p.c : p.y, d_->c, p.y, d_->d, &choice_.algo, workspace,
                         choice_.workspace, stream);
 }
@@ -171,6 +178,11 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
     choice.plan = GemmPlan{};
     choice.plan.own_reason = "a bias row less than 16-byte aligned";
   }
+  std::string missing;
+  if (choice.plan.cublas && load_cublaslt(&missing) == nullptr) {
+    choice.plan = GemmPlan{};
+    choice.plan.own_reason = missing;  // the loader warned once
+  }
   if (!choice.plan.cublas) {
     logger("cuda")->debug("product '{}' runs on the own kernel: {}", label, choice.plan.own_reason);
     return choice;
@@ -210,13 +222,13 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
 
   LtProduct descriptors(choice, trial);
   cublasLtMatmulPreference_t pref = nullptr;
-  IOS_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&pref));
+  IOS_CUBLAS_CALL(lt().cublasLtMatmulPreferenceCreate(&pref));
   struct PrefGuard {
     cublasLtMatmulPreference_t p;
-    ~PrefGuard() { IOS_CUBLAS_CALL_NOTHROW(cublasLtMatmulPreferenceDestroy(p)); }
+    ~PrefGuard() { IOS_CUBLAS_CALL_NOTHROW(lt().cublasLtMatmulPreferenceDestroy(p)); }
   } guard{pref};
   const uint64_t max_workspace = limit;
-  IOS_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+  IOS_CUBLAS_CALL(lt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                        &max_workspace, sizeof(max_workspace)));
   // cuBLASLt's A is the product's B.
   const uint32_t lt_align[4] = {align_b, align_a, choice.plan.c_matrix ? align_c : align_y, align_y};
@@ -224,18 +236,18 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
   for (int i = 0; i < 4; ++i) {
-    IOS_CUBLAS_CALL(cublasLtMatmulPreferenceSetAttribute(pref, lt_attr[i], &lt_align[i], sizeof(lt_align[i])));
+    IOS_CUBLAS_CALL(lt().cublasLtMatmulPreferenceSetAttribute(pref, lt_attr[i], &lt_align[i], sizeof(lt_align[i])));
   }
   constexpr int kCandidates = 8;
   cublasLtMatmulHeuristicResult_t results[kCandidates] = {};
   int returned = 0;
   const cublasStatus_t status =
-      cublasLtMatmulAlgoGetHeuristic(choice.handle, descriptors.descriptor(), descriptors.layout(0),
+      lt().cublasLtMatmulAlgoGetHeuristic(choice.handle, descriptors.descriptor(), descriptors.layout(0),
                                      descriptors.layout(1), descriptors.layout(2), descriptors.layout(3), pref,
                                      kCandidates, results, &returned);
   std::string problem = status == CUBLAS_STATUS_SUCCESS ? "cuBLASLt has no algorithm for it"
                                                         : fmt::format("cublasLtMatmulAlgoGetHeuristic: {}",
-                                                                      cublasLtGetStatusString(status));
+                                                                      lt().cublasLtGetStatusString(status));
   if (status != CUBLAS_STATUS_SUCCESS) detail::clear_failed_attempt();
   for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i) {
     if (results[i].state != CUBLAS_STATUS_SUCCESS || results[i].workspaceSize > limit) continue;
@@ -247,7 +259,7 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
     const cublasStatus_t run = product.run(trial, workspace, ctx.stream(0));
     const cudaError_t sync = cudaStreamSynchronize(ctx.stream(0));
     if (run == CUBLAS_STATUS_SUCCESS && sync == cudaSuccess) return remember(candidate);
-    problem = run != CUBLAS_STATUS_SUCCESS ? fmt::format("cublasLtMatmul: {}", cublasLtGetStatusString(run))
+    problem = run != CUBLAS_STATUS_SUCCESS ? fmt::format("cublasLtMatmul: {}", lt().cublasLtGetStatusString(run))
                                            : fmt::format("cublasLtMatmul: {}", cudaGetErrorName(sync));
     detail::clear_failed_attempt();
     // A sticky error (the context is lost) must not pass for a refusal.

@@ -21,6 +21,7 @@
 #include "cpu/reference.h"
 #include "cuda/context.h"
 #include "cuda/conv.h"
+#include "cuda/cublaslt.h"
 #include "cuda/gemm.h"
 #include "cuda/kernels.h"
 #include "cuda/launch.h"
@@ -83,6 +84,22 @@ TEST_CASE("the version rule accepts matching versions and names each mismatch", 
 #ifdef IOS_HAVE_CUDA
 
 // --- Matrix products: path and launch ---------------------------------------------
+
+TEST_CASE("cuBLASLt is loaded by its soname when a product needs it, or the reason names it", "[host]") {
+  CHECK(cuda::cublaslt_library_name() == "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR));
+  std::string why;
+  const cuda::CublasLt* lt = cuda::load_cublaslt(&why);
+  if (lt != nullptr) {
+    CHECK(lt->cublasLtMatmul != nullptr);
+    // A call through the loaded table answers (no device needed).
+    CHECK(std::string(lt->cublasLtGetStatusString(CUBLAS_STATUS_NOT_SUPPORTED)).find("not supported") !=
+          std::string::npos);
+  } else {
+    CHECK(why.find(cuda::cublaslt_library_name()) != std::string::npos);
+    CHECK_THROWS_AS(cuda::cublaslt(), NoDeviceError);
+  }
+}
+
 
 // A row-major product: A [m, k] (trans_a: stored [k, m]), B [k, n] (trans_b:
 // stored [n, k]), Y [m, n], as op_gemm.cpp sets the strides of 2-D operands.
