@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
                  "scheduler may use on the contenders the simulator ranks; all = measure every "
                  "stage considered")
       ->capture_default_str();
-  app.add_option("--precision", options.precision, "convolution math: tf32 or fp32")
+  app.add_option("--precision", options.precision, "convolution and matrix-product math: tf32 or fp32")
       ->check(CLI::IsMember({"tf32", "fp32"}))
       ->capture_default_str();
   app.add_option("--max-block-units", options.max_block_units,

@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph (--launch plain)")
       ->excludes("--launch");
-  app.add_option("--precision", o.precision, "convolution math: tf32 or fp32")
+  app.add_option("--precision", o.precision, "convolution and matrix-product math: tf32 or fp32")
       ->check(CLI::IsMember({"tf32", "fp32"}))->capture_default_str();
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("-v,--verbose", o.verbose, "print the effective options and plan details");

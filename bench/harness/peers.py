@@ -34,9 +34,9 @@ model's default size; the input is N(0,1) from a seeded generator.
 
 Precision (--precision, default tf32, as ios-run's default): tf32 allows TF32
 tensor cores in cuDNN convolutions (torch.backends.cudnn.allow_tf32 = True)
-and keeps matrix products in FP32 (torch.backends.cuda.matmul.allow_tf32 =
-False), which is what ios does (cuDNN convolutions with tensor-op math, its
-own FP32 GEMM); fp32 turns TF32 off in both.
+and in matrix products (torch.backends.cuda.matmul.allow_tf32 = True), which
+is what ios does (cuDNN convolutions with tensor-op math, cuBLASLt products
+in CUBLAS_COMPUTE_32F_FAST_TF32); fp32 turns TF32 off in both.
 
 Each (model, mode) pair runs in its own child process with a time limit
 (--mode-timeout), so a compiler failure, a hang or a crash is reported for
@@ -151,9 +151,9 @@ def build_network(name, args, image_size=None):
 def set_precision(torch, precision):
     tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        torch.set_float32_matmul_precision("highest")
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
     except AttributeError:
         pass
     torch.backends.cudnn.benchmark = True

@@ -449,7 +449,8 @@ METHOD_GPU = """\
   `mode="max-autotune"` (`dynamic=False`; compilation and autotuning happen
   before the warm-up and are not timed). TF32 as in ios:
   `torch.backends.cudnn.allow_tf32 = True` (convolutions),
-  `torch.backends.cuda.matmul.allow_tf32 = False` (ios's GEMM is FP32).
+  `torch.backends.cuda.matmul.allow_tf32 = True` (matrix products, which
+  ios runs on cuBLASLt in TF32).
   PyTorch eager runs batch normalization as its own kernels where ios folds
   it into the convolution; that is part of what is compared. Each model and
   mode runs in its own process with a time limit; a failure is reported in
