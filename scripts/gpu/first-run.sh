@@ -74,7 +74,7 @@ deadline=$((start + budget))
 reserve=8  # seconds kept for the last packing
 work=${IOS_KIT_WORK:-$(mktemp -d /tmp/ios-kit.XXXXXX)}
 results="$work/results"
-mkdir -p "$results/logs" "$results/times" "$results/schedules" "$results/reports" "$work/models"
+mkdir -p "$results/logs" "$results/times" "$results/traces" "$results/schedules" "$results/reports" "$work/models"
 bin="$pack/bin"
 export PATH="$bin:$PATH"
 export IOS_MODELS_DIR="$work/models/test"
@@ -97,7 +97,7 @@ words() {
   [ "$value" = none ] && value=""
   echo "$value" | tr ',' ' '
 }
-selected() { [[ " $(words IOS_KIT_PHASES "preflight smoke correctness timing compile models") " == *" $1 "* ]]; }
+selected() { [ "$1" = preflight ] || [[ " $(words IOS_KIT_PHASES "preflight smoke correctness timing compile models") " == *" $1 "* ]]; }
 now() { date +%s; }
 left() { echo $((deadline - reserve - $(now))); }
 note() { echo "$*" >>"$results/summary.txt"; echo "$*" >&2; }
@@ -478,7 +478,8 @@ for dir in "$pack"/schedules/"$profile"/*/; do
     saved_end=$phase_end
     [ $(($(now) + 40)) -lt "$phase_end" ] && phase_end=$(($(now) + 40))
     capped "$results/logs/run-$name-$launch.log" ios-run "$model" "${labelled[@]}" --backend "$([ "$dry_run" = 1 ] && echo sim || echo cuda)" \
-      --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$name-$launch.json"
+      --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$name-$launch.json" \
+      --trace "$results/traces/$name-$launch.json"
     phase_end=$saved_end
     record timing "ios-run $name $launch" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
       "$(grep -m1 '^Fastest' "$results/logs/run-$name-$launch.log" | cut -c1-160)"
