@@ -834,20 +834,28 @@ int fold_constants(::onnx::ModelProto& model, const ShapeMap& shapes, const std:
   if (!count) return 0;
 
   // Keep the unfolded nodes; folded outputs they read become initializers.
-  std::unordered_set<std::string> needed, folded_outputs;
-  ::google::protobuf::RepeatedPtrField<NodeProto> kept;
+  // Only the (few) folded outputs are collected: a round of a long chain of
+  // shape arithmetic costs lookups over the graph, not a set of all of it.
+  std::unordered_set<std::string> folded_outputs, needed;
   for (int k = 0; k < graph.node_size(); ++k) {
-    if (folded[static_cast<size_t>(k)]) {
-      for (const auto& name : graph.node(k).output()) folded_outputs.insert(name);
-      continue;
+    if (!folded[static_cast<size_t>(k)]) continue;
+    for (const auto& name : graph.node(k).output()) {
+      if (!name.empty()) folded_outputs.insert(name);
     }
-    for (const auto& name : graph.node(k).input()) needed.insert(name);
-    *kept.Add() = std::move(*graph.mutable_node(k));
   }
-  graph.mutable_node()->Swap(&kept);
+  int kept = 0;
+  for (int k = 0; k < graph.node_size(); ++k) {
+    if (folded[static_cast<size_t>(k)]) continue;
+    for (const auto& name : graph.node(k).input()) {
+      if (folded_outputs.count(name)) needed.insert(name);
+    }
+    if (kept != k) graph.mutable_node()->SwapElements(kept, k);
+    ++kept;
+  }
+  graph.mutable_node()->DeleteSubrange(kept, graph.node_size() - kept);
   std::vector<std::string> made;
-  for (const std::string& name : folded_outputs) {
-    if (!name.empty() && needed.count(name) && !initializers.count(name)) made.push_back(name);
+  for (const std::string& name : needed) {
+    if (!initializers.count(name)) made.push_back(name);
   }
   std::sort(made.begin(), made.end());  // deterministic initializer order
   for (const std::string& name : made) {

@@ -631,14 +631,14 @@ void infer_onnx_shapes(ModelProto& model, const std::string& path) {
 // Folding's later rounds: ONNX's inference over the nodes whose outputs have
 // no static shape yet (the frontier), not the whole graph again, so that a
 // chain of shape arithmetic that needs many rounds costs each round its own
-// few nodes and the import stays linear in the model. The frontier runs as
-// a model of its own: the tensors it reads enter as inputs of their known
-// types, small constants (the shapes and axes inference reads) as
-// initializers; the graph outputs it makes are declared as in the file, so
-// that ONNX checks them as it does in the whole graph. What it infers
-// replaces the model's value_info of those tensors. Returns the frontier's
-// size.
-int infer_frontier_shapes(ModelProto& model, const ShapeMap& shapes, const std::string& path) {
+// few nodes. The frontier runs as a model of its own: the tensors it reads
+// enter as inputs of their known types, small constants (the shapes and
+// axes inference reads) as initializers; the graph outputs it makes are
+// declared as in the file, so that ONNX checks them as it does in the whole
+// graph. What it infers replaces the model's value_info of those tensors and
+// enters `shapes`. The rest of a round's work on the whole graph is lookups
+// in small sets, without allocation. Returns the frontier's size.
+int infer_frontier_shapes(ModelProto& model, ShapeMap& shapes, const std::string& path) {
   GraphProto& graph = *model.mutable_graph();
   std::vector<int> frontier;
   std::unordered_set<std::string> produced;
@@ -652,12 +652,19 @@ int infer_frontier_shapes(ModelProto& model, const ShapeMap& shapes, const std::
     produced.insert(node.output().begin(), node.output().end());
   }
   if (frontier.empty()) return 0;
-  std::unordered_map<std::string, const ::onnx::ValueInfoProto*> known;
-  for (const auto& v : graph.input()) known.emplace(v.name(), &v);
-  for (const auto& v : graph.value_info()) known.emplace(v.name(), &v);
-  for (const auto& v : graph.output()) known.emplace(v.name(), &v);
-  std::unordered_map<std::string, const ::onnx::TensorProto*> constants;
-  for (const auto& t : graph.initializer()) constants.emplace(t.name(), &t);
+  std::unordered_map<std::string, const google::protobuf::Message*> read;  // what the frontier reads, and its source
+  for (int k : frontier) {
+    for (const std::string& name : graph.node(k).input()) {
+      if (!name.empty() && !produced.count(name)) read.emplace(name, nullptr);
+    }
+  }
+  auto note = [&](const std::string& name, const google::protobuf::Message* source) {
+    if (auto it = read.find(name); it != read.end() && it->second == nullptr) it->second = source;
+  };
+  for (const auto& t : graph.initializer()) note(t.name(), &t);
+  for (const auto& v : graph.input()) note(v.name(), &v);
+  for (const auto& v : graph.value_info()) note(v.name(), &v);
+  for (const auto& v : graph.output()) note(v.name(), &v);
 
   ModelProto part;
   part.set_ir_version(model.ir_version());
@@ -666,27 +673,27 @@ int infer_frontier_shapes(ModelProto& model, const ShapeMap& shapes, const std::
   sub.set_name(graph.name());
   std::unordered_set<std::string> declared;
   for (int k : frontier) {
-    const NodeProto& node = graph.node(k);
-    for (const std::string& name : node.input()) {
-      if (name.empty() || produced.count(name) || !declared.insert(name).second) continue;
-      if (auto c = constants.find(name); c != constants.end()) {
-        const ::onnx::TensorProto& t = *c->second;
+    for (const std::string& name : graph.node(k).input()) {
+      auto it = read.find(name);
+      if (it == read.end() || it->second == nullptr || !declared.insert(name).second) continue;
+      if (const auto* t = dynamic_cast<const ::onnx::TensorProto*>(it->second)) {
         ::onnx::ValueInfoProto& input = *sub.add_input();
         input.set_name(name);
         auto& type = *input.mutable_type()->mutable_tensor_type();
-        type.set_elem_type(t.data_type());
-        for (int64_t d : t.dims()) type.mutable_shape()->add_dim()->set_dim_value(d);
+        type.set_elem_type(t->data_type());
+        auto* shape = type.mutable_shape();  // a scalar has a shape of no dimensions, not none
+        for (int64_t d : t->dims()) shape->add_dim()->set_dim_value(d);
         // Inference reads the values of shapes, axes and scales: small
         // constants travel whole, large weights by their type alone.
-        const bool integer = t.data_type() == ::onnx::TensorProto::INT64 || t.data_type() == ::onnx::TensorProto::INT32;
-        if (static_cast<uint64_t>(proto_num_elements(t)) <= (integer ? uint64_t{1} << 16 : uint64_t{1} << 10)) {
-          *sub.add_initializer() = t;
+        const bool integer = t->data_type() == ::onnx::TensorProto::INT64 || t->data_type() == ::onnx::TensorProto::INT32;
+        if (static_cast<uint64_t>(proto_num_elements(*t)) <= (integer ? uint64_t{1} << 16 : uint64_t{1} << 10)) {
+          *sub.add_initializer() = *t;
         }
-      } else if (auto v = known.find(name); v != known.end()) {
-        *sub.add_input() = *v->second;
+      } else {
+        *sub.add_input() = static_cast<const ::onnx::ValueInfoProto&>(*it->second);
       }
     }
-    *sub.add_node() = node;
+    *sub.add_node() = graph.node(k);
   }
   std::vector<int> outputs;  // graph outputs the frontier makes, by index
   for (int o = 0; o < graph.output_size(); ++o) {
@@ -702,6 +709,9 @@ int infer_frontier_shapes(ModelProto& model, const ShapeMap& shapes, const std::
   infos->erase(std::remove_if(infos->begin(), infos->end(),
                               [&](const ::onnx::ValueInfoProto& v) { return inferred.count(v.name()) > 0; }),
                infos->end());
+  for (auto& [name, dims] : static_shapes(sub)) {
+    if (produced.count(name)) shapes[name] = std::move(dims);
+  }
   for (auto& v : *sub.mutable_value_info()) *infos->Add() = std::move(v);
   for (size_t i = 0; i < outputs.size(); ++i) {
     *graph.mutable_output(outputs[i]) = std::move(*sub.mutable_output(static_cast<int>(i)));
@@ -775,11 +785,17 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
     fold_rounds = round + 1;
     if (round == 0) {
       infer_onnx_shapes(model, path);
+      shapes = static_shapes(model.graph());
     } else {
       frontier_nodes += infer_frontier_shapes(model, shapes, path);
     }
-    shapes = static_shapes(model.graph());
+    const int constants = model.graph().initializer_size();
     const int n = fold_constants(model, shapes, path);
+    // Folded values that unfolded nodes read became initializers, appended.
+    for (int k = constants; k < model.graph().initializer_size(); ++k) {
+      const auto& t = model.graph().initializer(k);
+      shapes[t.name()] = ir::Shape(t.dims().begin(), t.dims().end());
+    }
     folded += n;
     if (n == 0) break;
     if (round >= kMaxFoldRounds) {
@@ -788,6 +804,9 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
     }
   }
 
+  // The rounds kept `shapes` up to date as they went; once more from the
+  // final graph, so that it names only what is left.
+  if (fold_rounds > 1) shapes = static_shapes(model.graph());
   // Shapes ONNX inferred from the file (an Expand to a huge shape, say) are
   // capped before the IR builder multiplies them out.
   for (const auto& [name, shape] : shapes) {

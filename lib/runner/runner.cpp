@@ -169,6 +169,10 @@ void check_options(const RunOptions& o) {
     user_error("--retarget has no effect without a schedule file: the built-in sequential schedule "
                "is made for the batch it runs at; drop it or give a schedule");
   }
+  if (o.retarget && o.schedule_paths.size() == 1 && o.batch == 0 && o.input_shapes.empty()) {
+    user_error("--retarget has no effect without --batch or --input-shape: the model runs at the "
+               "schedule's own batch; give the batch to run it at, or drop --retarget");
+  }
 }
 
 // The state of one ios-run, filled phase by phase (run() lists the phases).
