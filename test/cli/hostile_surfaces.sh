@@ -75,15 +75,20 @@ save("renamed_outputs", [helper.make_node("Relu", ["x"], ["r"]),
      [vi("x", [2, 3])], [vi("y1", [2, 3]), vi("y2", [2, 3]), vi("y3", [2, 3])])
 
 # int64 Range beyond 2^53 and near 2^63: its element count, exactly, is the
-# length of a tensor added to x (3 elements each).
+# length of a tensor added to x (3 elements each). Its operands come from
+# folded Adds, so that ONNX's inference cannot count them first: the folded
+# values decide.
 def range_model(name, start, limit, delta):
-    save(name, [helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
+    save(name, [helper.make_node("Add", ["start0", "zero"], ["start"]),
+                helper.make_node("Add", ["limit0", "zero"], ["limit"]),
+                helper.make_node("Add", ["delta0", "zero"], ["delta"]),
+                helper.make_node("Range", ["start", "limit", "delta"], ["r"]),
                 helper.make_node("Shape", ["r"], ["n"]),
                 helper.make_node("ConstantOfShape", ["n"], ["z"],
                                  value=numpy_helper.from_array(np.array([1.0], dtype=np.float32))),
                 helper.make_node("Add", ["x", "z"], ["y"])],
          [vi("x", [3])], [vi("y", [3])],
-         [i64("start", start), i64("limit", limit), i64("delta", delta)])
+         [i64("start0", start), i64("limit0", limit), i64("delta0", delta), i64("zero", 0)])
 range_model("range_2p53", 2**53, 2**53 + 3, 1)          # 3 elements; in double, 4
 range_model("range_near_max", 2**63 - 10, 2**63 - 1, 3)  # 3 elements; in double, 0
 range_model("range_near_min", -2**63, -2**63 + 9, 3)     # 3 elements
