@@ -48,20 +48,21 @@ bool onnx_einsum_inference_safe(const std::string& equation) {
 
 const ::onnx::OpSchema* ImportSchemas::GetSchema(const std::string& key, int max_inclusive_version,
                                                  const std::string& domain) const {
-  const ::onnx::OpSchema* base = ::onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
+  const ::onnx::OpSchema* base =
+      ::onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
   if (!base || key != "Einsum" || !(domain.empty() || domain == "ai.onnx")) return base;
   auto [it, fresh] = einsum_.try_emplace(base, *base);
   if (fresh) {
-    it->second.TypeAndShapeInferenceFunction(
-        [rank_only = base->GetTypeAndShapeInferenceFunction()](::onnx::InferenceContext& ctx) {
-          const auto* equation = ctx.getAttribute("equation");
-          if (rank_only && (!equation || onnx_einsum_inference_safe(equation->s()))) {
-            rank_only(ctx);
-          } else if (ctx.getNumInputs() > 0 && ctx.getNumOutputs() > 0) {
-            ::onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);  // what ONNX's would have done first
-          }
-          infer_einsum_dims(ctx);
-        });
+    it->second.TypeAndShapeInferenceFunction([rank_only = base->GetTypeAndShapeInferenceFunction()](
+                                                 ::onnx::InferenceContext& ctx) {
+      const auto* equation = ctx.getAttribute("equation");
+      if (rank_only && (!equation || onnx_einsum_inference_safe(equation->s()))) {
+        rank_only(ctx);
+      } else if (ctx.getNumInputs() > 0 && ctx.getNumOutputs() > 0) {
+        ::onnx::propagateElemTypeFromInputToOutput(ctx, 0, 0);  // what ONNX's would have done first
+      }
+      infer_einsum_dims(ctx);
+    });
   }
   return &it->second;
 }

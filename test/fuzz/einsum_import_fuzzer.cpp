@@ -25,7 +25,8 @@ void add_input(::onnx::GraphProto& graph, const std::string& name, int rank, int
   input->set_name(name);
   auto* type = input->mutable_type()->mutable_tensor_type();
   type->set_elem_type(::onnx::TensorProto::FLOAT);
-  for (int d = 0; d < rank; ++d) type->mutable_shape()->add_dim()->set_dim_value(1 + (dim_seed + d) % 3);
+  for (int d = 0; d < rank; ++d)
+    type->mutable_shape()->add_dim()->set_dim_value(1 + (dim_seed + d) % 3);
 }
 
 }  // namespace
@@ -86,7 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return 0;
   try {
-    const ios::onnx::ImportedModel imported = ios::onnx::import_model_from_bytes(bytes, "einsum.onnx");
+    const ios::onnx::ImportedModel imported =
+        ios::onnx::import_model_from_bytes(bytes, "einsum.onnx");
     (void)ios::sched::UnitGraph::form(imported.graph);
   } catch (const ios::UserError&) {
     // Refused with a message: the expected outcome for most equations.

@@ -47,7 +47,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         std::make_unique<ios::sched::UnitGraph>(ios::sched::UnitGraph::form(model->imported.graph));
     model->info = {path, model->imported.sha256, model->imported.batch, model->imported.inputs};
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "schedule_fields_fuzzer: cannot load %s (%s); run scripts/make-models.sh\n",
+    std::fprintf(stderr,
+                 "schedule_fields_fuzzer: cannot load %s (%s); run scripts/make-models.sh\n",
                  path.c_str(), e.what());
     std::exit(2);
   }
@@ -62,20 +63,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const nlohmann::json document = ios::sched::parse_schedule_document(text, "fuzz.json");
     (void)ios::sched::schedule_batch(document, "fuzz.json");
-    const ios::sched::Schedule schedule = ios::sched::schedule_from_document(document, "fuzz.json", units);
+    const ios::sched::Schedule schedule =
+        ios::sched::schedule_from_document(document, "fuzz.json", units);
     (void)ios::sched::form_description(schedule);
     ios::sched::check_schedule_matches_model(schedule, model->info, "fuzz.json", force, retarget);
     (void)ios::exec::lower(units, schedule);
     (void)ios::exec::lower(units, schedule, ios::exec::StageJoin::kDeviceSync);
     // What ios writes, ios reads back the same (but for the time it was written).
     const std::string written = ios::sched::schedule_to_json(schedule, units);
-    const ios::sched::Schedule again = ios::sched::parse_schedule(written, "fuzz-written.json", units);
+    const ios::sched::Schedule again =
+        ios::sched::parse_schedule(written, "fuzz-written.json", units);
     nlohmann::json first = nlohmann::json::parse(written);
     nlohmann::json second = nlohmann::json::parse(ios::sched::schedule_to_json(again, units));
     first.erase("created");
     second.erase("created");
     if (first != second) {
-      std::fprintf(stderr, "schedule_fields_fuzzer: the written schedule does not read back the same\n");
+      std::fprintf(stderr,
+                   "schedule_fields_fuzzer: the written schedule does not read back the same\n");
       std::abort();
     }
   } catch (const ios::UserError&) {
