@@ -71,18 +71,15 @@ MemoryBudget current_memory_budget() {
 
 int64_t thread_address_space(int threads) {
   if (threads <= 1) return 0;
-  // glibc: a thread's default stack is RLIMIT_STACK's soft limit, 32 MiB
-  // when unlimited; a 64-bit arena reserves 64 MiB (HEAP_MAX_SIZE).
-  constexpr int64_t kArena = 64 * kMiB;
+  // glibc gives each thread a stack of RLIMIT_STACK's soft limit (32 MiB
+  // when unlimited). Allocator arenas that threads may add come out of the
+  // fixed margin.
   int64_t stack = 32 * kMiB;
   rlimit limit{};
   if (getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur > 0) {
     stack = static_cast<int64_t>(std::min<rlim_t>(limit.rlim_cur, rlim_t{1} << 40));
   }
-  const int64_t extra = threads - 1;
-  const int64_t arenas =
-      std::min<int64_t>(extra, 8 * static_cast<int64_t>(std::max(1u, std::thread::hardware_concurrency())));
-  return extra * stack + arenas * kArena;
+  return (threads - 1) * stack;
 }
 
 void check_memory_budget(int64_t new_bytes, int64_t resident_bytes, const std::string& what,
