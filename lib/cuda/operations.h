@@ -81,6 +81,7 @@ class EwOp final : public Operation {
 class CopyOp final : public Operation {
  public:
   int src = -1, dst = -1;
+  int src_constant = -1;  // >= 0: copies this program constant instead of the value `src`
   std::vector<int64_t> dims, src_strides, dst_strides;
   int64_t src_offset = 0, dst_offset = 0;
 
