@@ -72,7 +72,14 @@ start=$(date +%s)
 budget=${IOS_KIT_BUDGET:-470}
 deadline=$((start + budget))
 reserve=8  # seconds kept for the last packing
-work=${IOS_KIT_WORK:-$(mktemp -d /tmp/ios-kit.XXXXXX)}
+if [ -n "${IOS_KIT_WORK:-}" ]; then
+  work=$IOS_KIT_WORK
+else
+  # Our own scratch folder (the rebuilt models: gigabytes) goes at the end;
+  # what matters is packed into OUT by then.
+  work=$(mktemp -d /tmp/ios-kit.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
 results="$work/results"
 mkdir -p "$results/logs" "$results/times" "$results/traces" "$results/schedules" "$results/reports" "$work/models"
 bin="$pack/bin"
