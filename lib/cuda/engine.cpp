@@ -44,7 +44,13 @@ struct Engine::Impl {
   Impl(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
       : ctx(options.device, options.precision, options.workspace_limit_bytes) {
     Program program = lower_program(graph, plan);
-    runtime = std::make_unique<Runtime>(ctx, std::move(program), options.cuda_graph);
+    RuntimeMemory memory;
+    if (options.weights_from != nullptr) memory.weights_from = options.weights_from->impl_->runtime.get();
+    memory.arena = options.arena;
+    memory.arena_bytes = options.arena_bytes;
+    runtime = std::make_unique<Runtime>(ctx, std::move(program), options.cuda_graph, nullptr, memory);
+    synchronous = std::any_of(plan.steps.begin(), plan.steps.end(),
+                              [](const exec::Step& s) { return s.kind == exec::Step::Kind::kSync; });
     const Program& p = runtime->program();
     const RuntimeStats& s = runtime->stats();
     info.num_streams = std::max(p.num_streams, 1);
@@ -62,6 +68,8 @@ struct Engine::Impl {
     info.precision = options.precision;
     info.device = ctx.device().name;
     for (int i = 0; i <= kTimingQueueDepth; ++i) marks.push_back(make_event(true));
+    enter = make_event();
+    leave = make_event();
   }
 
   ~Impl() {
@@ -119,6 +127,8 @@ struct Engine::Impl {
   EngineInfo info;
   std::vector<Event> marks;  // kTimingQueueDepth + 1 timing events, reused
   std::vector<PinnedBuffer> staged_inputs, staged_outputs;  // end-to-end staging, made once
+  Event enter, leave;          // enqueue(): the caller's stream forks into the engine's and joins back
+  bool synchronous = false;    // the plan synchronizes the device from the host (kSync)
 };
 
 Engine::Engine(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
@@ -158,6 +168,50 @@ TensorMap Engine::run(const TensorMap& inputs) {
   }
   rt.synchronize();
   return outputs;
+}
+
+void Engine::enqueue(const std::vector<const float*>& inputs, const std::vector<float*>& outputs, void* stream) {
+  Runtime& rt = *impl_->runtime;
+  const Program& p = rt.program();
+  if (impl_->synchronous) {
+    user_error("this schedule runs with synced launches (the host synchronizes the device after each "
+               "stage, the IOS paper's engine), which enqueue cannot do without a host synchronization; "
+               "load it with launch graph or plain, or run it on host buffers");
+  }
+  IOS_ASSERT(inputs.size() == p.inputs.size() && outputs.size() == p.outputs.size(),
+             "enqueue with {} inputs and {} outputs for a program of {} and {}", inputs.size(), outputs.size(),
+             p.inputs.size(), p.outputs.size());
+  IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
+  auto caller = static_cast<cudaStream_t>(stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  IOS_CUDA_CALL(cudaStreamIsCapturing(caller, &capture));
+  // Fork: stream 0 (and through it every stream) after the caller's work.
+  IOS_CUDA_CALL(cudaEventRecord(impl_->enter.get(), caller));
+  IOS_CUDA_CALL(cudaStreamWaitEvent(impl_->ctx.stream(0), impl_->enter.get(), 0));
+  for (size_t i = 0; i < inputs.size(); ++i) rt.upload_input(static_cast<int>(i), inputs[i], cudaMemcpyDeviceToDevice);
+  // The engine's own graph is launched, not nested: under the caller's
+  // capture the launches are captured one by one into the caller's graph.
+  if (capture == cudaStreamCaptureStatusActive) {
+    rt.issue();
+  } else {
+    rt.execute();
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) rt.download_output(static_cast<int>(i), outputs[i], cudaMemcpyDeviceToDevice);
+  // Join: the caller's stream continues after the outputs are written.
+  IOS_CUDA_CALL(cudaEventRecord(impl_->leave.get(), impl_->ctx.stream(0)));
+  IOS_CUDA_CALL(cudaStreamWaitEvent(caller, impl_->leave.get(), 0));
+}
+
+std::vector<std::string> Engine::input_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, v] : impl_->runtime->program().inputs) names.push_back(name);
+  return names;
+}
+
+std::vector<std::string> Engine::output_names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, v] : impl_->runtime->program().outputs) names.push_back(name);
+  return names;
 }
 
 TimingSamples Engine::time(const TimingOptions& options) {

@@ -94,6 +94,15 @@ struct EngineOptions {
   // (cuBLASLt, at most 32 MiB) may use; the engine allocates, per stream, the
   // largest workspace its chosen algorithms need.
   size_t workspace_limit_bytes = size_t{256} << 20;
+  // The execution contexts of one model (the engine API, include/ios/engine.h)
+  // share its weights: with `weights_from` (an engine of the same plan, which
+  // must outlive this one) they are not uploaded again.
+  const class Engine* weights_from = nullptr;
+  // Activation memory the caller provides (TensorRT's setDeviceMemory): at
+  // least EngineInfo::arena_bytes of the same plan, 256-byte aligned, on the
+  // engine's device; null: the engine allocates its own.
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
 };
 
 // What the engine built, for -v output and tests.
@@ -169,6 +178,19 @@ class Engine {
   // Graph inputs by ONNX name (every input required, sizes must match) to
   // graph outputs by ONNX name. The inputs stay on the device for time().
   TensorMap run(const TensorMap& inputs);
+
+  // Queues one iteration on the caller's `stream` (a cudaStream_t; null: the
+  // legacy default stream): the engine's streams start after the work the
+  // caller's stream holds, the inputs are copied from the caller's device
+  // buffers and the outputs to them (by position: input_names(),
+  // output_names(); dense float32 of the program's shapes), and the caller's
+  // stream continues after the outputs are written. No host
+  // synchronization: capturable into the caller's CUDA graph (under capture
+  // the launches themselves are captured, not the engine's own graph).
+  // UserError for a plan whose host synchronizes the device (--launch synced).
+  void enqueue(const std::vector<const float*>& inputs, const std::vector<float*>& outputs, void* stream);
+  std::vector<std::string> input_names() const;
+  std::vector<std::string> output_names() const;
 
   // GPU compute time and end-to-end latency per iteration (TimingSamples).
   // Inputs are those of the last run(), or fixed random values before the

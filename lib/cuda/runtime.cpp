@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -22,14 +23,14 @@ int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool)
+Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool, const RuntimeMemory& memory)
     : ctx_(ctx), program_(std::move(program)), pooled_(pool != nullptr) {
   Program& p = program_;
   IOS_CUDA_CALL(cudaSetDevice(ctx_.ordinal()));
   ctx_.ensure_streams(std::max(p.num_streams, 1));
   prepare_operations(pool != nullptr);
-  place_buffers(pool);
-  place_weights(pool);
+  place_buffers(pool, memory);
+  place_weights(pool, memory);
   fill_inputs(pool != nullptr);
 
   // Operations, with their pointers: each gets those of the values it declared.
@@ -74,13 +75,24 @@ void Runtime::prepare_operations(bool pooled) {
 }
 
 // Memory: buffers placed in one arena by liveness.
-void Runtime::place_buffers(DevicePool* pool) {
+void Runtime::place_buffers(DevicePool* pool, const RuntimeMemory& memory) {
   const Program& p = program_;
   const exec::HappensBefore order(static_cast<int>(p.launches.size()), std::max(p.num_streams, 1), p.num_events, p.steps);
   const exec::MemoryLayout layout = exec::plan_memory(p.memory_requests(), order, kAlignment);
   char* arena = nullptr;
   if (pool != nullptr) {
     arena = pool->arena(layout.total_bytes);
+  } else if (memory.arena != nullptr) {
+    if (memory.arena_bytes < static_cast<size_t>(layout.total_bytes)) {
+      user_error("the device memory given to the execution context ({} bytes) is smaller than it needs "
+                 "({} bytes, Engine::device_memory_size())",
+                 memory.arena_bytes, layout.total_bytes);
+    }
+    if (reinterpret_cast<uintptr_t>(memory.arena) % static_cast<uintptr_t>(kAlignment) != 0) {
+      user_error("the device memory given to the execution context is not aligned to {} bytes (as "
+                 "cudaMalloc's is)", kAlignment);
+    }
+    arena = static_cast<char*>(memory.arena);
   } else {
     arena_ = DeviceBuffer(static_cast<size_t>(layout.total_bytes));
     arena = static_cast<char*>(arena_.get());
@@ -96,7 +108,7 @@ void Runtime::place_buffers(DevicePool* pool) {
 }
 
 // Weights: uploaded once, each constant aligned (or resident in the pool).
-void Runtime::place_weights(DevicePool* pool) {
+void Runtime::place_weights(DevicePool* pool, const RuntimeMemory& memory) {
   const Program& p = program_;
   int64_t weight_bytes = 0;
   for (const Constant& c : p.constants) {
@@ -105,6 +117,11 @@ void Runtime::place_weights(DevicePool* pool) {
   stats_.weights_bytes = static_cast<size_t>(weight_bytes);
   if (pool != nullptr) {
     const_ptrs_ = pool->weights(p.constants, ctx_.stream(0));
+  } else if (memory.weights_from != nullptr) {
+    IOS_ASSERT(memory.weights_from->const_ptrs_.size() == p.constants.size(),
+               "weights shared between programs of {} and {} constants", memory.weights_from->const_ptrs_.size(),
+               p.constants.size());
+    const_ptrs_ = memory.weights_from->const_ptrs_;
   } else {
     weights_ = DeviceBuffer(static_cast<size_t>(weight_bytes));
     const_ptrs_.resize(p.constants.size());
@@ -183,11 +200,11 @@ Runtime::~Runtime() {
   if (ctx_.num_streams() > 0) IOS_CUDA_CALL_NOTHROW(cudaStreamSynchronize(ctx_.stream(0)));
 }
 
-void Runtime::upload_input(int index, const float* data) {
+void Runtime::upload_input(int index, const float* data, cudaMemcpyKind kind) {
   const Value& v = program_.values.at(static_cast<size_t>(program_.inputs.at(static_cast<size_t>(index)).second));
   IOS_ASSERT(v.dense(), "input '{}' is not dense", v.name);
   IOS_CUDA_CALL(cudaMemcpyAsync(value_ptr(program_.inputs[static_cast<size_t>(index)].second), data,
-                                static_cast<size_t>(v.size()) * sizeof(float), cudaMemcpyHostToDevice, ctx_.stream(0)));
+                                static_cast<size_t>(v.size()) * sizeof(float), kind, ctx_.stream(0)));
 }
 
 void Runtime::download_input(int index, float* data) {
@@ -197,16 +214,16 @@ void Runtime::download_input(int index, float* data) {
                                 static_cast<size_t>(v.size()) * sizeof(float), cudaMemcpyDeviceToHost, ctx_.stream(0)));
 }
 
-void Runtime::download_output(int index, float* data) {
+void Runtime::download_output(int index, float* data, cudaMemcpyKind kind) {
   const int id = program_.outputs.at(static_cast<size_t>(index)).second;
   const Value& v = program_.values.at(static_cast<size_t>(id));
   if (v.dense()) {
-    IOS_CUDA_CALL(cudaMemcpyAsync(data, value_ptr(id), static_cast<size_t>(v.size()) * sizeof(float),
-                                  cudaMemcpyDeviceToHost, ctx_.stream(0)));
+    IOS_CUDA_CALL(cudaMemcpyAsync(data, value_ptr(id), static_cast<size_t>(v.size()) * sizeof(float), kind,
+                                  ctx_.stream(0)));
   } else {
     const size_t item = static_cast<size_t>(v.item_size()) * sizeof(float);
     IOS_CUDA_CALL(cudaMemcpy2DAsync(data, item, value_ptr(id), static_cast<size_t>(v.batch_stride) * sizeof(float),
-                                    item, static_cast<size_t>(v.batch()), cudaMemcpyDeviceToHost, ctx_.stream(0)));
+                                    item, static_cast<size_t>(v.batch()), kind, ctx_.stream(0)));
   }
 }
 

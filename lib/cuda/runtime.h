@@ -16,6 +16,18 @@
 
 namespace ios::cuda {
 
+class Runtime;
+
+// With `weights_from` (a runtime of the same program that outlives this one)
+// its device weights are used, not uploaded again; with `arena`
+// (`arena_bytes`, 256-byte aligned) the activations live in the caller's
+// memory (the engine API's execution contexts).
+struct RuntimeMemory {
+  const Runtime* weights_from = nullptr;
+  void* arena = nullptr;
+  size_t arena_bytes = 0;
+};
+
 class Runtime {
  public:
   // With `pool` (stage measurement), the runtime borrows the pool's arena and
@@ -23,7 +35,10 @@ class Runtime {
   // algorithm-search scratch for the next runtime, fills its inputs on the
   // device. The pool must outlive the runtime and serve no other runtime
   // meanwhile.
-  Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool = nullptr);
+  // With `memory` (RuntimeMemory), weights or activations that are not the
+  // runtime's own.
+  Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* pool = nullptr,
+          const RuntimeMemory& memory = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -34,9 +49,10 @@ class Runtime {
 
   // Host <-> device for the program's inputs and outputs (by position in
   // Program::inputs / outputs), asynchronous on stream 0.
-  void upload_input(int index, const float* data);
+  // `kind`: cudaMemcpyDeviceToDevice for the caller's device buffers (enqueue).
+  void upload_input(int index, const float* data, cudaMemcpyKind kind = cudaMemcpyHostToDevice);
   void download_input(int index, float* data);  // what the input holds now
-  void download_output(int index, float* data);
+  void download_output(int index, float* data, cudaMemcpyKind kind = cudaMemcpyDeviceToHost);
   void synchronize();
 
   // One iteration on stream 0 (the other streams fork from and join into it):
@@ -62,8 +78,8 @@ class Runtime {
  private:
   float* value_ptr(int v) const { return value_ptrs_.at(static_cast<size_t>(v)); }
   void prepare_operations(bool pooled);
-  void place_buffers(DevicePool* pool);
-  void place_weights(DevicePool* pool);
+  void place_buffers(DevicePool* pool, const RuntimeMemory& memory);
+  void place_weights(DevicePool* pool, const RuntimeMemory& memory);
   void fill_inputs(bool pooled);
   void fill_input_on_device(size_t index);
   void capture();
