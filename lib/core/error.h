@@ -6,48 +6,18 @@
 //    or field and says what to do. Exit code 2.
 //  - InternalError: an ios invariant broke. Exit code 1.
 // NoDeviceError (exit 3) says the requested work needs a GPU that is absent.
-// Only main() catches; library code throws and lets RAII clean up.
+// Only main() catches; library code throws and lets RAII clean up. The
+// types are public (include/ios/error.h); this header adds the helpers that
+// format and throw them.
 #pragma once
 
 #include <fmt/format.h>
 
-#include <stdexcept>
 #include <string>
 
+#include "ios/error.h"  // the types, public: applications catch them
+
 namespace ios {
-
-// Documented in docs/cli.md; scripts rely on these values.
-enum class ExitCode : int {
-  kOk = 0,
-  kInternal = 1,
-  kInput = 2,    // usage error or bad input file
-  kNoDevice = 3, // no usable CUDA device (or build without CUDA)
-  kMismatch = 4, // --check found outputs that differ beyond tolerance
-};
-
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-  virtual ExitCode exit_code() const = 0;
-};
-
-class UserError : public Error {
- public:
-  using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kInput; }
-};
-
-class InternalError : public Error {
- public:
-  using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kInternal; }
-};
-
-class NoDeviceError : public Error {
- public:
-  using Error::Error;
-  ExitCode exit_code() const override { return ExitCode::kNoDevice; }
-};
 
 template <typename... Args>
 [[noreturn]] void user_error(fmt::format_string<Args...> format, Args&&... args) {
