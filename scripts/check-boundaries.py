@@ -32,6 +32,9 @@ from collections import defaultdict
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 SOURCE_SUFFIXES = (".cpp", ".cu")
+# include/ios/<name>.h, the public API, by the header folder of the module
+# that implements it (a program that includes one links that module).
+PUBLIC_HEADERS = {"ios/error.h": "core", "ios/engine.h": "engine"}
 
 
 class Target:
@@ -118,6 +121,11 @@ def main():
         first, _, rest = spelled.partition("/")
         if rest and first in owner and os.path.isfile(os.path.join(lib, first, rest)):
             return owner[first], None
+        # The public headers (include/ios/): each belongs to the module that
+        # implements it.
+        if spelled in PUBLIC_HEADERS and PUBLIC_HEADERS[spelled] in owner and \
+                os.path.isfile(os.path.join(root, "include", spelled)):
+            return owner[PUBLIC_HEADERS[spelled]], None
         # The compiler tries the including file's folder, then the include
         # path; the project's non-module include folders (test/) are
         # ancestors of the files that use them.

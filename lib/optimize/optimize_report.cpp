@@ -108,7 +108,8 @@ std::string render_summary(const OptimizeReport& r) {
   out += fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n", r.predicted_ms,
                      r.cost_model == "measured" ? "measured per stage" : "predicted (whole plan simulated)",
                      r.sequential_ms, speedup(r));
-  out += fmt::format("Written          {}\n", r.schedule_file);
+  // No file for the engine API's ios::Schedule::optimize(), which returns the schedule.
+  if (!r.schedule_file.empty()) out += fmt::format("Written          {}\n", r.schedule_file);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -437,6 +438,7 @@ struct OptimizeRun {
   OptimizeReport report;
   std::unique_ptr<ProgressLine> progress;
   std::unique_ptr<OutputFiles> outputs;  // checked, and locked until the run ends
+  bool writes_schedule = true;  // false for optimize_model(): no schedule file is declared
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
   const sched::UnitGraph& units() const { return *prepared->units; }
@@ -448,8 +450,9 @@ void check_request(OptimizeRun& r) {
   const OptimizeOptions& o = r.options;
   r.entry = &sched::find_scheduler(o.scheduler);
   sched::Params::parse(r.entry->name, r.entry->params, o.scheduler_params);
-  r.output = o.analyze ? std::string() : o.output_path.empty() ? default_output(o.model_path, r.entry->name)
-                                                              : o.output_path;
+  r.output = o.analyze || !r.writes_schedule ? std::string()
+             : o.output_path.empty()            ? default_output(o.model_path, r.entry->name)
+                                                : o.output_path;
   r.outputs = check_outputs(r.output, o);
   parse_profile_budget(o.profile_budget);  // refused before the import, even with no GPU to use it
   // Only the simulator predicts whole plans: refused here, before the
@@ -634,6 +637,19 @@ void write_outputs(OptimizeRun& r) {
 }
 
 }  // namespace
+
+Optimization optimize_model(const OptimizeOptions& options) {
+  std::ostringstream unused;  // the caller renders the report
+  OptimizeRun r(options, unused);
+  r.writes_schedule = false;
+  check_request(r);
+  import_model(r);
+  choose_cost_model(r);
+  search(r);
+  choose_form(r);
+  fill_report(r);
+  return {std::move(r.prepared), std::move(r.schedule), std::move(r.report)};
+}
 
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   if (!options.calibrate_db.empty()) {

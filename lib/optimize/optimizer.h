@@ -12,6 +12,7 @@
 #include "cost/budgeted.h"
 #include "cost/simulated.h"
 #include "model/prepared_model.h"
+#include "optimize/optimize_report.h"
 #include "sched/cost_model.h"
 #include "sched/schedule.h"
 #include "sched/scheduler.h"
@@ -125,6 +126,18 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
 // is thereby compared by one model (contention and event waits included).
 void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedule& schedule,
                            sched::SearchStats& stats);
+
+// ios-optimize's search without its files and printing (the engine API's
+// ios::Schedule::optimize()): the same phases as run_optimize, from the check of the
+// request to the report, with no output declared. `options` must name no
+// output file (output_path, report_json, dot_path, html_path, calibrate_db
+// empty) and ask for no --analyze.
+struct Optimization {
+  std::unique_ptr<model::PreparedModel> prepared;
+  sched::Schedule schedule;
+  OptimizeReport report;
+};
+Optimization optimize_model(const OptimizeOptions& options);
 
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);

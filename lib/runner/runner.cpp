@@ -16,7 +16,7 @@
 #include "core/json_limits.h"
 #include "core/log.h"
 #include "core/output_files.h"
-#include "core/sha256.h"
+#include "engine/loading.h"
 #include "exec/backend.h"
 #include "exec/compare.h"
 #include "exec/npy.h"
@@ -28,8 +28,6 @@
 #include "runner/schedule_labels.h"
 #include "sched/schedule_dot.h"
 #include "sched/schedule_io.h"
-#include "sched/scheduler.h"
-#include "sched/validate.h"
 
 namespace ios::runner {
 namespace {
@@ -44,34 +42,6 @@ struct LoadedSchedule {
   exec::ExecPlan plan;
   std::vector<std::string> warnings;  // made for another batch, device or launch mode
 };
-
-// What a schedule document says about its model, read before the model is
-// imported: a hash mismatch explains a schedule for another model better
-// than the unit ids that do not resolve. Missing or malformed fields are left
-// to the full parse, which names them.
-struct ScheduleHeader {
-  int64_t batch = 0;
-  std::vector<std::pair<std::string, ir::Shape>> inputs;  // the recorded input shapes
-  std::string sha256, model_path;
-};
-
-ScheduleHeader peek_header(const nlohmann::json& document) {
-  ScheduleHeader header;
-  try {
-    const auto& model = document.at("model");
-    const int64_t batch = model.at("batch").get<int64_t>();
-    if (batch >= 1 && batch <= sched::kMaxBatch) header.batch = batch;
-    std::vector<std::pair<std::string, ir::Shape>> inputs;
-    for (const auto& input : model.at("inputs")) {
-      inputs.emplace_back(input.at("name").get<std::string>(), input.at("shape").get<ir::Shape>());
-    }
-    header.inputs = std::move(inputs);
-    header.sha256 = model.at("sha256").get<std::string>();
-    header.model_path = model.at("path").get<std::string>();
-  } catch (const std::exception&) {
-  }
-  return header;
-}
 
 // "NAME=file" or "file" (only for a single name); returns name -> file.
 std::map<std::string, std::string> parse_named_files(const std::vector<std::string>& specs,
@@ -202,22 +172,13 @@ struct RunState {
 };
 
 // How the options run a staged schedule's stages.
-exec::StageJoin stage_join(const RunOptions& o) {
-  return o.launch == "synced" ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
-}
+exec::StageJoin stage_join(const RunOptions& o) { return engine::stage_join(o.launch); }
 
 // The sequential schedule: run when no file is given, and the reference of --check.
 LoadedSchedule sequential_schedule(const RunState& r) {
   LoadedSchedule seq;
   seq.name = "sequential (built-in)";
-  const auto& entry = sched::find_scheduler("sequential");
-  struct ZeroCost : sched::CostModel {  // sequential needs no latencies
-    std::string name() const override { return "none"; }
-    double stage_latency(const sched::Stage&) override { return 0.0; }
-  } zero;
-  sched::SearchStats stats;
-  seq.schedule = entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(r.units(), zero, stats);
-  seq.schedule.model = r.prepared->info();
+  seq.schedule = engine::sequential_schedule(*r.prepared);
   seq.plan = exec::lower(r.units(), seq.schedule, stage_join(r.options));
   return seq;
 }
@@ -242,17 +203,10 @@ void read_schedule_files(RunState& r) {
 // reported as such later (check_model_hash), not as shapes that do not fit.
 void import_model(RunState& r) {
   const RunOptions& o = r.options;
-  onnx::ImportOptions import_options = model::shape_options(o.batch, o.rewrite_batch, o.input_shapes);
-  if (o.batch == 0 && o.input_shapes.empty() && !r.documents.empty()) {
-    import_options.batch = sched::schedule_batch(r.documents[0], r.files[0].path);
-    const ScheduleHeader header = peek_header(r.documents[0]);
-    const bool readable = std::filesystem::is_regular_file(o.model_path);
-    if (o.force || header.sha256.empty() || (readable && header.sha256 == sha256_file(o.model_path))) {
-      import_options.recorded_inputs = header.inputs;
-      import_options.recorded_source = r.files[0].path;
-    }
-  }
-  r.prepared = model::prepare_model(o.model_path, import_options);
+  const engine::ShapeRequest request{o.batch, o.rewrite_batch, o.input_shapes, o.force};
+  r.prepared = engine::import_for_schedule(o.model_path, request,
+                                           r.documents.empty() ? nullptr : &r.documents[0],
+                                           r.files.empty() ? std::string() : r.files[0].path);
   if (!o.dot_path.empty()) sched::check_picture_size("--dot", o.dot_path, r.units().size());
   const ir::Graph& graph = r.prepared->model.graph;
   for (ir::TensorId t : graph.outputs()) r.output_names.push_back(graph.tensor(t).name);
@@ -268,13 +222,8 @@ void load_schedules(RunState& r) {
     LoadedSchedule loaded;
     loaded.path = path;
     loaded.name = r.files[i].label;
-    const ScheduleHeader header = peek_header(r.documents[i]);
-    if (!header.sha256.empty()) {
-      sched::check_model_hash(header.sha256, header.model_path, model, path, r.options.force);
-    }
-    loaded.schedule = sched::schedule_from_document(r.documents[i], path, r.units());
-    sched::check_schedule_matches_model(loaded.schedule, model, path, r.options.force,
-                                        r.options.retarget);
+    loaded.schedule = engine::load_schedule(*r.prepared, r.documents[i], path, r.options.force,
+                                            r.options.retarget);
     loaded.plan = exec::lower(r.units(), loaded.schedule, stage_join(r.options));
     r.schedules.push_back(std::move(loaded));
   }

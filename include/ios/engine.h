@@ -1,0 +1,254 @@
+// ios as a library: find a schedule for an ONNX CNN (Schedule::optimize),
+// and run a model with a schedule from an application (Engine,
+// ExecutionContext).
+//
+//   ios::Schedule s = ios::Schedule::optimize("resnet18.onnx", {.batch = 1});
+//   ios::Engine engine("resnet18.onnx", s, {.backend = "cuda"});
+//   auto context = engine.create_context();          // one per thread
+//   context->enqueue(inputs, outputs, stream);       // caller's stream and buffers
+//
+// The shape of TensorRT's runtime (engine -> execution context ->
+// enqueueV3(stream)) and ONNX Runtime's session with a user compute stream:
+// an Engine is immutable after construction and shared by every thread; an
+// ExecutionContext belongs to one thread at a time. Errors are exceptions
+// (ios/error.h) carrying the one-line messages ios-optimize and ios-run
+// print; no call writes to standard output (warnings go to standard error
+// through the "ios" loggers, as the programs' do).
+//
+// The whole reference, with each call's errors and its threading and stream
+// rules: docs/api.md. Link the CMake target ios::engine
+// (find_package(ios)); this header and ios/error.h are the public API, the
+// other installed headers are ios's own modules and may change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ios/error.h"
+
+namespace ios {
+
+// Element types. The IR computes in float32; the others are refused by name.
+enum class DataType { kFloat32 };
+// "float32"
+std::string to_string(DataType type);
+
+enum class DeviceKind { kCpu, kCuda };
+// "cpu", "cuda"
+std::string to_string(DeviceKind device);
+
+// A model input or output as the engine runs it: static shape, element type.
+struct TensorDesc {
+  std::string name;
+  std::vector<int64_t> shape;
+  DataType type = DataType::kFloat32;
+  int64_t elements() const;
+};
+
+// A dense row-major float32 tensor on the host, owned.
+struct Tensor {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+using TensorMap = std::map<std::string, Tensor>;
+
+// Caller-owned memory, dense row-major: no copy is kept, nothing is freed.
+// For enqueue(), `device` is kCuda and `data` a device pointer of the
+// context's GPU (inputs are only read).
+struct TensorView {
+  void* data = nullptr;
+  std::vector<int64_t> shape;
+  DataType type = DataType::kFloat32;
+  DeviceKind device = DeviceKind::kCuda;
+};
+using TensorViewMap = std::map<std::string, TensorView>;
+
+// ---------------------------------------------------------------------------
+// Optimizing: the whole of ios-optimize as a call.
+
+// ios-optimize's search options (docs/cli.md has each one's meaning and
+// range); the defaults are the program's. A new option of ios-optimize is a
+// field here, its line in lib/engine/schedule.cpp (pipeline_options) and
+// its keyword in python/ios_module.cpp.
+struct OptimizeOptions {
+  int64_t batch = 0;                      // --batch; 0: the model's own (must be static)
+  bool rewrite_batch = false;             // --rewrite-batch
+  std::vector<std::string> input_shapes;  // --input-shape NAME:1x3x224x224
+  std::string scheduler = "ios";          // --scheduler
+  std::string scheduler_params;           // --params k=v,k=v
+  std::string cost = "auto";              // --cost auto | simulated | measured
+  // --device-profile: h100, h200, a100, v100, k80 or a profile file; unset:
+  // h100 for the simulator, the GPU's own profile for a measured search.
+  std::optional<std::string> device_profile;
+  std::string profile_db;                 // --profile-db; empty: ~/.cache/ios/profile.sqlite
+  std::string profile_budget;             // --profile-budget; empty: the program's default
+  std::string precision = "tf32";         // --precision tf32 | fp32
+  int max_block_units = 40;               // --max-block-units
+  double max_block_bound = 9.0;           // --max-block-bound
+  // --time-limit in seconds (0: none); unset: the program's default (none
+  // for a measured search, which its profile budget bounds).
+  std::optional<double> time_limit_s;
+  int threads = 0;                        // --threads; 0: one per core
+  std::string form = "staged";            // --form staged | streamed | best
+  std::string launch = "graph";           // --launch graph | plain | synced
+};
+
+// One stage of a staged schedule: "concurrent" groups (each a chain of
+// units run in order on its own stream) or one "merge" group.
+struct ScheduleStage {
+  std::string strategy;                         // "concurrent" | "merge"
+  std::vector<std::vector<std::string>> groups;  // unit ids (ONNX output names)
+};
+
+// A schedule: the document ios-optimize writes (docs/schedule-format.md),
+// with what ios-optimize printed about it when it was found here. Cheap to
+// copy (shared, immutable).
+class Schedule {
+ public:
+  // A schedule file; UserError for a file that is not one (it is validated
+  // against a model when an Engine loads it).
+  static Schedule load(const std::string& path);
+  // The same, from the file's text; `source` names it in messages.
+  static Schedule from_json(const std::string& text, const std::string& source = "<schedule>");
+  // ios-optimize MODEL with `options`, as a call: import, cost model,
+  // search, report. Writes no file. UserError / NoDeviceError as the
+  // program's. (A static member rather than ios::optimize(): the name
+  // ios::optimize is the namespace of ios-optimize's pipeline.)
+  static Schedule optimize(const std::string& model_path, const OptimizeOptions& options = {});
+
+  // Writes the file atomically (a temporary file, then a rename).
+  void save(const std::string& path) const;
+  const std::string& json() const;
+
+  std::string scheduler() const;        // registry name, e.g. "ios"
+  double predicted_latency_ms() const;  // as predicted or measured when it was found
+  int64_t batch() const;
+  std::string launch() const;           // graph | plain | synced: what it was planned for
+  bool staged() const;                  // staged (stages) or streamed (LIOS, Nimble)
+  std::vector<ScheduleStage> stages() const;  // empty for a streamed schedule
+  // ios-optimize's summary (text) and --report-json (JSON) of the search;
+  // empty for a loaded schedule.
+  const std::string& report() const;
+  const std::string& report_json() const;
+
+  struct Impl;
+  explicit Schedule(std::shared_ptr<const Impl> impl);
+
+ private:
+  friend class Engine;
+  std::shared_ptr<const Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------
+// Running.
+
+struct EngineOptions {
+  std::string backend = "cpu";  // cpu | cuda | sim (ios-run --backend)
+  // Input shapes (ios-run --batch, --rewrite-batch, --input-shape); none:
+  // those the schedule was made for.
+  int64_t batch = 0;
+  bool rewrite_batch = false;
+  std::vector<std::string> input_shapes;
+  bool force = false;     // accept a schedule made for another model file (--force)
+  bool retarget = false;  // run a schedule made for another batch at this one (--retarget)
+  // graph | plain | synced (ios-run --launch); empty: what the schedule was
+  // planned for, else graph. cuda only.
+  std::string launch;
+  std::string precision = "tf32";  // tf32 | fp32; cuda only
+  int threads = 0;                 // cpu: threads per context, 0: all cores
+  std::string device_profile;      // sim: a profile; empty: the schedule's device, else h100
+};
+
+// What the sim backend predicts for one iteration (it computes no outputs).
+struct Prediction {
+  double latency_ms = 0.0;
+  std::string device;  // the device profile's name
+  std::string note;    // what the number is
+};
+
+// Per execution context on the GPU: caller-provided activation memory (as
+// TensorRT's setDeviceMemory), at least Engine::device_memory_size() bytes,
+// aligned to 256 bytes, on the engine's device, owned by the caller and
+// kept alive (and used by nothing else) while the context lives. Null: the
+// context allocates its own.
+struct ContextOptions {
+  void* device_memory = nullptr;
+  size_t device_memory_bytes = 0;
+};
+
+class Engine;
+
+// What one thread runs an engine with: its own activations, streams and
+// (on the GPU) algorithm choices, made when it is created; the engine's
+// weights are shared. Not to be used by two threads at once.
+class ExecutionContext {
+ public:
+  ~ExecutionContext();
+  ExecutionContext(const ExecutionContext&) = delete;
+  ExecutionContext& operator=(const ExecutionContext&) = delete;
+
+  // Runs once on host tensors, every input by name; returns every output.
+  // cpu and cuda (which copies in and out and waits for the GPU); sim
+  // computes no outputs (UserError: use predict()).
+  TensorMap run(const TensorMap& inputs);
+  // The same on caller-owned host memory (TensorView with kCpu), writing
+  // the outputs into the caller's buffers.
+  void run(const TensorViewMap& inputs, const TensorViewMap& outputs);
+
+  // cuda: queues one inference on `cuda_stream` (a cudaStream_t; null: the
+  // legacy default stream) reading the caller's device inputs and writing
+  // the caller's device outputs, without a host synchronization: the work
+  // starts after what the stream holds and the stream's later work starts
+  // after it. Capturable into the caller's CUDA graph (stream capture).
+  // The buffers must stay valid until the work has run. UserError for a
+  // schedule planned for synced launches, and for tensors that do not fit.
+  void enqueue(const TensorViewMap& inputs, const TensorViewMap& outputs, void* cuda_stream);
+
+  // sim: the predicted latency of one iteration.
+  Prediction predict();
+
+ private:
+  friend class Engine;
+  struct Impl;
+  explicit ExecutionContext(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// A model and a schedule, validated against each other as ios-run validates
+// them (the model's hash, every unit once, dependencies; another batch only
+// with `retarget`), lowered once for the backend. Immutable afterwards:
+// every const call may be made from any thread.
+class Engine {
+ public:
+  Engine(const std::string& model_path, const Schedule& schedule, const EngineOptions& options = {});
+  // The sequential schedule (one unit after the other), as ios-run without
+  // a schedule file.
+  explicit Engine(const std::string& model_path, const EngineOptions& options = {});
+  ~Engine();
+  Engine(Engine&&) noexcept;
+  Engine& operator=(Engine&&) noexcept;
+
+  const std::vector<TensorDesc>& inputs() const;
+  const std::vector<TensorDesc>& outputs() const;
+  const std::string& backend() const;
+  // Whether run() computes outputs (cpu, cuda) or the backend only predicts (sim).
+  bool computes_outputs() const;
+  // cuda: the activation memory one context needs (ContextOptions); 0 elsewhere.
+  size_t device_memory_size() const;
+
+  // A context for one thread (cuda: chooses algorithms, sizes workspaces,
+  // captures its CUDA graph; the only calls that may synchronize the device).
+  std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options = {}) const;
+
+  struct Impl;
+
+ private:
+  std::shared_ptr<Impl> impl_;  // shared with its contexts, which may outlive the Engine object
+};
+
+}  // namespace ios

@@ -1,0 +1,89 @@
+#include "engine/loading.h"
+
+#include <filesystem>
+
+#include "core/sha256.h"
+#include "sched/cost_model.h"
+#include "sched/schedule_io.h"
+#include "sched/scheduler.h"
+#include "sched/validate.h"
+
+namespace ios::engine {
+namespace {
+
+// What a schedule document says about its model, read before the model is
+// imported: a hash mismatch explains a schedule for another model better
+// than the unit ids that do not resolve. Missing or malformed fields are left
+// to the full parse, which names them.
+struct ScheduleHeader {
+  int64_t batch = 0;
+  std::vector<std::pair<std::string, ir::Shape>> inputs;  // the recorded input shapes
+  std::string sha256, model_path;
+};
+
+ScheduleHeader peek_header(const nlohmann::json& document) {
+  ScheduleHeader header;
+  try {
+    const auto& model = document.at("model");
+    const int64_t batch = model.at("batch").get<int64_t>();
+    if (batch >= 1 && batch <= sched::kMaxBatch) header.batch = batch;
+    std::vector<std::pair<std::string, ir::Shape>> inputs;
+    for (const auto& input : model.at("inputs")) {
+      inputs.emplace_back(input.at("name").get<std::string>(), input.at("shape").get<ir::Shape>());
+    }
+    header.inputs = std::move(inputs);
+    header.sha256 = model.at("sha256").get<std::string>();
+    header.model_path = model.at("path").get<std::string>();
+  } catch (const std::exception&) {
+  }
+  return header;
+}
+
+}  // namespace
+
+std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& model_path,
+                                                          const ShapeRequest& request,
+                                                          const nlohmann::json* document,
+                                                          const std::string& schedule_path) {
+  onnx::ImportOptions import_options =
+      model::shape_options(request.batch, request.rewrite_batch, request.input_shapes);
+  if (request.batch == 0 && request.input_shapes.empty() && document != nullptr) {
+    import_options.batch = sched::schedule_batch(*document, schedule_path);
+    const ScheduleHeader header = peek_header(*document);
+    const bool readable = std::filesystem::is_regular_file(model_path);
+    if (request.force || header.sha256.empty() || (readable && header.sha256 == sha256_file(model_path))) {
+      import_options.recorded_inputs = header.inputs;
+      import_options.recorded_source = schedule_path;
+    }
+  }
+  return model::prepare_model(model_path, import_options);
+}
+
+sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohmann::json& document,
+                              const std::string& path, bool force, bool retarget) {
+  const sched::ModelInfo model = prepared.info();
+  const ScheduleHeader header = peek_header(document);
+  if (!header.sha256.empty()) sched::check_model_hash(header.sha256, header.model_path, model, path, force);
+  sched::Schedule schedule = sched::schedule_from_document(document, path, *prepared.units);
+  sched::check_schedule_matches_model(schedule, model, path, force, retarget);
+  return schedule;
+}
+
+sched::Schedule sequential_schedule(const model::PreparedModel& prepared) {
+  const auto& entry = sched::find_scheduler("sequential");
+  struct ZeroCost : sched::CostModel {  // sequential needs no latencies
+    std::string name() const override { return "none"; }
+    double stage_latency(const sched::Stage&) override { return 0.0; }
+  } zero;
+  sched::SearchStats stats;
+  sched::Schedule schedule =
+      entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(*prepared.units, zero, stats);
+  schedule.model = prepared.info();
+  return schedule;
+}
+
+exec::StageJoin stage_join(const std::string& launch) {
+  return launch == "synced" ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
+}
+
+}  // namespace ios::engine

@@ -1,0 +1,55 @@
+// Loading a schedule for a model, as ios-run and the engine API both do it:
+// the model imported at the shapes the options or the schedule give, the
+// schedule validated against it (hash, units, batch) and lowered. One path:
+// lib/runner and lib/engine/engine.cpp call these, so a schedule that
+// ios-run refuses is refused by ios::Engine with the same message.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "exec/plan.h"
+#include "model/prepared_model.h"
+#include "sched/schedule.h"
+
+namespace ios::engine {
+
+// How a model is imported for running (ios-run --batch, --rewrite-batch,
+// --input-shape, --force).
+struct ShapeRequest {
+  int64_t batch = 0;
+  bool rewrite_batch = false;
+  std::vector<std::string> input_shapes;
+  bool force = false;  // accept a schedule made for another model file
+};
+
+// Imports the model at the shapes `request` gives, else those `document`
+// (the first schedule, parsed; null: none) was made for, when the schedule
+// is for this model file (or `force`). The importer refuses recorded shapes
+// where the model's static dimensions disagree; a schedule for another model
+// file is reported as such by load_schedule, not as shapes that do not fit.
+std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& model_path,
+                                                          const ShapeRequest& request,
+                                                          const nlohmann::json* document,
+                                                          const std::string& schedule_path);
+
+// The schedule of `document` (read from `path`), validated against the
+// model: its hash (unless `force`), every unit once, dependencies, and its
+// batch (another only with `retarget`).
+sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohmann::json& document,
+                              const std::string& path, bool force, bool retarget);
+
+// The sequential schedule of the model (no file: ios-run's default and the
+// reference of --check).
+sched::Schedule sequential_schedule(const model::PreparedModel& prepared);
+
+// How a launch mode runs a staged schedule's stages: "synced" joins them by
+// a device synchronization from the host, the others by events.
+exec::StageJoin stage_join(const std::string& launch);
+
+}  // namespace ios::engine
