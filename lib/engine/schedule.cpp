@@ -135,7 +135,7 @@ Schedule Schedule::optimize(const std::string& model_path, const OptimizeOptions
   auto impl = std::make_shared<Impl>();
   impl->json = sched::schedule_to_json(found.schedule, *found.prepared->units);
   impl->document = nlohmann::json::parse(impl->json);
-  impl->source = fmt::format("the schedule Schedule::optimize found for {}", model_path);
+  impl->source = fmt::format("the schedule optimized for {}", model_path);
   impl->report = ::ios::optimize::render_summary(found.report);
   impl->report_json = ::ios::optimize::render_json(found.report);
   return Schedule(std::move(impl));
