@@ -36,3 +36,26 @@ if(IOS_ENABLE_CUDA)
     set(IOS_HAVE_CUDA_STATUS "not built: CUDA toolkit or cuDNN not found")
   endif()
 endif()
+
+# The Python module (python/): pybind11 and DLPack from Debian, for Debian's
+# own interpreter (/usr/bin/python3, where python3-torch and python3-numpy
+# are), whatever python3 comes first on PATH. Optional: without them the
+# module is not built and its tests are not registered.
+set(IOS_HAVE_PYTHON OFF)
+set(IOS_HAVE_PYTHON_STATUS "disabled (IOS_BUILD_PYTHON=OFF)")
+if(IOS_BUILD_PYTHON)
+  if(NOT DEFINED Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "The Python the module is built for")
+  endif()
+  find_package(Python3 COMPONENTS Interpreter Development.Module QUIET)
+  if(Python3_FOUND)
+    find_package(pybind11 2.10 CONFIG QUIET)  # uses the Python3 found above
+  endif()
+  find_path(DLPACK_INCLUDE_DIR dlpack/dlpack.h)
+  if(Python3_FOUND AND pybind11_FOUND AND DLPACK_INCLUDE_DIR)
+    set(IOS_HAVE_PYTHON ON)
+    set(IOS_HAVE_PYTHON_STATUS "enabled (${Python3_EXECUTABLE}, Python ${Python3_VERSION}, pybind11 ${pybind11_VERSION})")
+  else()
+    set(IOS_HAVE_PYTHON_STATUS "not built: python3-dev, pybind11-dev or libdlpack-dev not found")
+  endif()
+endif()

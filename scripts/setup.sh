@@ -13,6 +13,7 @@ packages=(cmake ninja-build g++ pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libcli11-dev libspdlog-dev
   libfmt-dev nlohmann-json3-dev catch2 libsqlite3-dev libonnx-testdata
   python3 python3-torch python3-torchvision python3-onnx python3-numpy python3-matplotlib
+  python3-dev pybind11-dev libdlpack-dev python3-pytest  # the Python module ios and its tests
   nodejs npm
   help2man graphviz man-db bash-completion  # man pages at build time; schedule pictures; their tests
   patchelf                                  # the GPU kit's programs find their libraries by RPATH

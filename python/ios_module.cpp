@@ -1,0 +1,441 @@
+// The Python module `ios` (pybind11): ios.optimize(), ios.Schedule and
+// ios.Engine over the public C++ API (include/ios/engine.h), taking numpy
+// arrays and any DLPack tensor (torch's included) and returning tensors of
+// the kind it was given. Reference: docs/api.md ("Python").
+#include <dlpack/dlpack.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ios/engine.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Where a caller's tensor lives and what kind of object it was, which the
+// outputs follow: numpy arrays give numpy arrays, torch tensors torch
+// tensors (on the same device); other DLPack producers get numpy arrays.
+enum class Kind { kNumpy, kTorch };
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (int64_t d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
+  return text.empty() ? "scalar" : text;
+}
+
+std::string dlpack_type_name(DLDataType type) {
+  const char* code = type.code == kDLFloat    ? "float"
+                     : type.code == kDLInt    ? "int"
+                     : type.code == kDLUInt   ? "uint"
+                     : type.code == kDLBfloat ? "bfloat"
+                                              : "code";
+  return std::string(code) + std::to_string(type.bits) + (type.lanes != 1 ? "x" + std::to_string(type.lanes) : "");
+}
+
+// One input tensor as a view of the caller's memory, kept alive (and, for
+// DLPack, released to its producer) by this object.
+class Input {
+ public:
+  Input(const std::string& name, const py::object& value) {
+    try {
+      if (py::isinstance<py::array>(value)) {
+        from_numpy(name, py::reinterpret_borrow<py::array>(value));
+      } else if (py::hasattr(value, "__dlpack__") || py::isinstance<py::capsule>(value)) {
+        from_dlpack(name, value);
+      } else {
+        throw ios::UserError("input '" + name + "' is a " + std::string(py::str(value.get_type().attr("__name__"))) +
+                             ": give a numpy array or a DLPack tensor (a torch tensor, for example)");
+      }
+    } catch (...) {
+      release();  // no destructor runs for a constructor that throws
+      throw;
+    }
+  }
+  ~Input() { release(); }
+  Input(const Input&) = delete;
+  Input& operator=(const Input&) = delete;
+
+  const ios::TensorView& view() const { return view_; }
+  Kind kind() const { return kind_; }
+  const py::object& object() const { return object_; }
+
+ private:
+  // Hands a DLPack tensor back to its producer.
+  void release() {
+    if (managed_ != nullptr && managed_->deleter != nullptr) managed_->deleter(managed_);
+    managed_ = nullptr;
+  }
+
+  void from_numpy(const std::string& name, py::array array) {
+    if (!array.dtype().is(py::dtype::of<float>())) {
+      throw ios::UserError("input '" + name + "' has element type " + std::string(py::str(array.dtype())) +
+                           " but the model needs float32");
+    }
+    // Row-major and aligned, copied only where the caller's array is not.
+    array_ = py::array_t<float, py::array::c_style>::ensure(array);
+    if (!array_) throw py::error_already_set();
+    kind_ = Kind::kNumpy;
+    object_ = array_;
+    view_.data = const_cast<float*>(array_.data());
+    view_.shape.assign(array_.shape(), array_.shape() + array_.ndim());
+    view_.device = ios::DeviceKind::kCpu;
+  }
+
+  void from_dlpack(const std::string& name, const py::object& value) {
+    object_ = value;
+    kind_ = py::str(value.get_type().attr("__module__")).cast<std::string>().rfind("torch", 0) == 0 ? Kind::kTorch
+                                                                                                    : Kind::kNumpy;
+    const py::object exported = py::isinstance<py::capsule>(value) ? value : value.attr("__dlpack__")();
+    if (!py::isinstance<py::capsule>(exported)) {
+      throw ios::UserError("input '" + name + "': its __dlpack__() returned no DLPack capsule");
+    }
+    const auto capsule = py::reinterpret_borrow<py::capsule>(exported);
+    if (std::string(capsule.name() != nullptr ? capsule.name() : "") != "dltensor") {
+      throw ios::UserError("input '" + name + "': its DLPack capsule was used already; pass the tensor itself");
+    }
+    managed_ = capsule.get_pointer<DLManagedTensor>();
+    // The producer's capsule destructor frees a capsule still named
+    // "dltensor"; this object owns it now (the DLPack protocol).
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    const DLTensor& t = managed_->dl_tensor;
+    if (t.dtype.code != kDLFloat || t.dtype.bits != 32 || t.dtype.lanes != 1) {
+      throw ios::UserError("input '" + name + "' has element type " + dlpack_type_name(t.dtype) +
+                           " but the model needs float32");
+    }
+    view_.shape.assign(t.shape, t.shape + t.ndim);
+    if (t.strides != nullptr) {
+      int64_t expected = 1;
+      for (int i = t.ndim - 1; i >= 0; --i) {
+        if (t.shape[i] != 1 && t.strides[i] != expected) {
+          throw ios::UserError("input '" + name + "' (shape " + shape_text(view_.shape) +
+                               ") is not contiguous; pass tensor.contiguous()");
+        }
+        expected *= t.shape[i];
+      }
+    }
+    if (t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost) {
+      view_.device = ios::DeviceKind::kCpu;
+    } else if (t.device.device_type == kDLCUDA) {
+      view_.device = ios::DeviceKind::kCuda;
+    } else {
+      throw ios::UserError("input '" + name + "' is on a device of DLPack type " +
+                           std::to_string(t.device.device_type) + "; ios runs on the CPU and on CUDA devices");
+    }
+    view_.data = static_cast<char*>(t.data) + t.byte_offset;
+  }
+
+  py::object object_;
+  py::array_t<float, py::array::c_style> array_;
+  DLManagedTensor* managed_ = nullptr;
+  ios::TensorView view_;
+  Kind kind_ = Kind::kNumpy;
+};
+
+// Named inputs from engine(x), engine({"name": x}) or engine(name=x).
+std::map<std::string, py::object> named_inputs(const ios::Engine& engine, const py::args& args,
+                                               const py::kwargs& kwargs) {
+  std::map<std::string, py::object> named;
+  if (args.size() > 1 || (args.size() == 1 && !kwargs.empty())) {
+    throw py::type_error("give the inputs as one tensor (a model of one input), one dict {name: tensor}, or "
+                         "keywords name=tensor");
+  }
+  if (args.size() == 1 && py::isinstance<py::dict>(args[0])) {
+    for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(args[0])) {
+      named[py::str(key).cast<std::string>()] = py::reinterpret_borrow<py::object>(value);
+    }
+  } else if (args.size() == 1) {
+    if (engine.inputs().size() != 1) {
+      std::string names;
+      for (const auto& t : engine.inputs()) names += (names.empty() ? "'" : ", '") + t.name + "'";
+      throw ios::UserError("the model has " + std::to_string(engine.inputs().size()) +
+                           " inputs; give them by name (names: " + names + ")");
+    }
+    named[engine.inputs()[0].name] = args[0];
+  } else {
+    for (const auto& [key, value] : kwargs) {
+      named[py::str(key).cast<std::string>()] = py::reinterpret_borrow<py::object>(value);
+    }
+  }
+  return named;
+}
+
+// One thread's execution context of a Python engine: the C++ context and
+// the call that turns Python tensors into views and back.
+class Context {
+ public:
+  Context(std::shared_ptr<ios::Engine> engine, std::unique_ptr<ios::ExecutionContext> context)
+      : engine_(std::move(engine)), context_(std::move(context)) {}
+
+  py::object call(const py::args& args, const py::kwargs& kwargs) {
+    const std::map<std::string, py::object> named = named_inputs(*engine_, args, kwargs);
+    std::vector<std::unique_ptr<Input>> held;
+    ios::TensorViewMap inputs;
+    for (const auto& [name, value] : named) {
+      held.push_back(std::make_unique<Input>(name, value));
+      inputs[name] = held.back()->view();
+    }
+    if (!engine_->computes_outputs()) {
+      throw ios::UserError("the " + engine_->backend() +
+                           " backend computes no outputs; call predict() for its predicted latency");
+    }
+    const Kind kind = held.empty() ? Kind::kNumpy : held.front()->kind();
+    const bool on_gpu = !held.empty() && held.front()->view().device == ios::DeviceKind::kCuda;
+    // Outputs allocated as the caller's kind, written in place.
+    py::dict results;
+    ios::TensorViewMap outputs;
+    for (const ios::TensorDesc& t : engine_->outputs()) {
+      py::object out;
+      void* data = nullptr;
+      if (kind == Kind::kTorch) {
+        py::module_ torch = py::module_::import("torch");
+        py::object device = on_gpu ? held.front()->object().attr("device") : py::object(py::str("cpu"));
+        out = torch.attr("empty")(py::cast(t.shape), py::arg("dtype") = torch.attr("float32"),
+                                  py::arg("device") = device);
+        data = reinterpret_cast<void*>(out.attr("data_ptr")().cast<uintptr_t>());
+      } else {
+        py::array_t<float, py::array::c_style> array(t.shape);
+        data = array.mutable_data();
+        out = std::move(array);
+      }
+      outputs[t.name] = ios::TensorView{data, t.shape, ios::DataType::kFloat32,
+                                        on_gpu ? ios::DeviceKind::kCuda : ios::DeviceKind::kCpu};
+      results[py::str(t.name)] = out;
+    }
+    if (on_gpu) {
+      if (engine_->backend() != "cuda") {
+        throw ios::UserError("input '" + named.begin()->first + "' is in cuda memory but the engine runs on the " +
+                             engine_->backend() + " backend; pass CPU tensors or create it with backend=\"cuda\"");
+      }
+      // torch's current stream on the inputs' device: the work is ordered
+      // with the caller's other work, no synchronization.
+      py::module_ torch = py::module_::import("torch");
+      py::object stream = torch.attr("cuda").attr("current_stream")(held.front()->object().attr("device"));
+      void* handle = reinterpret_cast<void*>(stream.attr("cuda_stream").cast<uintptr_t>());
+      py::gil_scoped_release release;
+      context_->enqueue(inputs, outputs, handle);
+    } else {
+      py::gil_scoped_release release;
+      context_->run(inputs, outputs);
+    }
+    if (engine_->outputs().size() == 1) return results[py::str(engine_->outputs()[0].name)];
+    return results;
+  }
+
+  ios::Prediction predict() {
+    py::gil_scoped_release release;
+    return context_->predict();
+  }
+
+ private:
+  std::shared_ptr<ios::Engine> engine_;
+  std::unique_ptr<ios::ExecutionContext> context_;
+};
+
+// ios.Engine: the C++ engine and, for engine(x), one context per calling
+// thread (made on its first call), so that threads never share one.
+class PyEngine {
+ public:
+  PyEngine(const py::object& model, const py::object& schedule, ios::EngineOptions options) {
+    const std::string path = fspath(model);
+    if (schedule.is_none()) {
+      py::gil_scoped_release release;
+      engine_ = std::make_shared<ios::Engine>(path, options);
+    } else {
+      const ios::Schedule loaded = py::isinstance<ios::Schedule>(schedule) ? schedule.cast<ios::Schedule>()
+                                                                          : ios::Schedule::load(fspath(schedule));
+      py::gil_scoped_release release;
+      engine_ = std::make_shared<ios::Engine>(path, loaded, options);
+    }
+  }
+
+  static std::string fspath(const py::object& path) {
+    return py::module_::import("os").attr("fspath")(path).cast<std::string>();
+  }
+
+  std::shared_ptr<Context> create_context() {
+    std::unique_ptr<ios::ExecutionContext> context;
+    {
+      py::gil_scoped_release release;
+      context = engine_->create_context();
+    }
+    return std::make_shared<Context>(engine_, std::move(context));
+  }
+
+  Context& thread_context() {
+    const std::thread::id me = std::this_thread::get_id();
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (auto it = contexts_.find(me); it != contexts_.end()) return *it->second;
+    }
+    std::shared_ptr<Context> made = create_context();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return *contexts_.emplace(me, std::move(made)).first->second;
+  }
+
+  const ios::Engine& engine() const { return *engine_; }
+
+ private:
+  std::shared_ptr<ios::Engine> engine_;
+  std::mutex mutex_;
+  std::map<std::thread::id, std::shared_ptr<Context>> contexts_;
+};
+
+py::dict describe(const ios::TensorDesc& t) {
+  py::dict d;
+  d["name"] = t.name;
+  d["shape"] = py::tuple(py::cast(t.shape));
+  d["dtype"] = ios::to_string(t.type);
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(ios, m) {
+  m.doc() = "ios: inter-operator scheduling for CNN inference (optimize a model, run it with its schedule)";
+
+  // ios.Error and its kinds, as the C++ API throws them; the messages are
+  // the programs' own.
+  static py::exception<ios::Error> error(m, "Error");
+  py::register_exception<ios::UserError>(m, "UserError", error.ptr());
+  py::register_exception<ios::InternalError>(m, "InternalError", error.ptr());
+  py::register_exception<ios::NoDeviceError>(m, "NoDeviceError", error.ptr());
+
+  py::class_<ios::Schedule>(m, "Schedule", "a schedule: what ios-optimize writes and ios-run reads")
+      .def_static("load", [](const py::object& path) { return ios::Schedule::load(PyEngine::fspath(path)); },
+                  py::arg("path"), "read a schedule file")
+      .def_static("from_json", &ios::Schedule::from_json, py::arg("text"), py::arg("source") = "<schedule>")
+      .def("save", [](const ios::Schedule& s, const py::object& path) { s.save(PyEngine::fspath(path)); },
+           py::arg("path"), "write the schedule file (atomically)")
+      .def_property_readonly("json", &ios::Schedule::json)
+      .def_property_readonly("scheduler", &ios::Schedule::scheduler)
+      .def_property_readonly("predicted_latency_ms", &ios::Schedule::predicted_latency_ms)
+      .def_property_readonly("batch", &ios::Schedule::batch)
+      .def_property_readonly("launch", &ios::Schedule::launch)
+      .def_property_readonly("staged", &ios::Schedule::staged)
+      .def_property_readonly("stages",
+                             [](const ios::Schedule& s) {
+                               py::list stages;
+                               for (const ios::ScheduleStage& stage : s.stages()) {
+                                 py::dict d;
+                                 d["strategy"] = stage.strategy;
+                                 d["groups"] = py::cast(stage.groups);
+                                 stages.append(d);
+                               }
+                               return stages;
+                             })
+      .def_property_readonly("report", &ios::Schedule::report)
+      .def_property_readonly("report_json", &ios::Schedule::report_json)
+      .def("__repr__", [](const ios::Schedule& s) {
+        return "<ios.Schedule " + s.scheduler() + ", batch " + std::to_string(s.batch()) + ", " +
+               (s.staged() ? std::to_string(s.stages().size()) + " stages" : std::string("streamed")) +
+               ", predicted " + std::to_string(s.predicted_latency_ms()) + " ms>";
+      });
+
+  m.def(
+      "optimize",
+      [](const py::object& model, int64_t batch, const std::string& scheduler, const std::string& params,
+         const std::string& cost, const std::optional<std::string>& device_profile,
+         const std::optional<double>& time_limit, const std::vector<std::string>& input_shapes,
+         bool rewrite_batch, const std::string& profile_db, const std::string& profile_budget,
+         const std::string& precision, int max_block_units, double max_block_bound, int threads,
+         const std::string& form, const std::string& launch) {
+        ios::OptimizeOptions o;
+        o.batch = batch;
+        o.scheduler = scheduler;
+        o.scheduler_params = params;
+        o.cost = cost;
+        o.device_profile = device_profile;
+        o.time_limit_s = time_limit;
+        o.input_shapes = input_shapes;
+        o.rewrite_batch = rewrite_batch;
+        o.profile_db = profile_db;
+        o.profile_budget = profile_budget;
+        o.precision = precision;
+        o.max_block_units = max_block_units;
+        o.max_block_bound = max_block_bound;
+        o.threads = threads;
+        o.form = form;
+        o.launch = launch;
+        const std::string path = PyEngine::fspath(model);
+        py::gil_scoped_release release;
+        return ios::Schedule::optimize(path, o);
+      },
+      py::arg("model"), py::kw_only(), py::arg("batch") = 0, py::arg("scheduler") = "ios", py::arg("params") = "",
+      py::arg("cost") = "auto", py::arg("device_profile") = py::none(), py::arg("time_limit") = py::none(),
+      py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
+      py::arg("profile_db") = "", py::arg("profile_budget") = "", py::arg("precision") = "tf32",
+      py::arg("max_block_units") = 40, py::arg("max_block_bound") = 9.0, py::arg("threads") = 0,
+      py::arg("form") = "staged", py::arg("launch") = "graph",
+      "ios-optimize MODEL as a call; returns the Schedule (writes no file)");
+
+  py::class_<Context, std::shared_ptr<Context>>(m, "Context", "one thread's execution context of an Engine")
+      .def("__call__", &Context::call)
+      .def("predict", [](Context& c) {
+        const ios::Prediction p = c.predict();
+        py::dict d;
+        d["latency_ms"] = p.latency_ms;
+        d["device"] = p.device;
+        d["note"] = p.note;
+        return d;
+      });
+
+  py::class_<PyEngine>(m, "Engine", "a model and a schedule, validated against each other, ready to run")
+      .def(py::init([](const py::object& model, const py::object& schedule, const std::string& backend,
+                       int64_t batch, const std::vector<std::string>& input_shapes, bool rewrite_batch,
+                       bool force, bool retarget, const std::string& launch, const std::string& precision,
+                       int threads, const std::string& device_profile) {
+             ios::EngineOptions o;
+             o.backend = backend;
+             o.batch = batch;
+             o.input_shapes = input_shapes;
+             o.rewrite_batch = rewrite_batch;
+             o.force = force;
+             o.retarget = retarget;
+             o.launch = launch;
+             o.precision = precision;
+             o.threads = threads;
+             o.device_profile = device_profile;
+             return std::make_unique<PyEngine>(model, schedule, o);
+           }),
+           py::arg("model"), py::arg("schedule") = py::none(), py::kw_only(), py::arg("backend") = "cpu",
+           py::arg("batch") = 0, py::arg("input_shapes") = std::vector<std::string>{},
+           py::arg("rewrite_batch") = false, py::arg("force") = false, py::arg("retarget") = false,
+           py::arg("launch") = "", py::arg("precision") = "tf32", py::arg("threads") = 0,
+           py::arg("device_profile") = "")
+      .def("__call__", [](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
+        return e.thread_context().call(args, kwargs);
+      })
+      .def("predict", [](PyEngine& e) {
+        const ios::Prediction p = e.thread_context().predict();
+        py::dict d;
+        d["latency_ms"] = p.latency_ms;
+        d["device"] = p.device;
+        d["note"] = p.note;
+        return d;
+      })
+      .def("create_context", &PyEngine::create_context)
+      .def_property_readonly("inputs",
+                             [](const PyEngine& e) {
+                               py::list l;
+                               for (const auto& t : e.engine().inputs()) l.append(describe(t));
+                               return l;
+                             })
+      .def_property_readonly("outputs",
+                             [](const PyEngine& e) {
+                               py::list l;
+                               for (const auto& t : e.engine().outputs()) l.append(describe(t));
+                               return l;
+                             })
+      .def_property_readonly("backend", [](const PyEngine& e) { return e.engine().backend(); })
+      .def_property_readonly("device_memory_size", [](const PyEngine& e) { return e.engine().device_memory_size(); });
+}
