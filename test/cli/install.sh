@@ -59,10 +59,22 @@ else
 fi
 
 # The library, its headers and the CMake package.
-for f in lib/libios_sched.a lib/libios_core.a include/ios/sched/scheduler.h include/ios/core/error.h \
+for f in lib/libios_sched.a lib/libios_core.a lib/libios_engine.a include/ios/sched/scheduler.h include/ios/core/error.h \
+         include/ios/engine.h include/ios/error.h \
          lib/cmake/ios/iosConfig.cmake lib/cmake/ios/iosConfigVersion.cmake lib/cmake/ios/iosTargets.cmake; do
   [ -f "$prefix/$f" ] && ok || fail "$prefix/$f not installed"
 done
+# The Python module, where the build made one: installed in the prefix's
+# Python folder and importable from there by Debian's python3.
+if compgen -G "$build_dir/python/ios.*.so" >/dev/null; then
+  module=$(find "$prefix/lib" -path "*/dist-packages/ios.*.so" | head -1)
+  if [ -n "$module" ]; then
+    expect_ok "import the installed Python module" -- env PYTHONPATH="$(dirname "$module")" /usr/bin/python3 -c \
+      "import ios, sys; assert ios.__file__.startswith('$prefix'), ios.__file__; print(ios.optimize.__doc__)"
+  else
+    fail "the Python module is not installed under $prefix/lib/python3.*/dist-packages"
+  fi
+fi
 # The consumer is built with the compiler this build used (the libraries' ABI).
 cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
 consumer="$WORK/consumer"
@@ -86,5 +98,14 @@ if expect_ok "configure the consumer project against $prefix" -- \
       ok || fail "consumer ios: $(cat "$WORK/stdout")"
   fi
   expect_error "consumer: unknown scheduler" 2 "schedule_diamond: .*no-such" -- "$consumer/schedule_diamond" no-such
+  # The engine API from the installed package: optimize, run, refusals,
+  # threads (test/install/consumer/engine_api.cpp prints a line per check).
+  if expect_ok "consumer: engine API" -- "$consumer/engine_api" "$IOS_MODELS_DIR/squeezenet1_1-bdyn.onnx" \
+       "$IOS_MODELS_DIR/vit_style.onnx"; then
+    ! grep -q "^FAILED" "$WORK/stdout" && [ "$(grep -c "^ok:" "$WORK/stdout")" -ge 15 ] && ok ||
+      fail "consumer engine API: $(cat "$WORK/stdout")"
+  else
+    cat "$WORK/stdout"
+  fi
 fi
 finish
