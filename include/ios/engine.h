@@ -147,6 +147,9 @@ class Schedule {
 // ---------------------------------------------------------------------------
 // Running.
 
+// ios-run's options that change how a model runs (docs/cli.md). A new one
+// is a field here, its use in lib/engine/engine.cpp (load_engine) and its
+// keyword in python/ios_module.cpp.
 struct EngineOptions {
   std::string backend = "cpu";  // cpu | cuda | sim (ios-run --backend)
   // Input shapes (ios-run --batch, --rewrite-batch, --input-shape); none:

@@ -114,13 +114,13 @@ struct ApiFixture {
   std::vector<float> x1, x2, y1, y2;  // inputs and the CPU backend's outputs
 };
 
-TEST_CASE_METHOD(ApiFixture, "engine API: cuda run on host tensors matches the cpu backend", "[api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: cuda run on host tensors matches the cpu backend", "[gpu][api]") {
   const ios::TensorDesc& in = gpu.inputs().at(0);
   auto context = gpu.create_context();
   require_close(context->run({{in.name, {in.shape, x1}}}).at(gpu.outputs()[0].name).data, y1, "run");
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: enqueue on the caller's stream with the caller's buffers", "[api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: enqueue on the caller's stream with the caller's buffers", "[gpu][api]") {
   for (const std::string launch : {"graph", "plain"}) {
     const ios::Engine engine(api_model(), schedule, cuda_options(launch));
     auto context = engine.create_context();
@@ -137,7 +137,7 @@ TEST_CASE_METHOD(ApiFixture, "engine API: enqueue on the caller's stream with th
   }
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: enqueue captured into the caller's CUDA graph", "[api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: enqueue captured into the caller's CUDA graph", "[gpu][api]") {
   auto context = gpu.create_context();
   cudaStream_t stream = nullptr;
   API_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -158,7 +158,7 @@ TEST_CASE_METHOD(ApiFixture, "engine API: enqueue captured into the caller's CUD
   API_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device memory", "[api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device memory", "[gpu][api]") {
   const size_t bytes = gpu.device_memory_size();
   REQUIRE(bytes > 0);
   void* memory = nullptr;
@@ -177,7 +177,7 @@ TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device me
   API_CUDA_CHECK(cudaFree(memory));
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: one context per thread, shared weights, identical outputs", "[api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: one context per thread, shared weights, identical outputs", "[gpu][api]") {
   // Buffers made here; the threads make no Catch2 assertion (it is not
   // thread-safe) and report their CUDA errors and exceptions instead.
   constexpr int kThreads = 3;
@@ -217,7 +217,7 @@ TEST_CASE_METHOD(ApiFixture, "engine API: one context per thread, shared weights
   }
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: a schedule run with synced launches is refused for enqueue", "[api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: a schedule run with synced launches is refused for enqueue", "[gpu][api]") {
   const ios::Engine synced(api_model(), schedule, cuda_options("synced"));
   auto context = synced.create_context();
   DeviceIo io(synced);
