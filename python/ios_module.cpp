@@ -379,7 +379,9 @@ PYBIND11_MODULE(ios, m) {
       "ios-optimize MODEL as a call; returns the Schedule (writes no file)");
 
   py::class_<Context, std::shared_ptr<Context>>(m, "Context", "one thread's execution context of an Engine")
-      .def("__call__", &Context::call)
+      .def("__call__", &Context::call,
+           "run once: one tensor, a dict {name: tensor} or name=tensor keywords; returns the output (a dict "
+           "by name for several), of the inputs' kind")
       .def("predict", [](Context& c) {
         const ios::Prediction p = c.predict();
         py::dict d;
@@ -412,9 +414,14 @@ PYBIND11_MODULE(ios, m) {
            py::arg("rewrite_batch") = false, py::arg("force") = false, py::arg("retarget") = false,
            py::arg("launch") = "", py::arg("precision") = "tf32", py::arg("threads") = 0,
            py::arg("device_profile") = "")
-      .def("__call__", [](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
-        return e.thread_context().call(args, kwargs);
-      })
+      .def(
+          "__call__",
+          [](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
+            return e.thread_context().call(args, kwargs);
+          },
+          "run once on the calling thread's own context: one tensor, a dict {name: tensor} or name=tensor "
+          "keywords (numpy arrays or DLPack tensors); returns the output (a dict by name for several), of "
+          "the inputs' kind")
       .def("predict", [](PyEngine& e) {
         const ios::Prediction p = e.thread_context().predict();
         py::dict d;
@@ -423,7 +430,8 @@ PYBIND11_MODULE(ios, m) {
         d["note"] = p.note;
         return d;
       })
-      .def("create_context", &PyEngine::create_context)
+      .def("create_context", &PyEngine::create_context,
+           "a context of its own (for one thread at a time), callable as the engine is")
       .def_property_readonly("inputs",
                              [](const PyEngine& e) {
                                py::list l;
