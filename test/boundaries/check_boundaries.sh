@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # scripts/check-boundaries.py on small made-up projects: a clean one passes,
 # and each rule it enforces fails on a project that breaks only that rule
-# (a module cycle, an include of an unlinked module, a link nothing includes,
-# a PRIVATE link that a header needs, a source in no target, a relative
-# include into another module), with the line that names the problem.
+# (a module cycle, an include of an unlinked module, a public header's
+# include without its module linked, a link nothing includes, a PRIVATE link
+# that a header needs, a source in no target, a relative include into
+# another module), with the line that names the problem.
 # With IOS_MODULE_GRAPH set, the real build's graph must pass too.
 set -u
 CHECK="${IOS_SOURCE_DIR:?set by ctest}/scripts/check-boundaries.py"
@@ -90,6 +91,17 @@ expect_violation "source in no target" '^lib/ir/forgotten.cpp is in no target'
 make_project
 printf '#include "sched/sched.h"\n#include "../ir/ir.h"\nint sched() { return ir(); }\n' >"$WORK/p/lib/sched/sched.cpp"
 expect_violation "relative include into another module" '^lib/sched/sched.cpp:2: includes ../ir/ir.h by a relative path'
+
+# A public header (include/ios/error.h, core's) counts as its module's: a
+# program that includes it links core itself, and then passes.
+make_project
+mkdir -p "$WORK/p/include/ios"
+printf '#pragma once\nclass Error {};\n' >"$WORK/p/include/ios/error.h"
+printf '#include "sched/sched.h"\n#include "ios/error.h"\nint main() { return sched(); }\n' >"$WORK/p/apps/main.cpp"
+expect_violation "a public header of a module not linked" '^apps/main.cpp:2: app includes a header of ios_core'
+printf 'link\tapp\tios_core\tPRIVATE\n' >>"$WORK/p/graph.tsv"
+if python3 "$CHECK" --root "$WORK/p" "$WORK/p/graph.tsv" >"$WORK/out" 2>&1; then ok
+else fail "a public header of a linked module: $(cat "$WORK/out")"; fi
 
 # A graph file that is not one: exit 2, not a pass.
 printf 'garbage\n' >"$WORK/bad.tsv"
