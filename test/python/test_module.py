@@ -1,7 +1,8 @@
 """The Python module ios (python/ios_module.cpp) on the CPU backend: numpy
 arrays and torch tensors in and out; wrong shapes, element types, devices,
 missing or extra inputs and a schedule for another model each a clear
-ios.UserError; several threads, one context each, identical outputs.
+ios.UserError; several threads, one context each, identical outputs;
+nothing written to standard output.
 
 Run by ctest ("python: module") with PYTHONPATH=build/python and
 IOS_MODELS_DIR set, or by hand:
@@ -205,6 +206,15 @@ def test_sim_predicts_and_computes_nothing(schedule, x):
     assert prediction["latency_ms"] > 0 and prediction["device"]
     with pytest.raises(ios.UserError, match=r"computes no outputs"):
         sim(x)
+
+
+def test_nothing_on_standard_output(capfd, x):
+    schedule = ios.optimize(MODEL, batch=1, cost="simulated", scheduler="greedy")
+    ios.Engine(MODEL, schedule)(x)
+    ios.Engine(MODEL, schedule, backend="sim").predict()
+    with pytest.raises(ios.UserError):
+        ios.Engine(OTHER_MODEL, schedule)
+    assert capfd.readouterr().out == ""
 
 
 def test_threads_one_context_each(engine, x, y):
