@@ -10,6 +10,7 @@ IOS_MODELS_DIR set, or by hand:
 """
 
 import ctypes
+import json
 import os
 import threading
 
@@ -58,6 +59,20 @@ def test_optimize_returns_a_schedule(schedule, tmp_path):
     assert loaded.stages == schedule.stages
     assert loaded.predicted_latency_ms == schedule.predicted_latency_ms
     assert loaded.report == ""  # only a search has one
+
+
+def test_optimize_from_several_threads(schedule):
+    def body(s):  # the schedule without its time of writing
+        return {k: v for k, v in json.loads(s.json).items() if k != "created"}
+
+    results = [None] * 4
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(
+        i, ios.optimize(MODEL, batch=1, cost="simulated"))) for i in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r is not None and body(r) == body(schedule) for r in results)
 
 
 def test_engine_describes_its_tensors(engine):
