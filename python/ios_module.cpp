@@ -39,7 +39,8 @@ std::string dlpack_type_name(DLDataType type) {
                      : type.code == kDLUInt   ? "uint"
                      : type.code == kDLBfloat ? "bfloat"
                                               : "code";
-  return std::string(code) + std::to_string(type.bits) + (type.lanes != 1 ? "x" + std::to_string(type.lanes) : "");
+  return std::string(code) + std::to_string(type.bits) +
+         (type.lanes != 1 ? "x" + std::to_string(type.lanes) : "");
 }
 
 // One input tensor as a view of the caller's memory, kept alive (and, for
@@ -53,8 +54,10 @@ class Input {
       } else if (py::hasattr(value, "__dlpack__") || py::isinstance<py::capsule>(value)) {
         from_dlpack(name, value);
       } else {
-        throw ios::UserError("input '" + name + "' is a " + std::string(py::str(value.get_type().attr("__name__"))) +
-                             ": give a numpy array or a DLPack tensor (a torch tensor, for example)");
+        throw ios::UserError(
+            "input '" + name + "' is of type " +
+            std::string(py::str(value.get_type().attr("__name__"))) +
+            ": give a numpy array or a DLPack tensor (a torch tensor, for example)");
       }
     } catch (...) {
       release();  // no destructor runs for a constructor that throws
@@ -78,8 +81,8 @@ class Input {
 
   void from_numpy(const std::string& name, py::array array) {
     if (!array.dtype().is(py::dtype::of<float>())) {
-      throw ios::UserError("input '" + name + "' has element type " + std::string(py::str(array.dtype())) +
-                           " but the model needs float32");
+      throw ios::UserError("input '" + name + "' has element type " +
+                           std::string(py::str(array.dtype())) + " but the model needs float32");
     }
     // Row-major and aligned, copied only where the caller's array is not.
     array_ = py::array_t<float, py::array::c_style>::ensure(array);
@@ -93,15 +96,18 @@ class Input {
 
   void from_dlpack(const std::string& name, const py::object& value) {
     object_ = value;
-    kind_ = py::str(value.get_type().attr("__module__")).cast<std::string>().rfind("torch", 0) == 0 ? Kind::kTorch
-                                                                                                    : Kind::kNumpy;
-    const py::object exported = py::isinstance<py::capsule>(value) ? value : value.attr("__dlpack__")();
+    kind_ = py::str(value.get_type().attr("__module__")).cast<std::string>().rfind("torch", 0) == 0
+                ? Kind::kTorch
+                : Kind::kNumpy;
+    const py::object exported =
+        py::isinstance<py::capsule>(value) ? value : value.attr("__dlpack__")();
     if (!py::isinstance<py::capsule>(exported)) {
       throw ios::UserError("input '" + name + "': its __dlpack__() returned no DLPack capsule");
     }
     const auto capsule = py::reinterpret_borrow<py::capsule>(exported);
     if (std::string(capsule.name() != nullptr ? capsule.name() : "") != "dltensor") {
-      throw ios::UserError("input '" + name + "': its DLPack capsule was used already; pass the tensor itself");
+      throw ios::UserError("input '" + name +
+                           "': its DLPack capsule was used already; pass the tensor itself");
     }
     managed_ = capsule.get_pointer<DLManagedTensor>();
     // The producer's capsule destructor frees a capsule still named
@@ -129,7 +135,8 @@ class Input {
       view_.device = ios::DeviceKind::kCuda;
     } else {
       throw ios::UserError("input '" + name + "' is on a device of DLPack type " +
-                           std::to_string(t.device.device_type) + "; ios runs on the CPU and on CUDA devices");
+                           std::to_string(t.device.device_type) +
+                           "; ios runs on the CPU and on CUDA devices");
     }
     view_.data = static_cast<char*>(t.data) + t.byte_offset;
   }
@@ -146,8 +153,9 @@ std::map<std::string, py::object> named_inputs(const ios::Engine& engine, const 
                                                const py::kwargs& kwargs) {
   std::map<std::string, py::object> named;
   if (args.size() > 1 || (args.size() == 1 && !kwargs.empty())) {
-    throw py::type_error("give the inputs as one tensor (a model of one input), one dict {name: tensor}, or "
-                         "keywords name=tensor");
+    throw py::type_error(
+        "give the inputs as one tensor (a model of one input), one dict {name: tensor}, or "
+        "keywords name=tensor");
   }
   if (args.size() == 1 && py::isinstance<py::dict>(args[0])) {
     for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(args[0])) {
@@ -185,8 +193,9 @@ class Context {
       inputs[name] = held.back()->view();
     }
     if (!engine_->computes_outputs()) {
-      throw ios::UserError("the " + engine_->backend() +
-                           " backend computes no outputs; call predict() for its predicted latency");
+      throw ios::UserError(
+          "the " + engine_->backend() +
+          " backend computes no outputs; call predict() for its predicted latency");
     }
     const Kind kind = held.empty() ? Kind::kNumpy : held.front()->kind();
     const bool on_gpu = !held.empty() && held.front()->view().device == ios::DeviceKind::kCuda;
@@ -198,7 +207,8 @@ class Context {
       void* data = nullptr;
       if (kind == Kind::kTorch) {
         py::module_ torch = py::module_::import("torch");
-        py::object device = on_gpu ? held.front()->object().attr("device") : py::object(py::str("cpu"));
+        py::object device =
+            on_gpu ? held.front()->object().attr("device") : py::object(py::str("cpu"));
         out = torch.attr("empty")(py::cast(t.shape), py::arg("dtype") = torch.attr("float32"),
                                   py::arg("device") = device);
         data = reinterpret_cast<void*>(out.attr("data_ptr")().cast<uintptr_t>());
@@ -213,13 +223,15 @@ class Context {
     }
     if (on_gpu) {
       if (engine_->backend() != "cuda") {
-        throw ios::UserError("input '" + named.begin()->first + "' is in cuda memory but the engine runs on the " +
-                             engine_->backend() + " backend; pass CPU tensors or create it with backend=\"cuda\"");
+        throw ios::UserError(
+            "input '" + named.begin()->first + "' is in cuda memory but the engine runs on the " +
+            engine_->backend() + " backend; pass CPU tensors or create it with backend=\"cuda\"");
       }
       // torch's current stream on the inputs' device: the work is ordered
       // with the caller's other work, no synchronization.
       py::module_ torch = py::module_::import("torch");
-      py::object stream = torch.attr("cuda").attr("current_stream")(held.front()->object().attr("device"));
+      py::object stream =
+          torch.attr("cuda").attr("current_stream")(held.front()->object().attr("device"));
       void* handle = reinterpret_cast<void*>(stream.attr("cuda_stream").cast<uintptr_t>());
       py::gil_scoped_release release;
       context_->enqueue(inputs, outputs, handle);
@@ -251,8 +263,9 @@ class PyEngine {
       py::gil_scoped_release release;
       engine_ = std::make_shared<ios::Engine>(path, options);
     } else {
-      const ios::Schedule loaded = py::isinstance<ios::Schedule>(schedule) ? schedule.cast<ios::Schedule>()
-                                                                          : ios::Schedule::load(fspath(schedule));
+      const ios::Schedule loaded = py::isinstance<ios::Schedule>(schedule)
+                                       ? schedule.cast<ios::Schedule>()
+                                       : ios::Schedule::load(fspath(schedule));
       py::gil_scoped_release release;
       engine_ = std::make_shared<ios::Engine>(path, loaded, options);
     }
@@ -301,7 +314,9 @@ py::dict describe(const ios::TensorDesc& t) {
 }  // namespace
 
 PYBIND11_MODULE(ios, m) {
-  m.doc() = "ios: inter-operator scheduling for CNN inference (optimize a model, run it with its schedule)";
+  m.doc() =
+      "ios: inter-operator scheduling for CNN inference (optimize a model, run it with its "
+      "schedule)";
 
   // ios.Error and its kinds, as the C++ API throws them; the messages are
   // the programs' own.
@@ -311,11 +326,16 @@ PYBIND11_MODULE(ios, m) {
   py::register_exception<ios::NoDeviceError>(m, "NoDeviceError", error.ptr());
 
   py::class_<ios::Schedule>(m, "Schedule", "a schedule: what ios-optimize writes and ios-run reads")
-      .def_static("load", [](const py::object& path) { return ios::Schedule::load(PyEngine::fspath(path)); },
-                  py::arg("path"), "read a schedule file")
-      .def_static("from_json", &ios::Schedule::from_json, py::arg("text"), py::arg("source") = "<schedule>")
-      .def("save", [](const ios::Schedule& s, const py::object& path) { s.save(PyEngine::fspath(path)); },
-           py::arg("path"), "write the schedule file (atomically)")
+      .def_static(
+          "load",
+          [](const py::object& path) { return ios::Schedule::load(PyEngine::fspath(path)); },
+          py::arg("path"), "read a schedule file")
+      .def_static("from_json", &ios::Schedule::from_json, py::arg("text"),
+                  py::arg("source") = "<schedule>")
+      .def(
+          "save",
+          [](const ios::Schedule& s, const py::object& path) { s.save(PyEngine::fspath(path)); },
+          py::arg("path"), "write the schedule file (atomically)")
       .def_property_readonly("json", &ios::Schedule::json)
       .def_property_readonly("scheduler", &ios::Schedule::scheduler)
       .def_property_readonly("predicted_latency_ms", &ios::Schedule::predicted_latency_ms)
@@ -337,16 +357,18 @@ PYBIND11_MODULE(ios, m) {
       .def_property_readonly("report_json", &ios::Schedule::report_json)
       .def("__repr__", [](const ios::Schedule& s) {
         return "<ios.Schedule " + s.scheduler() + ", batch " + std::to_string(s.batch()) + ", " +
-               (s.staged() ? std::to_string(s.stages().size()) + " stages" : std::string("streamed")) +
+               (s.staged() ? std::to_string(s.stages().size()) + " stages"
+                           : std::string("streamed")) +
                ", predicted " + std::to_string(s.predicted_latency_ms()) + " ms>";
       });
 
   m.def(
       "optimize",
-      [](const py::object& model, int64_t batch, const std::string& scheduler, const std::string& params,
-         const std::string& cost, const std::optional<std::string>& device_profile,
-         const std::optional<double>& time_limit, const std::vector<std::string>& input_shapes,
-         bool rewrite_batch, const std::string& profile_db, const std::string& profile_budget,
+      [](const py::object& model, int64_t batch, const std::string& scheduler,
+         const std::string& params, const std::string& cost,
+         const std::optional<std::string>& device_profile, const std::optional<double>& time_limit,
+         const std::vector<std::string>& input_shapes, bool rewrite_batch,
+         const std::string& profile_db, const std::string& profile_budget,
          const std::string& precision, int max_block_units, double max_block_bound, int threads,
          const std::string& form, const std::string& launch) {
         ios::OptimizeOptions o;
@@ -370,17 +392,20 @@ PYBIND11_MODULE(ios, m) {
         py::gil_scoped_release release;
         return ios::Schedule::optimize(path, o);
       },
-      py::arg("model"), py::kw_only(), py::arg("batch") = 0, py::arg("scheduler") = "ios", py::arg("params") = "",
-      py::arg("cost") = "auto", py::arg("device_profile") = py::none(), py::arg("time_limit") = py::none(),
-      py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
-      py::arg("profile_db") = "", py::arg("profile_budget") = "", py::arg("precision") = "tf32",
-      py::arg("max_block_units") = 40, py::arg("max_block_bound") = 9.0, py::arg("threads") = 0,
-      py::arg("form") = "staged", py::arg("launch") = "graph",
+      py::arg("model"), py::kw_only(), py::arg("batch") = 0, py::arg("scheduler") = "ios",
+      py::arg("params") = "", py::arg("cost") = "auto", py::arg("device_profile") = py::none(),
+      py::arg("time_limit") = py::none(), py::arg("input_shapes") = std::vector<std::string>{},
+      py::arg("rewrite_batch") = false, py::arg("profile_db") = "", py::arg("profile_budget") = "",
+      py::arg("precision") = "tf32", py::arg("max_block_units") = 40,
+      py::arg("max_block_bound") = 9.0, py::arg("threads") = 0, py::arg("form") = "staged",
+      py::arg("launch") = "graph",
       "ios-optimize MODEL as a call; returns the Schedule (writes no file)");
 
-  py::class_<Context, std::shared_ptr<Context>>(m, "Context", "one thread's execution context of an Engine")
+  py::class_<Context, std::shared_ptr<Context>>(m, "Context",
+                                                "one thread's execution context of an Engine")
       .def("__call__", &Context::call,
-           "run once: one tensor, a dict {name: tensor} or name=tensor keywords; returns the output (a dict "
+           "run once: one tensor, a dict {name: tensor} or name=tensor keywords; returns the "
+           "output (a dict "
            "by name for several), of the inputs' kind")
       .def("predict", [](Context& c) {
         const ios::Prediction p = c.predict();
@@ -391,10 +416,12 @@ PYBIND11_MODULE(ios, m) {
         return d;
       });
 
-  py::class_<PyEngine>(m, "Engine", "a model and a schedule, validated against each other, ready to run")
-      .def(py::init([](const py::object& model, const py::object& schedule, const std::string& backend,
-                       int64_t batch, const std::vector<std::string>& input_shapes, bool rewrite_batch,
-                       bool force, bool retarget, const std::string& launch, const std::string& precision,
+  py::class_<PyEngine>(m, "Engine",
+                       "a model and a schedule, validated against each other, ready to run")
+      .def(py::init([](const py::object& model, const py::object& schedule,
+                       const std::string& backend, int64_t batch,
+                       const std::vector<std::string>& input_shapes, bool rewrite_batch, bool force,
+                       bool retarget, const std::string& launch, const std::string& precision,
                        int threads, const std::string& device_profile) {
              ios::EngineOptions o;
              o.backend = backend;
@@ -409,27 +436,30 @@ PYBIND11_MODULE(ios, m) {
              o.device_profile = device_profile;
              return std::make_unique<PyEngine>(model, schedule, o);
            }),
-           py::arg("model"), py::arg("schedule") = py::none(), py::kw_only(), py::arg("backend") = "cpu",
-           py::arg("batch") = 0, py::arg("input_shapes") = std::vector<std::string>{},
-           py::arg("rewrite_batch") = false, py::arg("force") = false, py::arg("retarget") = false,
-           py::arg("launch") = "", py::arg("precision") = "tf32", py::arg("threads") = 0,
-           py::arg("device_profile") = "")
+           py::arg("model"), py::arg("schedule") = py::none(), py::kw_only(),
+           py::arg("backend") = "cpu", py::arg("batch") = 0,
+           py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
+           py::arg("force") = false, py::arg("retarget") = false, py::arg("launch") = "",
+           py::arg("precision") = "tf32", py::arg("threads") = 0, py::arg("device_profile") = "")
       .def(
           "__call__",
           [](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
             return e.thread_context().call(args, kwargs);
           },
-          "run once on the calling thread's own context: one tensor, a dict {name: tensor} or name=tensor "
-          "keywords (numpy arrays or DLPack tensors); returns the output (a dict by name for several), of "
+          "run once on the calling thread's own context: one tensor, a dict {name: tensor} or "
+          "name=tensor "
+          "keywords (numpy arrays or DLPack tensors); returns the output (a dict by name for "
+          "several), of "
           "the inputs' kind")
-      .def("predict", [](PyEngine& e) {
-        const ios::Prediction p = e.thread_context().predict();
-        py::dict d;
-        d["latency_ms"] = p.latency_ms;
-        d["device"] = p.device;
-        d["note"] = p.note;
-        return d;
-      })
+      .def("predict",
+           [](PyEngine& e) {
+             const ios::Prediction p = e.thread_context().predict();
+             py::dict d;
+             d["latency_ms"] = p.latency_ms;
+             d["device"] = p.device;
+             d["note"] = p.note;
+             return d;
+           })
       .def("create_context", &PyEngine::create_context,
            "a context of its own (for one thread at a time), callable as the engine is")
       .def_property_readonly("inputs",
@@ -445,5 +475,6 @@ PYBIND11_MODULE(ios, m) {
                                return l;
                              })
       .def_property_readonly("backend", [](const PyEngine& e) { return e.engine().backend(); })
-      .def_property_readonly("device_memory_size", [](const PyEngine& e) { return e.engine().device_memory_size(); });
+      .def_property_readonly("device_memory_size",
+                             [](const PyEngine& e) { return e.engine().device_memory_size(); });
 }

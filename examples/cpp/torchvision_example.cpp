@@ -37,12 +37,15 @@ Npy read_npy(const std::string& path) {
   std::stringstream buffer;
   buffer << file.rdbuf();
   const std::string bytes = buffer.str();
-  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) throw ios::UserError(path + ": not a .npy file");
-  const size_t header_bytes = bytes[6] == 1 ? static_cast<uint8_t>(bytes[8]) | static_cast<uint8_t>(bytes[9]) << 8
-                                            : 0;
+  if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+    throw ios::UserError(path + ": not a .npy file");
+  const size_t header_bytes =
+      bytes[6] == 1 ? static_cast<uint8_t>(bytes[8]) | static_cast<uint8_t>(bytes[9]) << 8 : 0;
   const std::string header = bytes.substr(10, header_bytes);
-  const bool f4 = header.find("'<f4'") != std::string::npos, f8 = header.find("'<f8'") != std::string::npos;
-  if (header_bytes == 0 || (!f4 && !f8) || header.find("'fortran_order': False") == std::string::npos) {
+  const bool f4 = header.find("'<f4'") != std::string::npos,
+             f8 = header.find("'<f8'") != std::string::npos;
+  if (header_bytes == 0 || (!f4 && !f8) ||
+      header.find("'fortran_order': False") == std::string::npos) {
     throw ios::UserError(path + ": expected a version 1 .npy of float32 or float64 in C order");
   }
   Npy npy;
@@ -54,7 +57,8 @@ Npy read_npy(const std::string& path) {
   int64_t count = 1;
   for (int64_t d : npy.shape) count *= d;
   const size_t item = f4 ? 4 : 8, data = 10 + header_bytes;
-  if (bytes.size() != data + static_cast<size_t>(count) * item) throw ios::UserError(path + ": truncated");
+  if (bytes.size() != data + static_cast<size_t>(count) * item)
+    throw ios::UserError(path + ": truncated");
   npy.values.resize(static_cast<size_t>(count));
   for (size_t i = 0; i < npy.values.size(); ++i) {
     if (f4) {
@@ -88,7 +92,8 @@ Errors errors(const std::vector<T>& actual, const std::vector<double>& truth) {
 
 int main(int argc, char** argv) {
   if (argc < 2 || argc > 3) {
-    std::fprintf(stderr, "usage: torchvision_example STEM [cpu|cuda]   (STEM.onnx, STEM.input.npy, ...)\n");
+    std::fprintf(stderr,
+                 "usage: torchvision_example STEM [cpu|cuda]   (STEM.onnx, STEM.input.npy, ...)\n");
     return 2;
   }
   const std::string stem = argv[1], backend = argc == 3 ? argv[2] : "cpu";
@@ -99,8 +104,9 @@ int main(int argc, char** argv) {
     options.cost = "simulated";
     const ios::Schedule schedule = ios::Schedule::optimize(stem + ".onnx", options);
     schedule.save(stem + ".ios.schedule.json");
-    std::printf("optimized: %s schedule, %zu stages, predicted %.4f ms\n", schedule.scheduler().c_str(),
-                schedule.stages().size(), schedule.predicted_latency_ms());
+    std::printf("optimized: %s schedule, %zu stages, predicted %.4f ms\n",
+                schedule.scheduler().c_str(), schedule.stages().size(),
+                schedule.predicted_latency_ms());
 
     // Run: the engine checks the schedule against the model; a context per thread.
     ios::EngineOptions engine_options;
@@ -123,10 +129,12 @@ int main(int argc, char** argv) {
     }
     const Errors ours = errors(y, truth.values), theirs = errors(peer.values, truth.values);
     const bool passed = ours.rms <= 2 * theirs.rms && ours.max <= 2 * theirs.max;
-    std::printf("error against the float64 truth: ios rms %.3g max %.3g, PyTorch float32 rms %.3g max %.3g "
-                "(rule: ios <= 2x PyTorch)\n",
-                ours.rms, ours.max, theirs.rms, theirs.max);
-    std::printf("%s\n", passed ? "PASSED: ios matches PyTorch" : "FAILED: ios differs from PyTorch beyond the rule");
+    std::printf(
+        "error against the float64 truth: ios rms %.3g max %.3g, PyTorch float32 rms %.3g max %.3g "
+        "(rule: ios <= 2x PyTorch)\n",
+        ours.rms, ours.max, theirs.rms, theirs.max);
+    std::printf("%s\n", passed ? "PASSED: ios matches PyTorch"
+                               : "FAILED: ios differs from PyTorch beyond the rule");
     return passed ? 0 : 1;
   } catch (const ios::Error& e) {
     std::fprintf(stderr, "torchvision_example: error: %s\n", e.what());

@@ -85,23 +85,23 @@ struct OptimizeOptions {
   // --device-profile: h100, h200, a100, v100, k80 or a profile file; unset:
   // h100 for the simulator, the GPU's own profile for a measured search.
   std::optional<std::string> device_profile;
-  std::string profile_db;                 // --profile-db; empty: ~/.cache/ios/profile.sqlite
-  std::string profile_budget;             // --profile-budget; empty: the program's default
-  std::string precision = "tf32";         // --precision tf32 | fp32
-  int max_block_units = 40;               // --max-block-units
-  double max_block_bound = 9.0;           // --max-block-bound
+  std::string profile_db;          // --profile-db; empty: ~/.cache/ios/profile.sqlite
+  std::string profile_budget;      // --profile-budget; empty: the program's default
+  std::string precision = "tf32";  // --precision tf32 | fp32
+  int max_block_units = 40;        // --max-block-units
+  double max_block_bound = 9.0;    // --max-block-bound
   // --time-limit in seconds (0: none); unset: the program's default (none
   // for a measured search, which its profile budget bounds).
   std::optional<double> time_limit_s;
-  int threads = 0;                        // --threads; 0: one per core
-  std::string form = "staged";            // --form staged | streamed | best
-  std::string launch = "graph";           // --launch graph | plain | synced
+  int threads = 0;               // --threads; 0: one per core
+  std::string form = "staged";   // --form staged | streamed | best
+  std::string launch = "graph";  // --launch graph | plain | synced
 };
 
 // One stage of a staged schedule: "concurrent" groups (each a chain of
 // units run in order on its own stream) or one "merge" group.
 struct ScheduleStage {
-  std::string strategy;                         // "concurrent" | "merge"
+  std::string strategy;                          // "concurrent" | "merge"
   std::vector<std::vector<std::string>> groups;  // unit ids (ONNX output names)
 };
 
@@ -128,8 +128,8 @@ class Schedule {
   std::string scheduler() const;        // registry name, e.g. "ios"
   double predicted_latency_ms() const;  // as predicted or measured when it was found
   int64_t batch() const;
-  std::string launch() const;           // graph | plain | synced: what it was planned for
-  bool staged() const;                  // staged (stages) or streamed (LIOS, Nimble)
+  std::string launch() const;                 // graph | plain | synced: what it was planned for
+  bool staged() const;                        // staged (stages) or streamed (LIOS, Nimble)
   std::vector<ScheduleStage> stages() const;  // empty for a streamed schedule
   // ios-optimize's summary (text) and --report-json (JSON) of the search;
   // empty for a loaded schedule.
@@ -228,7 +228,8 @@ class ExecutionContext {
 // every const call may be made from any thread.
 class Engine {
  public:
-  Engine(const std::string& model_path, const Schedule& schedule, const EngineOptions& options = {});
+  Engine(const std::string& model_path, const Schedule& schedule,
+         const EngineOptions& options = {});
   // The sequential schedule (one unit after the other), as ios-run without
   // a schedule file.
   explicit Engine(const std::string& model_path, const EngineOptions& options = {});

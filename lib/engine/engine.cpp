@@ -67,35 +67,41 @@ std::string quoted_names(const std::vector<TensorDesc>& tensors) {
 template <typename Map>
 void check_names(const Map& given, const std::vector<TensorDesc>& model, const char* what) {
   for (const auto& [name, tensor] : given) {
-    const bool known = std::any_of(model.begin(), model.end(), [&](const TensorDesc& t) { return t.name == name; });
-    if (!known) user_error("unknown {} '{}': the model's {}s are {}", what, name, what, quoted_names(model));
+    const bool known = std::any_of(model.begin(), model.end(),
+                                   [&](const TensorDesc& t) { return t.name == name; });
+    if (!known)
+      user_error("unknown {} '{}': the model's {}s are {}", what, name, what, quoted_names(model));
   }
   for (const TensorDesc& t : model) {
     if (given.count(t.name) == 0) {
-      user_error("{} '{}' is missing: the model's {}s are {}", what, t.name, what, quoted_names(model));
+      user_error("{} '{}' is missing: the model's {}s are {}", what, t.name, what,
+                 quoted_names(model));
     }
   }
 }
 
 void check_shape(const std::vector<int64_t>& shape, const TensorDesc& model, const char* what) {
   if (shape != model.shape) {
-    user_error("{} '{}' has shape {} but the model needs {}", what, model.name, ir::to_string(shape),
-               ir::to_string(model.shape));
+    user_error("{} '{}' has shape {} but the model needs {}", what, model.name,
+               ir::to_string(shape), ir::to_string(model.shape));
   }
 }
 
-void check_view(const TensorView& view, const TensorDesc& model, const char* what, DeviceKind device,
-                const char* call) {
+void check_view(const TensorView& view, const TensorDesc& model, const char* what,
+                DeviceKind device, const char* call) {
   if (view.device != device) {
-    user_error("{} '{}' is in {} memory but {}() takes {} memory{}", what, model.name, to_string(view.device),
-               call, to_string(device),
-               device == DeviceKind::kCpu ? "; use enqueue() for device buffers" : "; use run() for host tensors");
+    user_error("{} '{}' is in {} memory but {}() takes {} memory{}", what, model.name,
+               to_string(view.device), call, to_string(device),
+               device == DeviceKind::kCpu ? "; use enqueue() for device buffers"
+                                          : "; use run() for host tensors");
   }
   check_shape(view.shape, model, what);
-  if (view.data == nullptr && model.elements() > 0) user_error("{} '{}' has no data (a null pointer)", what, model.name);
+  if (view.data == nullptr && model.elements() > 0)
+    user_error("{} '{}' has no data (a null pointer)", what, model.name);
 }
 
-const char* computes_nothing_hint = "use predict() for its predicted latency, or backend cpu or cuda for outputs";
+const char* computes_nothing_hint =
+    "use predict() for its predicted latency, or backend cpu or cuda for outputs";
 
 }  // namespace
 
@@ -107,8 +113,8 @@ ExecutionContext::~ExecutionContext() = default;
 TensorMap ExecutionContext::run(const TensorMap& inputs) {
   const Engine::Impl& e = *impl_->engine;
   if (!e.entry->traits.computes_outputs) {
-    user_error("run(): the {} backend computes no outputs ({}); {}", e.entry->name, e.entry->traits.description,
-               computes_nothing_hint);
+    user_error("run(): the {} backend computes no outputs ({}); {}", e.entry->name,
+               e.entry->traits.description, computes_nothing_hint);
   }
   check_names(inputs, e.inputs, "input");
   for (const TensorDesc& t : e.inputs) {
@@ -124,11 +130,13 @@ TensorMap ExecutionContext::run(const TensorMap& inputs) {
     cuda::TensorMap device_inputs;
     for (const auto& [name, tensor] : inputs) device_inputs[name] = tensor.data;
     cuda::TensorMap results = impl_->gpu->run(device_inputs);
-    for (const TensorDesc& t : e.outputs) outputs[t.name] = Tensor{t.shape, std::move(results.at(t.name))};
+    for (const TensorDesc& t : e.outputs)
+      outputs[t.name] = Tensor{t.shape, std::move(results.at(t.name))};
     return outputs;
   }
   exec::TensorMap host_inputs;
-  for (const auto& [name, tensor] : inputs) host_inputs[name] = exec::HostTensor(tensor.shape, tensor.data);
+  for (const auto& [name, tensor] : inputs)
+    host_inputs[name] = exec::HostTensor(tensor.shape, tensor.data);
   exec::TensorMap results = impl_->session->run(host_inputs);
   for (const TensorDesc& t : e.outputs) {
     exec::HostTensor& r = results.at(t.name);
@@ -148,7 +156,8 @@ void ExecutionContext::run(const TensorViewMap& inputs, const TensorViewMap& out
     const auto* data = static_cast<const float*>(view.data);
     host[t.name] = Tensor{t.shape, std::vector<float>(data, data + t.elements())};
   }
-  for (const TensorDesc& t : e.outputs) check_view(outputs.at(t.name), t, "output", DeviceKind::kCpu, "run");
+  for (const TensorDesc& t : e.outputs)
+    check_view(outputs.at(t.name), t, "output", DeviceKind::kCpu, "run");
   const TensorMap results = run(host);
   for (const TensorDesc& t : e.outputs) {
     const std::vector<float>& r = results.at(t.name).data;
@@ -156,30 +165,39 @@ void ExecutionContext::run(const TensorViewMap& inputs, const TensorViewMap& out
   }
 }
 
-void ExecutionContext::enqueue(const TensorViewMap& inputs, const TensorViewMap& outputs, void* cuda_stream) {
+void ExecutionContext::enqueue(const TensorViewMap& inputs, const TensorViewMap& outputs,
+                               void* cuda_stream) {
   const Engine::Impl& e = *impl_->engine;
   if (!impl_->gpu) {
-    user_error("enqueue() queues work on a CUDA stream, and this engine runs on the {} backend; use run(), "
-               "or create the engine with backend cuda",
-               e.entry->name);
+    user_error(
+        "enqueue() queues work on a CUDA stream, and this engine runs on the {} backend; use "
+        "run(), "
+        "or create the engine with backend cuda",
+        e.entry->name);
   }
   check_names(inputs, e.inputs, "input");
   check_names(outputs, e.outputs, "output");
-  for (const TensorDesc& t : e.inputs) check_view(inputs.at(t.name), t, "input", DeviceKind::kCuda, "enqueue");
-  for (const TensorDesc& t : e.outputs) check_view(outputs.at(t.name), t, "output", DeviceKind::kCuda, "enqueue");
+  for (const TensorDesc& t : e.inputs)
+    check_view(inputs.at(t.name), t, "input", DeviceKind::kCuda, "enqueue");
+  for (const TensorDesc& t : e.outputs)
+    check_view(outputs.at(t.name), t, "output", DeviceKind::kCuda, "enqueue");
   std::vector<const float*> in;
   std::vector<float*> out;
-  for (const std::string& name : impl_->gpu->input_names()) in.push_back(static_cast<const float*>(inputs.at(name).data));
-  for (const std::string& name : impl_->gpu->output_names()) out.push_back(static_cast<float*>(outputs.at(name).data));
+  for (const std::string& name : impl_->gpu->input_names())
+    in.push_back(static_cast<const float*>(inputs.at(name).data));
+  for (const std::string& name : impl_->gpu->output_names())
+    out.push_back(static_cast<float*>(outputs.at(name).data));
   impl_->gpu->enqueue(in, out, cuda_stream);
 }
 
 Prediction ExecutionContext::predict() {
   const Engine::Impl& e = *impl_->engine;
   if (e.entry->traits.measured) {
-    user_error("predict(): the {} backend runs the model ({}); time run() or enqueue() yourself, or create "
-               "the engine with backend sim for a prediction",
-               e.entry->name, e.entry->traits.description);
+    user_error(
+        "predict(): the {} backend runs the model ({}); time run() or enqueue() yourself, or "
+        "create "
+        "the engine with backend sim for a prediction",
+        e.entry->name, e.entry->traits.description);
   }
   const exec::TimingSamples samples = impl_->session->time(0, 1);
   IOS_ASSERT(!samples.latency_ms.empty(), "the {} backend predicted nothing", e.entry->name);
@@ -191,32 +209,38 @@ Prediction ExecutionContext::predict() {
 namespace {
 
 std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const Schedule* schedule,
-                                          const Schedule::Impl* document, const EngineOptions& options) {
+                                          const Schedule::Impl* document,
+                                          const EngineOptions& options) {
   auto impl = std::make_shared<Engine::Impl>();
   Engine::Impl& e = *impl;
   e.options = options;
   e.entry = &backends::find(options.backend);  // an unknown name is refused before the import
-  if (!options.launch.empty() &&
-      std::find(sched::kLaunchModes.begin(), sched::kLaunchModes.end(), options.launch) == sched::kLaunchModes.end()) {
+  if (!options.launch.empty() && std::find(sched::kLaunchModes.begin(), sched::kLaunchModes.end(),
+                                           options.launch) == sched::kLaunchModes.end()) {
     user_error("launch '{}': expected graph, plain or synced", options.launch);
   }
   const cuda::Precision precision = cuda::parse_precision(options.precision);
-  if (options.threads < 0) user_error("threads {}: expected 0 (all cores) or more", options.threads);
+  if (options.threads < 0)
+    user_error("threads {}: expected 0 (all cores) or more", options.threads);
 
-  const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes, options.force};
+  const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
+                                     options.force};
   const std::string source = document != nullptr ? document->source : std::string();
-  e.prepared = engine::import_for_schedule(model_path, request, document ? &document->document : nullptr, source);
+  e.prepared = engine::import_for_schedule(model_path, request,
+                                           document ? &document->document : nullptr, source);
   if (document != nullptr) {
-    e.schedule = engine::load_schedule(*e.prepared, document->document, source, options.force, options.retarget);
+    e.schedule = engine::load_schedule(*e.prepared, document->document, source, options.force,
+                                       options.retarget);
   } else {
     e.schedule = engine::sequential_schedule(*e.prepared);
   }
-  e.launch = !options.launch.empty()                ? options.launch
+  e.launch = !options.launch.empty()                   ? options.launch
              : schedule && !schedule->launch().empty() ? schedule->launch()
-                                                    : "graph";
+                                                       : "graph";
   e.plan = exec::lower(*e.prepared->units, e.schedule, engine::stage_join(e.launch));
 
-  for (const auto& [name, shape] : e.prepared->info().inputs) e.inputs.push_back({name, shape, DataType::kFloat32});
+  for (const auto& [name, shape] : e.prepared->info().inputs)
+    e.inputs.push_back({name, shape, DataType::kFloat32});
   const ir::Graph& graph = e.prepared->model.graph;
   for (ir::TensorId t : graph.outputs()) {
     e.outputs.push_back({graph.tensor(t).name, graph.tensor(t).shape, DataType::kFloat32});
@@ -241,7 +265,8 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
 
 }  // namespace
 
-Engine::Engine(const std::string& model_path, const Schedule& schedule, const EngineOptions& options)
+Engine::Engine(const std::string& model_path, const Schedule& schedule,
+               const EngineOptions& options)
     : impl_(load_engine(model_path, &schedule, schedule.impl_.get(), options)) {}
 
 Engine::Engine(const std::string& model_path, const EngineOptions& options)
@@ -256,7 +281,9 @@ const std::vector<TensorDesc>& Engine::outputs() const { return impl_->outputs; 
 const std::string& Engine::backend() const { return impl_->entry->name; }
 bool Engine::computes_outputs() const { return impl_->entry->traits.computes_outputs; }
 
-size_t Engine::device_memory_size() const { return impl_->weights ? impl_->weights->info().arena_bytes : 0; }
+size_t Engine::device_memory_size() const {
+  return impl_->weights ? impl_->weights->info().arena_bytes : 0;
+}
 
 std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options) const {
   auto context = std::make_unique<ExecutionContext::Impl>();
@@ -265,11 +292,13 @@ std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& o
     cuda::EngineOptions cuda_options = impl_->cuda_options;
     cuda_options.arena = options.device_memory;
     cuda_options.arena_bytes = options.device_memory_bytes;
-    context->gpu = std::make_unique<cuda::Engine>(*impl_->prepared->units, impl_->plan, cuda_options);
+    context->gpu =
+        std::make_unique<cuda::Engine>(*impl_->prepared->units, impl_->plan, cuda_options);
   } else {
     if (options.device_memory != nullptr) {
-      user_error("device memory is for a context of the cuda backend; the {} backend uses host memory",
-                 impl_->entry->name);
+      user_error(
+          "device memory is for a context of the cuda backend; the {} backend uses host memory",
+          impl_->entry->name);
     }
     const std::lock_guard<std::mutex> lock(impl_->open);
     context->session = impl_->backend->open(impl_->plan);

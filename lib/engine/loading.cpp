@@ -51,7 +51,8 @@ std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& mod
     import_options.batch = sched::schedule_batch(*document, schedule_path);
     const ScheduleHeader header = peek_header(*document);
     const bool readable = std::filesystem::is_regular_file(model_path);
-    if (request.force || header.sha256.empty() || (readable && header.sha256 == sha256_file(model_path))) {
+    if (request.force || header.sha256.empty() ||
+        (readable && header.sha256 == sha256_file(model_path))) {
       import_options.recorded_inputs = header.inputs;
       import_options.recorded_source = schedule_path;
     }
@@ -63,7 +64,8 @@ sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohma
                               const std::string& path, bool force, bool retarget) {
   const sched::ModelInfo model = prepared.info();
   const ScheduleHeader header = peek_header(document);
-  if (!header.sha256.empty()) sched::check_model_hash(header.sha256, header.model_path, model, path, force);
+  if (!header.sha256.empty())
+    sched::check_model_hash(header.sha256, header.model_path, model, path, force);
   sched::Schedule schedule = sched::schedule_from_document(document, path, *prepared.units);
   sched::check_schedule_matches_model(schedule, model, path, force, retarget);
   return schedule;
@@ -76,8 +78,8 @@ sched::Schedule sequential_schedule(const model::PreparedModel& prepared) {
     double stage_latency(const sched::Stage&) override { return 0.0; }
   } zero;
   sched::SearchStats stats;
-  sched::Schedule schedule =
-      entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(*prepared.units, zero, stats);
+  sched::Schedule schedule = entry.make(sched::Params::parse(entry.name, entry.params, ""))
+                                 ->run(*prepared.units, zero, stats);
   schedule.model = prepared.info();
   return schedule;
 }

@@ -29,7 +29,8 @@ void check_range(const char* option, T value, T low, T high) {
 }
 
 // The public options as the ios-optimize pipeline's: one line per option.
-optimize::OptimizeOptions pipeline_options(const std::string& model_path, const OptimizeOptions& o) {
+optimize::OptimizeOptions pipeline_options(const std::string& model_path,
+                                           const OptimizeOptions& o) {
   optimize::OptimizeOptions p;
   p.model_path = model_path;
   p.batch = o.batch;
@@ -58,16 +59,19 @@ optimize::OptimizeOptions pipeline_options(const std::string& model_path, const 
 // options (apps/ios-optimize/main.cpp).
 void check_options(const optimize::OptimizeOptions& p) {
   if (p.batch != 0) check_range<int64_t>("batch", p.batch, 1, int64_t{1} << 20);
-  auto member = [](const char* option, const std::string& value, const std::vector<std::string>& allowed) {
+  auto member = [](const char* option, const std::string& value,
+                   const std::vector<std::string>& allowed) {
     if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
-      user_error("{} {}: expected one of {}", option, quote_excerpt(value), fmt::join(allowed, ", "));
+      user_error("{} {}: expected one of {}", option, quote_excerpt(value),
+                 fmt::join(allowed, ", "));
     }
   };
   member("cost", p.cost, {"auto", "simulated", "measured"});
   member("precision", p.precision, {"tf32", "fp32"});
   member("form", p.form, {"staged", "streamed", "best"});
   member("launch", p.launch, sched::kLaunchModes);
-  if (p.device_profile.empty()) user_error("device_profile: expected a profile name or file, not empty");
+  if (p.device_profile.empty())
+    user_error("device_profile: expected a profile name or file, not empty");
   check_range("max_block_units", p.max_block_units, 1, 64);
   check_range("max_block_bound", p.max_block_log10_bound, 1.0, 30.0);
   check_range("time_limit_s", p.time_limit_s, 0.0, 1e6);
@@ -101,7 +105,9 @@ void Schedule::save(const std::string& path) const {
 
 const std::string& Schedule::json() const { return impl_->json; }
 
-std::string Schedule::scheduler() const { return impl_->document.at("scheduler").value("name", ""); }
+std::string Schedule::scheduler() const {
+  return impl_->document.at("scheduler").value("name", "");
+}
 
 double Schedule::predicted_latency_ms() const {
   return impl_->document.value("predicted_latency_ms", std::nan(""));

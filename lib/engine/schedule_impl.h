@@ -11,9 +11,9 @@
 namespace ios {
 
 struct Schedule::Impl {
-  nlohmann::json document;  // checked by sched::parse_schedule_document
-  std::string json;         // the file's text
-  std::string source;       // names it in messages: its path, or where it came from
+  nlohmann::json document;          // checked by sched::parse_schedule_document
+  std::string json;                 // the file's text
+  std::string source;               // names it in messages: its path, or where it came from
   std::string report, report_json;  // ios-optimize's summary and --report-json; empty when loaded
 };
 

@@ -33,7 +33,8 @@ ios::Schedule api_schedule() {
 }
 
 TEST_CASE("engine API: the cuda backend without a device is refused", "[host]") {
-  if (cuda::device_status().state == cuda::DeviceState::kUsable) return;  // the GPU cases below cover it
+  if (cuda::device_status().state == cuda::DeviceState::kUsable)
+    return;  // the GPU cases below cover it
   EngineOptions options;
   options.backend = "cuda";
   options.batch = 1;
@@ -53,12 +54,14 @@ ios::Tensor api_input(const ios::TensorDesc& desc, uint32_t seed) {
   return t;
 }
 
-void require_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
+void require_close(const std::vector<float>& actual, const std::vector<float>& expected,
+                   const std::string& what) {
   REQUIRE(actual.size() == expected.size());
   double worst = 0.0;
   for (size_t i = 0; i < actual.size(); ++i) {
     REQUIRE(std::isfinite(actual[i]));
-    worst = std::max(worst, std::fabs(double(actual[i]) - double(expected[i])) / (1e-3 + std::fabs(double(expected[i]))));
+    worst = std::max(worst, std::fabs(double(actual[i]) - double(expected[i])) /
+                                (1e-3 + std::fabs(double(expected[i]))));
   }
   INFO(what << ": worst relative difference " << worst);
   CHECK(worst < 1e-2);  // fp32 on both sides: only summation order differs
@@ -66,7 +69,8 @@ void require_close(const std::vector<float>& actual, const std::vector<float>& e
 
 // Device buffers of one input and one output, owned by the test.
 struct DeviceIo {
-  explicit DeviceIo(const ios::Engine& engine) : in(engine.inputs().at(0)), out(engine.outputs().at(0)) {
+  explicit DeviceIo(const ios::Engine& engine)
+      : in(engine.inputs().at(0)), out(engine.outputs().at(0)) {
     API_CUDA_CHECK(cudaMalloc(&x, static_cast<size_t>(in.elements()) * sizeof(float)));
     API_CUDA_CHECK(cudaMalloc(&y, static_cast<size_t>(out.elements()) * sizeof(float)));
   }
@@ -76,14 +80,20 @@ struct DeviceIo {
   }
   DeviceIo(const DeviceIo&) = delete;
   DeviceIo& operator=(const DeviceIo&) = delete;
-  ios::TensorViewMap inputs() const { return {{in.name, {x, in.shape, DataType::kFloat32, DeviceKind::kCuda}}}; }
-  ios::TensorViewMap outputs() const { return {{out.name, {y, out.shape, DataType::kFloat32, DeviceKind::kCuda}}}; }
+  ios::TensorViewMap inputs() const {
+    return {{in.name, {x, in.shape, DataType::kFloat32, DeviceKind::kCuda}}};
+  }
+  ios::TensorViewMap outputs() const {
+    return {{out.name, {y, out.shape, DataType::kFloat32, DeviceKind::kCuda}}};
+  }
   void upload(const std::vector<float>& data, cudaStream_t stream) {
-    API_CUDA_CHECK(cudaMemcpyAsync(x, data.data(), data.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    API_CUDA_CHECK(cudaMemcpyAsync(x, data.data(), data.size() * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream));
   }
   std::vector<float> download(cudaStream_t stream) {
     std::vector<float> data(static_cast<size_t>(out.elements()));
-    API_CUDA_CHECK(cudaMemcpyAsync(data.data(), y, data.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    API_CUDA_CHECK(cudaMemcpyAsync(data.data(), y, data.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream));
     API_CUDA_CHECK(cudaStreamSynchronize(stream));
     return data;
   }
@@ -93,7 +103,10 @@ struct DeviceIo {
 };
 
 struct ApiFixture {
-  ApiFixture() : schedule(api_schedule()), cpu(api_model(), schedule), gpu(api_model(), schedule, cuda_options()) {
+  ApiFixture()
+      : schedule(api_schedule()),
+        cpu(api_model(), schedule),
+        gpu(api_model(), schedule, cuda_options()) {
     const ios::TensorDesc& in = cpu.inputs().at(0);
     x1 = api_input(in, 1).data;
     x2 = api_input(in, 2).data;
@@ -114,13 +127,16 @@ struct ApiFixture {
   std::vector<float> x1, x2, y1, y2;  // inputs and the CPU backend's outputs
 };
 
-TEST_CASE_METHOD(ApiFixture, "engine API: cuda run on host tensors matches the cpu backend", "[gpu][api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: cuda run on host tensors matches the cpu backend",
+                 "[gpu][api]") {
   const ios::TensorDesc& in = gpu.inputs().at(0);
   auto context = gpu.create_context();
-  require_close(context->run({{in.name, {in.shape, x1}}}).at(gpu.outputs()[0].name).data, y1, "run");
+  require_close(context->run({{in.name, {in.shape, x1}}}).at(gpu.outputs()[0].name).data, y1,
+                "run");
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: enqueue on the caller's stream with the caller's buffers", "[gpu][api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: enqueue on the caller's stream with the caller's buffers",
+                 "[gpu][api]") {
   for (const std::string launch : {"graph", "plain"}) {
     const ios::Engine engine(api_model(), schedule, cuda_options(launch));
     auto context = engine.create_context();
@@ -137,7 +153,8 @@ TEST_CASE_METHOD(ApiFixture, "engine API: enqueue on the caller's stream with th
   }
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: enqueue captured into the caller's CUDA graph", "[gpu][api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: enqueue captured into the caller's CUDA graph",
+                 "[gpu][api]") {
   auto context = gpu.create_context();
   cudaStream_t stream = nullptr;
   API_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -158,13 +175,15 @@ TEST_CASE_METHOD(ApiFixture, "engine API: enqueue captured into the caller's CUD
   API_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device memory", "[gpu][api]") {
+TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device memory",
+                 "[gpu][api]") {
   const size_t bytes = gpu.device_memory_size();
   REQUIRE(bytes > 0);
   void* memory = nullptr;
   API_CUDA_CHECK(cudaMalloc(&memory, bytes));
   {
-    REQUIRE_THROWS_WITH(gpu.create_context({memory, bytes - 1}), Catch::Contains("smaller than it needs"));
+    REQUIRE_THROWS_WITH(gpu.create_context({memory, bytes - 1}),
+                        Catch::Contains("smaller than it needs"));
     auto context = gpu.create_context({memory, bytes});
     cudaStream_t stream = nullptr;
     API_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -177,7 +196,9 @@ TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device me
   API_CUDA_CHECK(cudaFree(memory));
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: one context per thread, shared weights, identical outputs", "[gpu][api]") {
+TEST_CASE_METHOD(ApiFixture,
+                 "engine API: one context per thread, shared weights, identical outputs",
+                 "[gpu][api]") {
   // Buffers made here; the threads make no Catch2 assertion (it is not
   // thread-safe) and report their CUDA errors and exceptions instead.
   constexpr int kThreads = 3;
@@ -193,7 +214,8 @@ TEST_CASE_METHOD(ApiFixture, "engine API: one context per thread, shared weights
         cudaStream_t stream = nullptr;
         cudaError_t rc = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
         if (rc == cudaSuccess) {
-          rc = cudaMemcpyAsync(io[i]->x, x1.data(), x1.size() * sizeof(float), cudaMemcpyHostToDevice, stream);
+          rc = cudaMemcpyAsync(io[i]->x, x1.data(), x1.size() * sizeof(float),
+                               cudaMemcpyHostToDevice, stream);
         }
         if (rc == cudaSuccess) context->enqueue(io[i]->inputs(), io[i]->outputs(), stream);
         if (rc == cudaSuccess) {
@@ -217,14 +239,18 @@ TEST_CASE_METHOD(ApiFixture, "engine API: one context per thread, shared weights
   }
 }
 
-TEST_CASE_METHOD(ApiFixture, "engine API: a schedule run with synced launches is refused for enqueue", "[gpu][api]") {
+TEST_CASE_METHOD(ApiFixture,
+                 "engine API: a schedule run with synced launches is refused for enqueue",
+                 "[gpu][api]") {
   const ios::Engine synced(api_model(), schedule, cuda_options("synced"));
   auto context = synced.create_context();
   DeviceIo io(synced);
-  REQUIRE_THROWS_WITH(context->enqueue(io.inputs(), io.outputs(), nullptr), Catch::Contains("synced launches"));
+  REQUIRE_THROWS_WITH(context->enqueue(io.inputs(), io.outputs(), nullptr),
+                      Catch::Contains("synced launches"));
   // Host runs still work: the host may synchronize the device there.
   const ios::TensorDesc& in = synced.inputs().at(0);
-  require_close(context->run({{in.name, {in.shape, x1}}}).at(synced.outputs()[0].name).data, y1, "synced run");
+  require_close(context->run({{in.name, {in.shape, x1}}}).at(synced.outputs()[0].name).data, y1,
+                "synced run");
 }
 
 #endif  // IOS_HAVE_CUDA

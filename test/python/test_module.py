@@ -137,7 +137,7 @@ def test_missing_and_extra_inputs(engine, x):
 
 
 def test_not_a_tensor(engine):
-    with pytest.raises(ios.UserError, match=r"input 'input' is a list: give a numpy array or a DLPack tensor"):
+    with pytest.raises(ios.UserError, match=r"input 'input' is of type list: give a numpy array or a DLPack tensor"):
         engine([1.0, 2.0])
 
 

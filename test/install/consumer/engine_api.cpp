@@ -25,7 +25,8 @@ void check(bool passed, const std::string& what) {
 }
 
 // `call` must throw ios::UserError whose message contains `expected`.
-void check_refused(const std::function<void()>& call, const std::string& expected, const std::string& what) {
+void check_refused(const std::function<void()>& call, const std::string& expected,
+                   const std::string& what) {
   try {
     call();
     check(false, what + " (nothing thrown)");
@@ -66,12 +67,14 @@ int main(int argc, char** argv) {
     options.batch = 1;
     options.cost = "simulated";
     const ios::Schedule schedule = ios::Schedule::optimize(model, options);
-    check(schedule.scheduler() == "ios" && schedule.batch() == 1 && schedule.predicted_latency_ms() > 0.0 &&
-              !schedule.stages().empty() && !schedule.report().empty(),
+    check(schedule.scheduler() == "ios" && schedule.batch() == 1 &&
+              schedule.predicted_latency_ms() > 0.0 && !schedule.stages().empty() &&
+              !schedule.report().empty(),
           "optimize: an ios schedule at batch 1 with stages, a latency and a report");
 
     const ios::Engine engine(model, schedule);
-    check(engine.inputs().size() == 1 && engine.inputs()[0].shape.size() == 4 && engine.outputs().size() == 1,
+    check(engine.inputs().size() == 1 && engine.inputs()[0].shape.size() == 4 &&
+              engine.outputs().size() == 1,
           "engine: one input of rank 4, one output");
     const ios::TensorDesc& in = engine.inputs()[0];
     const ios::TensorDesc& out = engine.outputs()[0];
@@ -86,41 +89,56 @@ int main(int argc, char** argv) {
 
     // The same run into caller-owned buffers.
     std::vector<float> x = inputs.at(in.name).data, written(static_cast<size_t>(out.elements()));
-    context->run({{in.name, {x.data(), in.shape, ios::DataType::kFloat32, ios::DeviceKind::kCpu}}},
-                 {{out.name, {written.data(), out.shape, ios::DataType::kFloat32, ios::DeviceKind::kCpu}}});
+    context->run(
+        {{in.name, {x.data(), in.shape, ios::DataType::kFloat32, ios::DeviceKind::kCpu}}},
+        {{out.name, {written.data(), out.shape, ios::DataType::kFloat32, ios::DeviceKind::kCpu}}});
     check(written == y, "run on caller buffers: the same outputs");
 
     // The sequential schedule (no schedule given) agrees within float32 sums.
-    const ios::Engine sequential(model, [] { ios::EngineOptions o; o.batch = 1; return o; }());
+    const ios::Engine sequential(model, [] {
+      ios::EngineOptions o;
+      o.batch = 1;
+      return o;
+    }());
     const std::vector<float> z = sequential.create_context()->run(inputs).at(out.name).data;
     double worst = 0.0;
-    for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(double(y[i]) - double(z[i])));
-    check(worst < 1e-3, "the ios schedule and the sequential one agree (max difference " + std::to_string(worst) + ")");
+    for (size_t i = 0; i < y.size(); ++i)
+      worst = std::max(worst, std::fabs(double(y[i]) - double(z[i])));
+    check(worst < 1e-3, "the ios schedule and the sequential one agree (max difference " +
+                            std::to_string(worst) + ")");
 
     // Refusals, each a UserError with the message the programs print.
     ios::Tensor wrong_shape = inputs.at(in.name);
     wrong_shape.shape[2] += 1;
     check_refused([&] { context->run({{in.name, wrong_shape}}); }, "has shape", "a wrong shape");
     check_refused([&] { context->run(ios::TensorMap{}); }, "is missing", "a missing input");
-    check_refused([&] { context->run({{in.name, inputs.at(in.name)}, {"extra", inputs.at(in.name)}}); },
-                  "unknown input 'extra'", "an extra input");
     check_refused(
         [&] {
-          context->run({{in.name, {x.data(), in.shape, ios::DataType::kFloat32, ios::DeviceKind::kCuda}}},
-                       {{out.name, {written.data(), out.shape, ios::DataType::kFloat32, ios::DeviceKind::kCpu}}});
+          context->run({{in.name, inputs.at(in.name)}, {"extra", inputs.at(in.name)}});
+        },
+        "unknown input 'extra'", "an extra input");
+    check_refused(
+        [&] {
+          context->run(
+              {{in.name, {x.data(), in.shape, ios::DataType::kFloat32, ios::DeviceKind::kCuda}}},
+              {{out.name,
+                {written.data(), out.shape, ios::DataType::kFloat32, ios::DeviceKind::kCpu}}});
         },
         "is in cuda memory", "device memory given to run()");
-    check_refused([&] { context->enqueue({}, {}, nullptr); }, "enqueue() queues work on a CUDA stream",
-                  "enqueue on the cpu backend");
-    check_refused([&] { ios::Engine(other, schedule); }, "another model", "a schedule made for another model");
+    check_refused([&] { context->enqueue({}, {}, nullptr); },
+                  "enqueue() queues work on a CUDA stream", "enqueue on the cpu backend");
+    check_refused([&] { ios::Engine(other, schedule); }, "another model",
+                  "a schedule made for another model");
     check_refused([&] { ios::Engine(model, schedule, with_backend("tpu")); },
                   "unknown backend 'tpu'", "an unknown backend");
-    check_refused([&] { ios::Schedule::from_json("{}", "empty.json"); }, "empty.json", "a document that is no schedule");
+    check_refused([&] { ios::Schedule::from_json("{}", "empty.json"); }, "empty.json",
+                  "a document that is no schedule");
     try {
       ios::Engine(model, schedule, with_backend("cuda"));
       std::printf("note: a GPU is present; the CUDA path is tested by ios_gpu_tests\n");
     } catch (const ios::NoDeviceError& e) {
-      check(std::string(e.what()).rfind("no CUDA device", 0) == 0, std::string("cuda without a GPU: ") + e.what());
+      check(std::string(e.what()).rfind("no CUDA device", 0) == 0,
+            std::string("cuda without a GPU: ") + e.what());
     }
 
     // The sim backend predicts and computes nothing.
