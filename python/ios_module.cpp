@@ -405,8 +405,7 @@ PYBIND11_MODULE(ios, m) {
                                                 "one thread's execution context of an Engine")
       .def("__call__", &Context::call,
            "run once: one tensor, a dict {name: tensor} or name=tensor keywords; returns the "
-           "output (a dict "
-           "by name for several), of the inputs' kind")
+           "output (a dict by name for several), of the inputs' kind")
       .def("predict", [](Context& c) {
         const ios::Prediction p = c.predict();
         py::dict d;
@@ -447,10 +446,8 @@ PYBIND11_MODULE(ios, m) {
             return e.thread_context().call(args, kwargs);
           },
           "run once on the calling thread's own context: one tensor, a dict {name: tensor} or "
-          "name=tensor "
-          "keywords (numpy arrays or DLPack tensors); returns the output (a dict by name for "
-          "several), of "
-          "the inputs' kind")
+          "name=tensor keywords (numpy arrays or DLPack tensors); returns the output (a dict by "
+          "name for several), of the inputs' kind")
       .def("predict",
            [](PyEngine& e) {
              const ios::Prediction p = e.thread_context().predict();

@@ -171,8 +171,7 @@ void ExecutionContext::enqueue(const TensorViewMap& inputs, const TensorViewMap&
   if (!impl_->gpu) {
     user_error(
         "enqueue() queues work on a CUDA stream, and this engine runs on the {} backend; use "
-        "run(), "
-        "or create the engine with backend cuda",
+        "run(), or create the engine with backend cuda",
         e.entry->name);
   }
   check_names(inputs, e.inputs, "input");
@@ -195,8 +194,7 @@ Prediction ExecutionContext::predict() {
   if (e.entry->traits.measured) {
     user_error(
         "predict(): the {} backend runs the model ({}); time run() or enqueue() yourself, or "
-        "create "
-        "the engine with backend sim for a prediction",
+        "create the engine with backend sim for a prediction",
         e.entry->name, e.entry->traits.description);
   }
   const exec::TimingSamples samples = impl_->session->time(0, 1);
