@@ -118,6 +118,11 @@ struct BlockWork {
   BaselineBlock greedy, sequential;
   std::optional<BlockSolution> solution;  // the DP's, once it finished
   BlockStats stats;
+  const BlockMemory* memory = nullptr;  // under a memory bound
+  // Whether `stages` keep within the memory bound (always without one).
+  bool fits(const std::vector<Stage>& stages) const {
+    return memory == nullptr || memory->peak(dag, stages) <= memory->bound;
+  }
 };
 
 class DpScheduler : public Scheduler {
@@ -136,8 +141,11 @@ class DpScheduler : public Scheduler {
     }
     const int num_blocks = static_cast<int>(graph.blocks().size());
     std::vector<BlockWork> work(static_cast<size_t>(num_blocks));
+    std::vector<BlockMemory> memories;
+    if (memory_bound() > 0 && graph.ir() != nullptr) memories = block_memories(graph, memory_bound());
     for (int b = 0; b < num_blocks; ++b) {
       BlockWork& w = work[static_cast<size_t>(b)];
+      if (!memories.empty()) w.memory = &memories[static_cast<size_t>(b)];
       w.dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
       w.greedy = greedy_block(w.dag, cost);
       w.sequential = sequential_block(w.dag, cost);
@@ -164,6 +172,20 @@ class DpScheduler : public Scheduler {
     }
     for (BlockWork& w : work) {
       if (w.stats.same_as >= 0) reuse_search(work[static_cast<size_t>(w.stats.same_as)], w);
+    }
+    // A repeated block lives among other activations than the block it
+    // repeats: under a memory bound, one whose reused stages do not fit is
+    // searched on its own (within the time left, if limited).
+    for (BlockWork& w : work) {
+      if (w.memory == nullptr || w.stats.same_as < 0 || (w.solution && w.fits(w.solution->stages))) continue;
+      w.solution.reset();
+      w.stats.same_as = -1;
+      SolveLimits limits;
+      if (time_limit_s() > 0.0) {
+        limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(time_limit_s()));
+      }
+      search(w, options_, limits, cost);
     }
     StagedSchedule staged;
     for (BlockWork& w : work) {
@@ -259,7 +281,9 @@ class DpScheduler : public Scheduler {
     bool settling = false;
     for (int round = 1;; ++round) {
       const uint64_t revision = cost.revision();
-      BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, limits, &known);
+      SolveLimits bounded = limits;
+      bounded.memory = w.memory;
+      BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, bounded, &known);
       BlockStats& s = w.stats;
       s.states += solution.states;
       s.transitions += solution.transitions;
@@ -279,6 +303,7 @@ class DpScheduler : public Scheduler {
                              solution.stages_costed, solution.complete ? solution.latency_ms : 0.0,
                              solution.search_ms);
       if (!solution.complete) break;
+      if (!solution.feasible) return true;  // searched: nothing fits, a cheaper pruning fits no better
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         rate_.add(solution.transitions, solution.search_ms);
@@ -384,6 +409,13 @@ class DpScheduler : public Scheduler {
     return w.sequential.latency_ms - w.greedy.latency_ms;
   }
 
+  // Whether no stage of `stages` has more groups than max_streams() allows.
+  bool within_streams(const std::vector<Stage>& stages) const {
+    return max_streams() == 0 || std::all_of(stages.begin(), stages.end(), [&](const Stage& s) {
+             return static_cast<int>(s.groups.size()) <= max_streams();
+           });
+  }
+
   // Appends the block's fastest schedule (the DP's on a tie) to `staged`.
   // Greedy's stages are concurrent: they are a candidate only where the
   // scheduler's own stages may be (not for IOS-Merge, whose schedules are
@@ -397,12 +429,16 @@ class DpScheduler : public Scheduler {
       best = w.solution->latency_ms;
       w.stats.kept = BlockSource::kScheduler;
     }
-    if (greedy_allowed && (!stages || w.greedy.latency_ms < best)) {
+    // Under a memory bound the baselines compete only where they fit (the
+    // DP's stages always do); when nothing fits, sequential stays, and
+    // ios-optimize reports the schedule over its limit.
+    if (greedy_allowed && (!stages || w.greedy.latency_ms < best) && w.fits(w.greedy.stages) &&
+        within_streams(w.greedy.stages)) {
       stages = &w.greedy.stages;
       best = w.greedy.latency_ms;
       w.stats.kept = BlockSource::kGreedy;
     }
-    if (!stages || w.sequential.latency_ms < best) {
+    if (!stages || (w.sequential.latency_ms < best && w.fits(w.sequential.stages))) {
       stages = &w.sequential.stages;
       best = w.sequential.latency_ms;
       w.stats.kept = BlockSource::kSequential;
