@@ -176,16 +176,20 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
       left_s = time_limit_s - seconds_since(start);
       if (left_s <= 0.0) break;
     }
+    // The first round searches without a bound: a limit the unconstrained
+    // schedule keeps within changes nothing.
     sched::SearchStats stats;
     sched::Schedule s =
         schedule_model(prepared, scheduler, round_params, cost, stats, progress, left_s, threads,
-                       SearchBounds{bound, fewer_streams > 0 ? fewer_streams : max_streams});
+                       SearchBounds{round == 0 ? 0 : bound, fewer_streams > 0 ? fewer_streams : max_streams});
     const sched::MemoryInfo m = memory_of(s);
-    seen(m, fmt::format("search bound {}", bytes_text(bound)));
+    seen(m, round == 0 ? std::string("the unconstrained search")
+                       : fmt::format("{}, search bound {}", round_params.empty() ? "defaults" : round_params,
+                                     bytes_text(bound)));
     logger("cli")->debug("memory round {}: {} ({}), bound {}: peak {}, arena {}, merged weights {}, workspaces {}, {:.4f} ms",
                          round + 1, entry.name, round_params, bound, m.peak_bytes(), m.arena_bytes,
                          m.merged_weights_bytes, m.workspaces_total(), s.predicted_latency_ms);
-    out.bound = bound;
+    out.bound = round == 0 ? 0 : bound;
     out.rounds = round + 1;
     if (m.peak_bytes() <= limit) {
       found = std::move(s);
@@ -197,9 +201,10 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
         sched::Params::parse(entry.name, entry.params, round_params).get_string("strategy") == "both") {
       round_params = with_param(entry, round_params, "strategy", "parallel");
       merges_dropped = true;
-      bound -= std::max<int64_t>(0, excess - m.merged_weights_bytes);
+      if (round > 0) bound -= std::max<int64_t>(0, excess - m.merged_weights_bytes);
       continue;
     }
+    if (round == 0) continue;  // the unconstrained search: now the bounded one
     // Each stream keeps the workspace of its largest convolution for the
     // whole run, which no stage bound sees either: fewer streams (s, one
     // fewer each round) where the workspaces of the streams beyond the
@@ -218,7 +223,7 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   }
   const bool sequential_fits = sequential_memory.peak_bytes() <= limit;
   if (found && (!sequential_fits || found->predicted_latency_ms <= sequential.predicted_latency_ms)) {
-    std::string note = out.rounds == 1 ? std::string("met by the bounded search")
+    std::string note = out.rounds == 1 ? std::string("the unconstrained schedule fits")
                                        : fmt::format("met in {} rounds of the bounded search", out.rounds);
     if (merges_dropped) note += ", without operator merges (their weights did not fit)";
     if (fewer_streams > 0) note += fmt::format(", s lowered to {} (fewer streams, fewer workspaces)", fewer_streams);
