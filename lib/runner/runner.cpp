@@ -27,6 +27,7 @@
 #include "sched/schedule_dot.h"
 #include "sched/schedule_io.h"
 #include "sched/scheduler.h"
+#include "exec/schedule_memory.h"
 #include "sched/validate.h"
 
 namespace ios::runner {
@@ -191,6 +192,8 @@ LoadedSchedule sequential_schedule(const RunState& r) {
   seq.schedule = entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(r.units(), zero, stats);
   seq.schedule.model = r.prepared->info();
   seq.plan = exec::lower(r.units(), seq.schedule, stage_join(r.options));
+  // Its peak, as ios-optimize would record it (the comparison table's column).
+  seq.schedule.memory = exec::schedule_memory(r.units(), seq.plan);
   return seq;
 }
 
@@ -449,6 +452,12 @@ void time_interleaved(RunState& r) {
     run.gpu_compute = r.traits().gpu_compute_time;
     run.predicted = !r.traits().measured;
     run.warnings = r.schedules[i].warnings;
+    const exec::AllocatedMemory allocated = r.sessions[i]->allocated();
+    run.allocated_activation_bytes = allocated.activations;
+    if (allocated.activations >= 0 && allocated.weights >= 0 && allocated.workspaces >= 0) {
+      run.allocated_total_bytes = allocated.activations + allocated.weights + allocated.workspaces;
+    }
+    if (r.schedules[i].schedule.memory) run.schedule_peak_bytes = r.schedules[i].schedule.memory->peak_bytes();
     r.sessions[i]->time(r.warmup, 0);
   }
   const int rounds = std::max(1, std::min(r.iterations, 10));

@@ -88,4 +88,15 @@ $PY -c 'import json, sys; d = json.load(open(sys.argv[1])); d.pop("memory"); jso
   "$WORK/sq.json" "$WORK/old.json"
 expect_ok "an older schedule file" -- "$RUN" "$squeeze" "$WORK/old.json" --batch 1 --backend cpu --iterations 1 --warmup 0
 
+# --- ios-run: the arena the CPU backend allocated is the one the file records --------------
+expect_ok "ios-run table" -- "$RUN" "$squeeze" "$WORK/sq.json" "$WORK/old.json" --batch 1 --backend cpu \
+  --iterations 1 --warmup 0 --export-times "$WORK/times.json"
+grep -q "Arena (MiB)  Peak (MiB)" "$WORK/stdout" && ok || fail "no memory columns in ios-run's table: $(cat "$WORK/stdout")"
+[ "$(field "$WORK/times.json" runs 0 allocated_activation_bytes)" = "$(field "$WORK/sq.json" memory arena_bytes)" ] && ok ||
+  fail "the CPU backend allocated another arena than the schedule file records"
+[ "$(field "$WORK/times.json" runs 0 schedule_peak_bytes)" = "$(field "$WORK/sq.json" memory peak_bytes)" ] && ok ||
+  fail "the table's peak is not the file's"
+$PY -c 'import json, sys; sys.exit("schedule_peak_bytes" in json.load(open(sys.argv[1]))["runs"][1])' "$WORK/times.json" && ok ||
+  fail "an older file without memory got a peak"
+
 finish
