@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "exec/schedule_memory.h"
 #include "optimize/optimizer.h"
+#include "sched/memory_bound.h"
 
 namespace ios::optimize {
 
@@ -90,13 +91,14 @@ bool has_param(const sched::SchedulerEntry& entry, const std::string& key) {
 
 LimitedSearch search_within_memory(const model::PreparedModel& prepared, const std::string& scheduler,
                                    const std::string& params, const CostChoice& cost, int64_t limit,
-                                   int max_streams, exec::StageJoin join, double time_limit_s, int threads,
-                                   const sched::BlockProgress& progress) {
+                                   int max_streams, exec::StageJoin join, double time_limit_s,
+                                   bool time_limit_given, int threads, const sched::BlockProgress& progress) {
   const sched::UnitGraph& units = *prepared.units;
   const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
   const auto start = std::chrono::steady_clock::now();
   auto memory_of = [&](const sched::Schedule& s) { return exec::schedule_memory(units, s, join); };
   LimitedSearch out;
+  double searched_ms = 0.0;
   // The smallest peak seen, for the error when nothing fits.
   int64_t smallest = std::numeric_limits<int64_t>::max();
   std::string smallest_what;
@@ -110,7 +112,9 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     out.schedule = std::move(schedule);
     out.stats = std::move(stats);
     out.note = std::move(note);
-    out.stats.total_search_ms = 1000.0 * seconds_since(start);
+    // The searches' own time, as without a limit (SearchStats::total_search_ms),
+    // summed over every schedule made.
+    out.stats.total_search_ms = searched_ms;
     return out;
   };
   auto refuse = [&]() -> LimitedSearch {
@@ -123,6 +127,7 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     // Nothing to trade: the algorithm fixes the schedule.
     sched::SearchStats stats;
     sched::Schedule s = schedule_model(prepared, scheduler, params, cost, stats, progress, 0.0, threads);
+    searched_ms += stats.total_search_ms;
     const sched::MemoryInfo m = memory_of(s);
     if (m.peak_bytes() <= limit) return finish(std::move(s), std::move(stats), "within the limit as scheduled");
     seen(m, "its only schedule");
@@ -139,6 +144,7 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
       const std::string p = streams == parsed.get_int("streams") ? params : fmt::format("streams={}", streams);
       sched::SearchStats stats;
       sched::Schedule s = schedule_model(prepared, scheduler, p, cost, stats, progress, 0.0, threads);
+      searched_ms += stats.total_search_ms;
       const sched::MemoryInfo m = memory_of(s);
       seen(m, fmt::format("streams={}", streams));
       if (m.peak_bytes() <= limit) {
@@ -161,7 +167,10 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   // has concurrent stages to fall back on.
   sched::SearchStats sequential_stats;
   sched::Schedule sequential = schedule_model(prepared, "sequential", "", cost, sequential_stats);
+  searched_ms += sequential_stats.total_search_ms;
   const sched::MemoryInfo sequential_memory = memory_of(sequential);
+  logger("cli")->debug("memory: the sequential schedule, peak {}, in {:.2f} s", sequential_memory.peak_bytes(),
+                       seconds_since(start));
   seen(sequential_memory, "the sequential schedule");
   std::optional<sched::Schedule> found;
   sched::SearchStats found_stats;
@@ -170,25 +179,39 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   int fewer_streams = 0;  // > 0: s lowered to this
   int64_t bound = limit - sequential_memory.weights_bytes;
   constexpr int kRounds = 10;
+  // No bounded round starts once the bounded rounds have taken as long as
+  // the unconstrained search (at least kMinRoundsS): a limit about doubles
+  // the search at most. An explicit --time-limit gives them the time left
+  // under it instead.
+  constexpr double kMinRoundsS = 0.25;
+  double rounds_budget_s = 0.0;
+  double rounds_start_ms = 0.0;  // searched_ms when they began
   for (int round = 0; round < kRounds && bound > 0; ++round) {
     double left_s = 0.0;
     if (time_limit_s > 0.0) {
       left_s = time_limit_s - seconds_since(start);
       if (left_s <= 0.0) break;
     }
+    // (A time limit inside the search would cost more than it saves: the
+    // time-limited DP first estimates every block's search.)
+    if (round > 0 && !time_limit_given && (searched_ms - rounds_start_ms) / 1000.0 >= rounds_budget_s) break;
+    const auto round_start = std::chrono::steady_clock::now();
     // The first round searches without a bound: a limit the unconstrained
     // schedule keeps within changes nothing.
     sched::SearchStats stats;
     sched::Schedule s =
         schedule_model(prepared, scheduler, round_params, cost, stats, progress, left_s, threads,
                        SearchBounds{round == 0 ? 0 : bound, fewer_streams > 0 ? fewer_streams : max_streams});
+    searched_ms += stats.total_search_ms;
     const sched::MemoryInfo m = memory_of(s);
     seen(m, round == 0 ? std::string("the unconstrained search")
                        : fmt::format("{}, search bound {}", round_params.empty() ? "defaults" : round_params,
                                      bytes_text(bound)));
-    logger("cli")->debug("memory round {}: {} ({}), bound {}: peak {}, arena {}, merged weights {}, workspaces {}, {:.4f} ms",
-                         round + 1, entry.name, round_params, bound, m.peak_bytes(), m.arena_bytes,
-                         m.merged_weights_bytes, m.workspaces_total(), s.predicted_latency_ms);
+    logger("cli")->debug("memory round {}: {} ({}), bound {}: stage figure {}, peak {}, arena {}, merged weights {}, "
+                         "workspaces {}, {:.4f} ms; {:.2f} s",
+                         round + 1, entry.name, round_params, bound,
+                         s.is_staged() ? sched::staged_live_peak(units, s.staged()) : -1, m.peak_bytes(), m.arena_bytes,
+                         m.merged_weights_bytes, m.workspaces_total(), s.predicted_latency_ms, seconds_since(round_start));
     out.bound = round == 0 ? 0 : bound;
     out.rounds = round + 1;
     if (m.peak_bytes() <= limit) {
@@ -204,7 +227,15 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
       if (round > 0) bound -= std::max<int64_t>(0, excess - m.merged_weights_bytes);
       continue;
     }
-    if (round == 0) continue;  // the unconstrained search: now the bounded one
+    // The schedule's own stage figure (what the bound compares with): a
+    // bound that did not bind is lowered from there, not from itself.
+    const int64_t used = s.is_staged() ? sched::staged_live_peak(units, s.staged()) : bound;
+    if (round == 0) {
+      rounds_budget_s = std::max(kMinRoundsS, stats.total_search_ms / 1000.0);
+      rounds_start_ms = searched_ms;
+      bound = std::min(bound, used - excess);
+      continue;  // the unconstrained search: now the bounded one
+    }
     // Each stream keeps the workspace of its largest convolution for the
     // whole run, which no stage bound sees either: fewer streams (s, one
     // fewer each round) where the workspaces of the streams beyond the
@@ -212,14 +243,21 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     const int64_t first = m.workspace_bytes.empty() ? 0 : m.workspace_bytes.front();
     const int64_t others = m.workspaces_total() - first;
     if (others >= excess && m.workspace_bytes.size() > 1 && has_param(entry, "s")) {
+      // As many streams as keep their workspaces within what the excess
+      // leaves (at least one fewer than now).
       const int64_t current = sched::Params::parse(entry.name, entry.params, round_params).get_int("s");
-      const int64_t used = static_cast<int64_t>(m.workspace_bytes.size());
-      const int64_t streams = std::max<int64_t>(1, std::min(current == 0 ? used : current, used) - 1);
+      const int64_t in_use = static_cast<int64_t>(m.workspace_bytes.size());
+      int64_t streams = 1, kept = first;
+      while (streams < in_use - 1 && kept + m.workspace_bytes[static_cast<size_t>(streams)] <= m.workspaces_total() - excess) {
+        kept += m.workspace_bytes[static_cast<size_t>(streams)];
+        ++streams;
+      }
+      streams = std::max<int64_t>(1, std::min({streams, current == 0 ? in_use - 1 : current - 1, in_use - 1}));
       round_params = with_param(entry, round_params, "s", std::to_string(streams));
       fewer_streams = static_cast<int>(streams);
       continue;
     }
-    bound -= excess;  // the repair: the excess off the stage bound
+    bound = std::min(bound, used) - excess;  // the repair: the excess off the stage figure
   }
   const bool sequential_fits = sequential_memory.peak_bytes() <= limit;
   if (found && (!sequential_fits || found->predicted_latency_ms <= sequential.predicted_latency_ms)) {

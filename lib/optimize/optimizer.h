@@ -158,8 +158,10 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
 // (exec/schedule_memory.h, lowered with `join`) is at most `limit` bytes
 // (docs/schedulers.md, *Memory*): the searching schedulers search with a
 // live-bytes bound per stage, check the placed peak and lower the bound by
-// the excess (a few rounds), and fall back to the sequential schedule where
-// it fits and is faster; lios lowers its streams; the others are checked.
+// the excess (a few rounds, which together take at most as long as the
+// unconstrained search did unless `time_limit_given`: then the time left
+// under `time_limit_s`), and fall back to the sequential schedule where it
+// fits and is faster; lios lowers its streams; the others are checked.
 // UserError naming the smallest peak found when nothing fits.
 struct LimitedSearch {
   sched::Schedule schedule;
@@ -170,8 +172,8 @@ struct LimitedSearch {
 };
 LimitedSearch search_within_memory(const model::PreparedModel& prepared, const std::string& scheduler,
                                    const std::string& params, const CostChoice& cost, int64_t limit,
-                                   int max_streams, exec::StageJoin join, double time_limit_s, int threads,
-                                   const sched::BlockProgress& progress);
+                                   int max_streams, exec::StageJoin join, double time_limit_s,
+                                   bool time_limit_given, int threads, const sched::BlockProgress& progress);
 
 // The whole of ios-optimize; returns the exit code.
 int run_optimize(const OptimizeOptions& options, std::ostream& out);

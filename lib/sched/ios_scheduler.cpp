@@ -176,10 +176,25 @@ class DpScheduler : public Scheduler {
     // A repeated block lives among other activations than the block it
     // repeats: under a memory bound, one whose reused stages do not fit is
     // searched on its own (within the time left, if limited).
-    for (BlockWork& w : work) {
+    // Copies in the same memory context (the same bytes carried through and
+    // coming in) share one search.
+    std::map<std::vector<int64_t>, int> searched;
+    for (size_t b = 0; b < work.size(); ++b) {
+      BlockWork& w = work[b];
       if (w.memory == nullptr || w.stats.same_as < 0 || (w.solution && w.fits(w.solution->stages))) continue;
+      std::vector<int64_t> context = {w.stats.same_as, w.memory->carried, static_cast<int64_t>(w.memory->escapes)};
+      for (const auto& [bytes, readers] : w.memory->inputs) {
+        context.push_back(bytes);
+        context.push_back(static_cast<int64_t>(readers));
+      }
+      if (auto it = searched.find(context); it != searched.end()) {
+        w.solution.reset();
+        reuse_search(work[static_cast<size_t>(it->second)], w);
+        if (!w.solution || w.fits(w.solution->stages)) continue;
+      }
       w.solution.reset();
       w.stats.same_as = -1;
+      searched[context] = static_cast<int>(b);
       SolveLimits limits;
       if (time_limit_s() > 0.0) {
         limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
