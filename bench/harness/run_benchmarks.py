@@ -679,10 +679,10 @@ def write_markdown(args, doc, path, charts):
         L.append(table(["model", "batch", "block", "first unit", "n", "width", "sequential (ms)", "ios (ms)",
                         "ios speed-up on the block"], rows))
 
-    # Scaling, forms and the measured search: written separately by
-    # bench/scaling.py (minutes of CPU per row), bench/forms.py and
-    # bench/measured_search.py, carried over verbatim.
-    for section in ("scaling.md", "forms.md", "measured_search.md"):
+    # Scaling, forms, memory and the measured search: written separately by
+    # bench/scaling.py (minutes of CPU per row), bench/forms.py,
+    # bench/memory.py and bench/measured_search.py, carried over verbatim.
+    for section in ("scaling.md", "forms.md", "memory.md", "measured_search.md"):
         section_path = os.path.join(REPO, "docs", "benchmarks", section)
         if os.path.exists(section_path):
             with open(section_path) as f:
