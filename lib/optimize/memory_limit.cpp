@@ -203,6 +203,10 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
         schedule_model(prepared, scheduler, round_params, cost, stats, progress, left_s, threads,
                        SearchBounds{round == 0 ? 0 : bound, fewer_streams > 0 ? fewer_streams : max_streams});
     searched_ms += stats.total_search_ms;
+    if (round == 0) {
+      rounds_budget_s = std::max(kMinRoundsS, stats.total_search_ms / 1000.0);
+      rounds_start_ms = searched_ms;
+    }
     const sched::MemoryInfo m = memory_of(s);
     seen(m, round == 0 ? std::string("the unconstrained search")
                        : fmt::format("{}, search bound {}", round_params.empty() ? "defaults" : round_params,
@@ -231,8 +235,6 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     // bound that did not bind is lowered from there, not from itself.
     const int64_t used = s.is_staged() ? sched::staged_live_peak(units, s.staged()) : bound;
     if (round == 0) {
-      rounds_budget_s = std::max(kMinRoundsS, stats.total_search_ms / 1000.0);
-      rounds_start_ms = searched_ms;
       bound = std::min(bound, used - excess);
       continue;  // the unconstrained search: now the bounded one
     }
