@@ -332,6 +332,9 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
       options.html_path.empty() ? "(none)" : options.html_path);
+  logger("cli")->debug("effective options: memory-limit={} max-streams={}",
+                       options.memory_limit.empty() ? "(none)" : options.memory_limit,
+                       options.max_streams > 0 ? std::to_string(options.max_streams) : "(none)");
 }
 
 }  // namespace
