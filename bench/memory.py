@@ -42,7 +42,7 @@ def optimize(binary, model, extra, work):
 def svg_chart(series, path):
     """One line per model: x the peak between the sequential schedule's (0) and the
     unconstrained one's (1), y the latency against the sequential schedule's."""
-    w, h, left, bottom, top, right = 640, 400, 60, 50, 20, 170
+    w, h, left, bottom, top, right = 700, 400, 60, 50, 20, 230
     pw, ph = w - left - right, h - top - bottom
     colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
