@@ -211,6 +211,28 @@ def seed_everything(seed):
 FOLDABLE_OPS = {"ConstantOfShape", "Cast", "Concat", "Reshape", "Slice", "Transpose", "Unsqueeze"}
 
 
+def np_dtype_of(onnx_type):
+    """The numpy type of an ONNX element type. onnx.mapping, which Debian's
+    onnx 1.12 has, is gone from onnx 1.16 on; its replacement is newer than
+    1.12: take whichever this onnx has."""
+    if hasattr(helper, "tensor_dtype_to_np_dtype"):
+        return helper.tensor_dtype_to_np_dtype(onnx_type)
+    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[onnx_type]
+
+
+def legacy_export_options(export_fn):
+    """Keyword arguments that keep torch.onnx.export on the TorchScript
+    exporter these graphs were written for: PyTorch 2.9 and later default to
+    the dynamo exporter (IR 10, opset 18+ forms), PyTorch 1.13 has no such
+    switch."""
+    import inspect
+    try:
+        params = inspect.signature(export_fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {"dynamo": False} if "dynamo" in params else {}
+
+
 def _eval_node(node, args):
     attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
     op = node.op_type
@@ -218,7 +240,7 @@ def _eval_node(node, args):
         value = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
         return np.full(tuple(int(d) for d in args[0]), value.reshape(-1)[0], dtype=value.dtype)
     if op == "Cast":
-        return args[0].astype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[attrs["to"]])
+        return args[0].astype(np_dtype_of(attrs["to"]))
     if op == "Concat":
         return np.concatenate(args, axis=attrs["axis"])
     if op == "Reshape":
@@ -364,7 +386,7 @@ def export_one(name, args, hw, out_path):
                           do_constant_folding=True, input_names=["input"],
                           output_names=outputs, dynamic_axes=dyn,
                           training=torch.onnx.TrainingMode.EVAL,
-                          keep_initializers_as_inputs=False)
+                          keep_initializers_as_inputs=False, **legacy_export_options(torch.onnx.export))
     proto = onnx.load_from_string(buf.getvalue())
     fold_constants(proto.graph)
     proto.producer_name = PRODUCER

@@ -5,7 +5,7 @@
 # (test/fuzz/corpus/TARGET) and dictionary (test/fuzz/*.dict).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]    TARGET: onnx_import schedule npy device_profile
-#                                            profile_db
+#                                            profile_db schedule_fields einsum_import
 #
 # New inputs go to build-fuzz/corpus/TARGET (kept between runs); a crash,
 # leak, UB report, timeout (60 s: generous, for shared machines) or run over 2 GiB is written to
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(onnx_import schedule npy device_profile profile_db)
+[ ${#targets[@]} -gt 0 ] || targets=(onnx_import schedule npy device_profile profile_db schedule_fields einsum_import)
 cxx=${IOS_FUZZ_CXX:-clang++-14}
 command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (apt-get install clang-14)"; exit 2; }
 
@@ -25,7 +25,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/%/_fuzzer}"
 
 declare -A max_len=([onnx_import]=65536 [schedule]=65536 [npy]=4096 [device_profile]=4096
-  [profile_db]=16384)
+  [profile_db]=16384 [schedule_fields]=65536 [einsum_import]=256)
 status=0
 mkdir -p build-fuzz/findings
 for t in "${targets[@]}"; do

@@ -63,9 +63,12 @@ void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOp
     reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--profile-budget"},
                                   "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
                                   "measure a part of what they consider; drop it");
+    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--threads"},
+                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
+                                  "search blocks in parallel; drop it");
   }
   if (!o.calibrate_db.empty()) {
-    reject_options_without_effect(app, "with --calibrate", {"--time-limit", "--profile-budget"},
+    reject_options_without_effect(app, "with --calibrate", {"--time-limit", "--profile-budget", "--threads"},
                                   "--calibrate fits a device profile and searches nothing; drop one of them");
   }
   if (o.cost == "simulated") {
@@ -124,7 +127,7 @@ int main(int argc, char** argv) {
                  "scheduler may use on the contenders the simulator ranks; all = measure every "
                  "stage considered")
       ->capture_default_str();
-  app.add_option("--precision", options.precision, "convolution math: tf32 or fp32")
+  app.add_option("--precision", options.precision, "convolution and matrix-product math: tf32 or fp32")
       ->check(CLI::IsMember({"tf32", "fp32"}))
       ->capture_default_str();
   app.add_option("--max-block-units", options.max_block_units,
@@ -133,12 +136,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-block-bound", options.max_block_log10_bound,
                  "split blocks whose IOS search bound C(n/d+2,2)^d exceeds 10^X")
-      ->check(CLI::Range(1.0, 30.0))
+      ->check(ios::cli::finite_range(1.0, 30.0))
       ->capture_default_str();
   app.add_option("--time-limit", options.time_limit_s,
                  "seconds the search may take (ios, ios-parallel, ios-merge, dos); then the best "
                  "schedule found is written; 0 = no limit")
-      ->check(CLI::Range(0.0, 1e6))
+      ->check(ios::cli::finite_range(0.0, 1e6))
       ->capture_default_str();
   app.add_option("--memory-limit", options.memory_limit,
                  "peak device memory the schedule may take (activations, weights, workspaces): bytes, or "

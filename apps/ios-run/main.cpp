@@ -125,11 +125,13 @@ int main(int argc, char** argv) {
                "paper's Table 3 experiment); the report marks each");
   app.add_option("--warmup", o.warmup, "untimed iterations (default: cuda 20, cpu 1)")->check(CLI::Range(0, 1000000));
   app.add_option("--iterations", o.iterations, "timed iterations (default: cuda 200, cpu 5)")->check(CLI::Range(1, 10000000));
-  app.add_option("--duration", o.duration_s, "keep timing at least this many seconds")->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--duration", o.duration_s, "keep timing at least this many seconds")->check(ios::cli::finite_range(0.0, 86400.0));
   app.add_flag("--check", o.check, "compare outputs with the sequential schedule's (and --reference)");
   app.add_option("--reference", o.references, "reference output NAME=file.npy or file.npy");
-  app.add_option("--rtol", o.rtol, "relative tolerance of --check (default: cpu 1e-4, cuda fp32 1e-3, tf32 5e-2)");
-  app.add_option("--atol", o.atol, "absolute tolerance of --check (default: cpu 1e-5, cuda fp32 1e-3, tf32 5e-2)");
+  app.add_option("--rtol", o.rtol, "relative tolerance of --check (default: cpu 1e-4, cuda fp32 1e-3, tf32 5e-2)")
+      ->check(ios::cli::finite_range(0.0, 1e30));
+  app.add_option("--atol", o.atol, "absolute tolerance of --check (default: cpu 1e-5, cuda fp32 1e-3, tf32 5e-2)")
+      ->check(ios::cli::finite_range(0.0, 1e30));
   app.add_option("--input", o.inputs, "input NAME=file.npy or file.npy (default: seeded random)");
   app.add_option("--seed", o.seed, "seed of the random inputs")->capture_default_str();
   app.add_option("--output-dir", o.output_dir, "write each output as NAME.npy here");
@@ -145,7 +147,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph (--launch plain)")
       ->excludes("--launch");
-  app.add_option("--precision", o.precision, "convolution math: tf32 or fp32")
+  app.add_option("--precision", o.precision, "convolution and matrix-product math: tf32 or fp32")
       ->check(CLI::IsMember({"tf32", "fp32"}))->capture_default_str();
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("-v,--verbose", o.verbose, "print the effective options and plan details");

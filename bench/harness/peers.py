@@ -34,9 +34,9 @@ model's default size; the input is N(0,1) from a seeded generator.
 
 Precision (--precision, default tf32, as ios-run's default): tf32 allows TF32
 tensor cores in cuDNN convolutions (torch.backends.cudnn.allow_tf32 = True)
-and keeps matrix products in FP32 (torch.backends.cuda.matmul.allow_tf32 =
-False), which is what ios does (cuDNN convolutions with tensor-op math, its
-own FP32 GEMM); fp32 turns TF32 off in both.
+and in matrix products (torch.backends.cuda.matmul.allow_tf32 = True), which
+is what ios does (cuDNN convolutions with tensor-op math, cuBLASLt products
+in CUBLAS_COMPUTE_32F_FAST_TF32); fp32 turns TF32 off in both.
 
 Each (model, mode) pair runs in its own child process with a time limit
 (--mode-timeout), so a compiler failure, a hang or a crash is reported for
@@ -151,9 +151,9 @@ def build_network(name, args, image_size=None):
 def set_precision(torch, precision):
     tf32 = precision == "tf32"
     torch.backends.cudnn.allow_tf32 = tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     try:
-        torch.set_float32_matmul_precision("highest")
+        torch.set_float32_matmul_precision("high" if tf32 else "highest")
     except AttributeError:
         pass
     torch.backends.cudnn.benchmark = True
@@ -195,18 +195,26 @@ def time_end_to_end(torch, fn, host_in, device_in, host_out_of, iterations):
 
 
 def worker(args):
-    """One model, one mode, every batch: prints one JSON object on stdout."""
+    """One model, one or more modes (comma-separated, the network built once),
+    every batch: prints one PEERS-RESULT line per mode on stdout."""
     import torch
-    out = {"model": args.model, "mode": args.mode, "batches": {}}
     if not torch.cuda.is_available():
         print(json.dumps({"error": "no CUDA device"}))
         return EXIT_NO_GPU
-    out["settings"] = set_precision(torch, args.precision)
+    settings = set_precision(torch, args.precision)
     t0 = time.perf_counter()
     model, hw, info = build_network(args.model, args)
-    out["build_s"] = time.perf_counter() - t0
-    out["network"] = info
+    build_s = time.perf_counter() - t0
     model = model.cuda()
+    for mode in args.mode.split(","):
+        out = {"model": args.model, "mode": mode, "batches": {}, "settings": settings, "build_s": build_s,
+               "network": info}
+        worker_mode(torch, args, mode, model, hw, out)
+        print("PEERS-RESULT " + json.dumps(out), flush=True)
+    return 0
+
+
+def worker_mode(torch, args, mode, model, hw, out):
     gen = torch.Generator().manual_seed(args.seed + 2)
     for batch in args.batch_list:
         entry = {}
@@ -215,9 +223,9 @@ def worker(args):
             x = host_x.cuda()
             t1 = time.perf_counter()
             with torch.no_grad():
-                if args.mode == "eager":
+                if mode == "eager":
                     fn = lambda: model(x)  # noqa: E731
-                elif args.mode == "cuda_graph":
+                elif mode == "cuda_graph":
                     side = torch.cuda.Stream()
                     side.wait_stream(torch.cuda.current_stream())
                     with torch.cuda.stream(side):  # cuDNN autotuning happens here, not in the capture
@@ -233,7 +241,7 @@ def worker(args):
                         return y
                 else:
                     torch._dynamo.reset()
-                    compiled = torch.compile(model, mode=COMPILE_MODES[args.mode], dynamic=False)
+                    compiled = torch.compile(model, mode=COMPILE_MODES[mode], dynamic=False)
                     compiled(x)  # compiles (and autotunes) here
                     torch.cuda.synchronize()
                     fn = lambda: compiled(x)  # noqa: E731
@@ -252,8 +260,6 @@ def worker(args):
             entry["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
         out["batches"][str(batch)] = entry
         torch.cuda.empty_cache()
-    print("PEERS-RESULT " + json.dumps(out))
-    return 0
 
 
 def versions():
@@ -367,39 +373,51 @@ def main(argv=None):
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "versions": versions(), "iterations": args.iterations, "warmup": args.warmup,
            "precision": args.precision, "seed": args.seed, "results": []}
+    # One worker per model for the modes that only run the network (built
+    # once); each torch.compile mode in a worker of its own (a compiler
+    # failure or hang then costs that mode alone).
+    plain = [m for m in args.mode_list if m not in COMPILE_MODES]
+    groups = ([plain] if plain else []) + [[m] for m in args.mode_list if m in COMPILE_MODES]
     for name in args.model_list:
-        for mode in args.mode_list:
-            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", name, "--mode", mode,
+        for modes in groups:
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--model", name, "--mode", ",".join(modes),
                    "--batches", ",".join(map(str, args.batch_list)), "--models-dir", args.models_dir,
                    "--randwire-graphs", args.randwire_graphs, "--seed", str(args.seed),
                    "--iterations", str(args.iterations), "--warmup", str(args.warmup),
                    "--precision", args.precision] + (["--no-calibrate"] if args.no_calibrate else [])
             t0 = time.perf_counter()
-            result = {"model": name, "mode": mode}
+            got = {}
+            error = None
             # Own process group: on a time-out the worker and the compiler
             # processes it started are all ended.
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  start_new_session=True)
             try:
-                stdout, stderr = p.communicate(timeout=args.mode_timeout)
-                line = next((l for l in stdout.splitlines() if l.startswith("PEERS-RESULT ")), None)
-                if line:
-                    result.update(json.loads(line[len("PEERS-RESULT "):]))
-                else:
-                    tail = (stderr.strip().splitlines() or ["no output"])[-1]
-                    result["error"] = f"exit {p.returncode}: {tail}"[:300]
+                stdout, stderr = p.communicate(timeout=args.mode_timeout * len(modes))
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
-                p.communicate()
-                result["error"] = f"timed out after {args.mode_timeout:.0f} s"
-            result["wall_s"] = time.perf_counter() - t0
-            doc["results"].append(result)
-            summary = []
-            for b, e in result.get("batches", {}).items():
-                summary.append(f"b{b} " + (f"{e['summary']['median_ms']:.4f} ms" if "summary" in e else e.get("error", "?")))
-            print(f"peers: {name:<15} {mode:<21} {result['wall_s']:6.1f} s  "
-                  + ("; ".join(summary) if summary else result.get("error", "")), flush=True)
-            # Write after every pair: a later crash or time-out keeps what was measured.
+                stdout, stderr = p.communicate()
+                error = f"timed out after {args.mode_timeout * len(modes):.0f} s"
+            for line in (stdout or "").splitlines():
+                if line.startswith("PEERS-RESULT "):
+                    r = json.loads(line[len("PEERS-RESULT "):])
+                    got[r["mode"]] = r
+            if error is None and len(got) < len(modes):
+                tail = ((stderr or "").strip().splitlines() or ["no output"])[-1]
+                error = f"exit {p.returncode}: {tail}"[:300]
+            wall = time.perf_counter() - t0
+            for mode in modes:
+                result = {"model": name, "mode": mode}
+                result.update(got.get(mode, {"error": error}))
+                result["wall_s"] = wall
+                doc["results"].append(result)
+                summary = []
+                for b, e in result.get("batches", {}).items():
+                    summary.append(f"b{b} " + (f"{e['summary']['median_ms']:.4f} ms" if "summary" in e
+                                               else e.get("error", "?")))
+                print(f"peers: {name:<15} {mode:<23} {wall:6.1f} s  "
+                      + ("; ".join(summary) if summary else str(result.get("error", ""))), flush=True)
+            # Write after every worker: a later crash or time-out keeps what was measured.
             tmp = args.out + ".tmp"
             with open(tmp, "w") as f:
                 json.dump(doc, f, indent=1)

@@ -449,7 +449,8 @@ METHOD_GPU = """\
   `mode="max-autotune"` (`dynamic=False`; compilation and autotuning happen
   before the warm-up and are not timed). TF32 as in ios:
   `torch.backends.cudnn.allow_tf32 = True` (convolutions),
-  `torch.backends.cuda.matmul.allow_tf32 = False` (ios's GEMM is FP32).
+  `torch.backends.cuda.matmul.allow_tf32 = True` (matrix products, which
+  ios runs on cuBLASLt in TF32).
   PyTorch eager runs batch normalization as its own kernels where ios folds
   it into the convolution; that is part of what is compared. Each model and
   mode runs in its own process with a time limit; a failure is reported in
@@ -679,10 +680,12 @@ def write_markdown(args, doc, path, charts):
         L.append(table(["model", "batch", "block", "first unit", "n", "width", "sequential (ms)", "ios (ms)",
                         "ios speed-up on the block"], rows))
 
-    # Scaling, forms, memory and the measured search: written separately by
-    # bench/scaling.py (minutes of CPU per row), bench/forms.py,
-    # bench/memory.py and bench/measured_search.py, carried over verbatim.
-    for section in ("scaling.md", "forms.md", "memory.md", "measured_search.md"):
+    # What a GPU measured (the GPU kit's results, written by hand from
+    # scripts/gpu/first-run.sh's bench.md), scaling, forms, memory and the
+    # measured search: written separately by bench/scaling.py (minutes of CPU
+    # per row), bench/forms.py, bench/memory.py and bench/measured_search.py,
+    # carried over verbatim.
+    for section in ("measured_gpu.md", "scaling.md", "forms.md", "memory.md", "measured_search.md"):
         section_path = os.path.join(REPO, "docs", "benchmarks", section)
         if os.path.exists(section_path):
             with open(section_path) as f:

@@ -1,8 +1,27 @@
 #include "cli/option_rules.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+
 #include "core/error.h"
 
 namespace ios::cli {
+
+CLI::Validator finite_range(double min, double max) {
+  return CLI::Validator(
+      [min, max](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+          return fmt::format("Value {} is not a finite number", text);
+        }
+        if (value < min || value > max) return fmt::format("Value {} not in range [{} - {}]", text, min, max);
+        return {};
+      },
+      fmt::format("FLOAT in [{} - {}]", min, max));
+}
 
 bool given(const CLI::App& app, const std::string& option) { return app.count(option) > 0; }
 

@@ -24,6 +24,11 @@ void reject_options_without_effect(const CLI::App& app, std::string_view context
 void reject_empty_paths(const CLI::App& app, const std::vector<std::string>& options,
                         std::string_view what);
 
+// CLI::Range for floating-point options that also refuses NaN (which every
+// comparison lets through, so CLI::Range accepts it) and infinities: "--X nan"
+// would otherwise pass the range check and change the result.
+CLI::Validator finite_range(double min, double max);
+
 // True when `option` appeared on the command line.
 bool given(const CLI::App& app, const std::string& option);
 

@@ -1,7 +1,11 @@
 #include "core/output_files.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <cerrno>
 #include <cstring>
@@ -115,6 +119,23 @@ fs::path normal_path(const std::string& path) {
   fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
   if (ec) p = fs::absolute(path, ec).lexically_normal();
   return p;
+}
+
+// Where the locks of the files being written live: one small file per
+// output path, named by the hash of its normal path, in a folder of the
+// user's own (never beside the outputs, which would litter the user's
+// folders). IOS_LOCK_DIR overrides it. Empty when no such folder can be
+// made: the run then goes on unlocked.
+std::string lock_folder() {
+  if (const char* dir = std::getenv("IOS_LOCK_DIR"); dir != nullptr && *dir != '\0') return dir;
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  const std::string base = runtime != nullptr && *runtime == '/' ? runtime : "/tmp";
+  const std::string folder = fmt::format("{}/ios-locks-{}", base, getuid());
+  if (mkdir(folder.c_str(), 0700) != 0 && errno != EEXIST) return {};
+  // In a shared /tmp the folder must be ours and a folder, not a link planted by another user.
+  struct stat st {};
+  if (lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid()) return {};
+  return folder;
 }
 
 // The folder an output will be created in must be, or be creatable in, a
@@ -273,7 +294,36 @@ void OutputFiles::add(std::string_view option, const std::string& path, OutputKi
                "pass --force to overwrite it",
                option, path, describe(kind));
   }
+  lock(option, path, normal);
   remember(outputs_by_path_, outputs_by_inode_, normal, inode, {std::string(option), path});
+}
+
+// An exclusive lock on the output's path, held until the run ends: a second
+// run that would write the same file while this one holds it is refused, so
+// that the files one run writes are one consistent set (a schedule and its
+// report from the same run). flock locks belong to the open file, so the
+// kernel drops them when the process ends, however it ends.
+void OutputFiles::lock(std::string_view option, const std::string& path, const fs::path& normal) {
+  const std::string folder = lock_folder();
+  if (folder.empty()) return;
+  const std::string file = folder + "/" + sha256_hex(normal.string()).substr(0, 32) + ".lock";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;  // a lock that cannot be taken does not stop the run
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd);
+    if (error == EWOULDBLOCK) {
+      user_error("{} {}: another ios run is writing this file now; wait for it to finish or give "
+                 "another path",
+                 option, path);
+    }
+    return;
+  }
+  locks_.push_back(fd);
+}
+
+OutputFiles::~OutputFiles() {
+  for (int fd : locks_) ::close(fd);
 }
 
 void OutputFiles::add_folder(std::string_view option, const std::string& folder) {

@@ -9,7 +9,10 @@
 //  - an existing regular file is replaced only when it is of the kind ios
 //    writes there (recognised by its content: ios marks every kind it
 //    writes), or with --force;
-//  - the writes themselves are atomic (core/file_io.h).
+//  - the writes themselves are atomic (core/file_io.h);
+//  - each regular file is locked from its declaration until the run ends: a
+//    second run that would write it meanwhile is refused (standard output,
+//    FIFOs and devices are not locked).
 // Output tensors in a folder (ios-run --output-dir) get unique file names.
 #pragma once
 
@@ -60,6 +63,9 @@ class OutputFiles {
   // outputs never replace one of them, --force or not. `force`: replace an
   // existing file of another kind.
   OutputFiles(const std::vector<InputFile>& inputs, bool force);
+  ~OutputFiles();  // releases the locks
+  OutputFiles(const OutputFiles&) = delete;
+  OutputFiles& operator=(const OutputFiles&) = delete;
 
   // Declares an output and checks it now; a UserError names `option` and
   // `path`. "-" and /dev/stdout are standard output (at most one output of a
@@ -89,7 +95,10 @@ class OutputFiles {
                 const std::filesystem::path& normal, const std::optional<Inode>& inode,
                 Named named);
 
+  void lock(std::string_view option, const std::string& path, const std::filesystem::path& normal);
+
   bool force_;
+  std::vector<int> locks_;  // open lock files, each flock'ed (lock())
   std::map<std::filesystem::path, Named> inputs_by_path_, outputs_by_path_;
   std::map<Inode, Named> inputs_by_inode_, outputs_by_inode_;
   std::optional<std::string> stdout_option_;  // the output that goes to standard output

@@ -70,8 +70,21 @@ MemoryBudget current_memory_budget() {
   return budget;
 }
 
+int64_t thread_address_space(int threads) {
+  if (threads <= 1) return 0;
+  // glibc gives each thread a stack of RLIMIT_STACK's soft limit (32 MiB
+  // when unlimited). Allocator arenas that threads may add come out of the
+  // fixed margin.
+  int64_t stack = 32 * kMiB;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur > 0) {
+    stack = static_cast<int64_t>(std::min<rlim_t>(limit.rlim_cur, rlim_t{1} << 40));
+  }
+  return (threads - 1) * stack;
+}
+
 void check_memory_budget(int64_t new_bytes, int64_t resident_bytes, const std::string& what,
-                         const MemoryBudget& budget) {
+                         const MemoryBudget& budget, int threads) {
   if (budget.physical_bytes > 0 && new_bytes + resident_bytes > budget.physical_bytes) {
     user_error("not enough memory: the CPU backend needs {} ({}) but the machine has {} of "
                "physical memory; lower --batch or use a smaller input shape",
@@ -79,12 +92,14 @@ void check_memory_budget(int64_t new_bytes, int64_t resident_bytes, const std::s
   }
   if (budget.address_space_limit >= 0) {
     const int64_t left = budget.address_space_limit - budget.address_space_used;
-    if (new_bytes + kAddressSpaceMargin > left) {
-      user_error("not enough memory: the CPU backend needs {} more ({}) plus {} for threads, but "
-                 "the address-space limit (ulimit -v) of {} leaves {}; lower --batch or raise "
+    const int64_t margin = kAddressSpaceMargin + thread_address_space(threads);
+    if (new_bytes + margin > left) {
+      user_error("not enough memory: the CPU backend needs {} more ({}) plus {} for {} thread{}, but "
+                 "the address-space limit (ulimit -v) of {} leaves {}; lower --batch{} or raise "
                  "the limit",
-                 mib(new_bytes), what, mib(kAddressSpaceMargin), mib(budget.address_space_limit),
-                 mib(std::max<int64_t>(left, 0)));
+                 mib(new_bytes), what, mib(margin), threads, threads == 1 ? "" : "s",
+                 mib(budget.address_space_limit), mib(std::max<int64_t>(left, 0)),
+                 threads > 1 ? " or --threads" : "");
     }
   }
 }
@@ -101,7 +116,7 @@ void CpuExecutor::check_memory(const MemoryBudget& budget) const {
   const std::string what =
       fmt::format("activations {}, outputs {}, weights {}, inputs {}", mib(stats_.buffer_bytes),
                   mib(outputs), mib(weights), mib(inputs));
-  check_memory_budget(stats_.buffer_bytes + outputs, weights + inputs, what, budget);
+  check_memory_budget(stats_.buffer_bytes + outputs, weights + inputs, what, budget, threads_);
 }
 
 // The plan's launches in issue order, flattened into IR nodes; a merged

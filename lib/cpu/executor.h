@@ -42,9 +42,15 @@ MemoryBudget current_memory_budget();
 // `new_bytes` (the arena and the outputs) on top of `resident_bytes` (weights
 // and inputs, already allocated) when the total exceeds physical memory, or
 // `new_bytes` plus a margin for threads and libraries exceeds the address
-// space left under the limit. `what` lists the parts for the message.
+// space left under the limit. `what` lists the parts for the message. The
+// margin grows with `threads`: each worker thread maps its stack
+// (thread_address_space).
 void check_memory_budget(int64_t new_bytes, int64_t resident_bytes, const std::string& what,
-                         const MemoryBudget& budget);
+                         const MemoryBudget& budget, int threads = 1);
+
+// The address space `threads` threads map beyond the first's: a stack each
+// (RLIMIT_STACK's soft limit, as glibc sizes them).
+int64_t thread_address_space(int threads);
 
 struct ExecutorOptions {
   int threads = 0;  // 0: all hardware threads

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -37,22 +38,28 @@ void parallel_for(int64_t n, int threads, int64_t grain, Fn&& fn) {
     const int64_t end = std::min(n, chunks * (i + 1) / t * grain);
     return std::pair{begin, end};
   };
-  for (int i = 1; i < t; ++i) {
-    workers.emplace_back([&, i] {
-      try {
-        auto [b, e] = range(i);
-        if (b < e) fn(b, e);
-      } catch (...) {
-        errors[static_cast<size_t>(i)] = std::current_exception();
-      }
-    });
+  auto run = [&](int i) {
+    try {
+      auto [b, e] = range(i);
+      if (b < e) fn(b, e);
+    } catch (...) {
+      errors[static_cast<size_t>(i)] = std::current_exception();
+    }
+  };
+  // Ranges whose thread the system refuses (ulimit -u, address space) run
+  // on the calling thread: fewer threads, the same result. Left to
+  // propagate, the error would destroy the running workers unjoined, which
+  // aborts the process.
+  int started = 1;
+  for (; started < t; ++started) {
+    try {
+      workers.emplace_back(run, started);
+    } catch (const std::system_error&) {
+      break;
+    }
   }
-  try {
-    auto [b, e] = range(0);
-    if (b < e) fn(b, e);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
+  run(0);
+  for (int i = started; i < t; ++i) run(i);
   for (auto& w : workers) w.join();
   for (auto& e : errors) {
     if (e) std::rethrow_exception(e);

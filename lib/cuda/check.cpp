@@ -4,9 +4,16 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "cuda/cublaslt.h"
 
 namespace ios::cuda::detail {
 namespace {
+
+// cuBLAS's name for a status, or its number when cuBLASLt is not loaded.
+std::string cublas_status_text(cublasStatus_t status) {
+  const CublasLt* lt = load_cublaslt();
+  return lt != nullptr ? lt->cublasLtGetStatusString(status) : fmt::format("cuBLAS status {}", static_cast<int>(status));
+}
 
 std::string short_file(const char* file) {
   const std::string path(file);
@@ -35,6 +42,11 @@ void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file,
                                   cudnnGetErrorString(status)));
 }
 
+void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw InternalError(fmt::format("cuBLAS error at {}:{}: {} failed: {}", short_file(file), line, call,
+                                  cublas_status_text(status)));
+}
+
 void log_cuda_error(cudaError_t error, const char* call, const char* file, int line) noexcept {
   try {
     logger("cuda")->warn("{}:{}: {} failed: {}", short_file(file), line, call, cudaGetErrorName(error));
@@ -48,5 +60,14 @@ void log_cudnn_error(cudnnStatus_t status, const char* call, const char* file, i
   } catch (...) {
   }
 }
+
+void log_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) noexcept {
+  try {
+    logger("cuda")->warn("{}:{}: {} failed: {}", short_file(file), line, call, cublas_status_text(status));
+  } catch (...) {
+  }
+}
+
+cudaError_t clear_failed_attempt() noexcept { return cudaGetLastError(); }
 
 }  // namespace ios::cuda::detail

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
+#include "cuda/version.h"
 
 namespace ios::cuda {
 namespace {
@@ -33,9 +34,32 @@ std::string kernel_driver_version() {
   return "";
 }
 
+// The versions in this process (version.h).
+RuntimeVersions runtime_versions() {
+  RuntimeVersions v;
+  if (cudaDriverGetVersion(&v.driver) != cudaSuccess) {
+    cudaGetLastError();  // probing is not an error
+    v.driver = 0;
+  }
+  v.runtime = CUDART_VERSION;
+  v.cudnn = cudnnGetVersion();
+  v.cudnn_built_major = CUDNN_MAJOR;
+  v.cudnn_cudart = cudnnGetCudartVersion();
+  return v;
+}
+
 // Why the device is unusable, or empty when it is usable. `count_out`: what
-// cudaGetDeviceCount reported, -1 when it failed.
+// cudaGetDeviceCount reported, -1 when it failed or was not asked.
 std::string check_device(int ordinal, DeviceSummary* out, int* count_out = nullptr) {
+  if (count_out != nullptr) *count_out = -1;
+  // Versions first, before any work: a driver too old or a cuDNN for another
+  // CUDA fails later in ways that name neither. Without a driver (0) the
+  // device count below says there is no device.
+  const RuntimeVersions versions = runtime_versions();
+  if (versions.driver != 0) {
+    const std::string problem = version_problem(versions);
+    if (!problem.empty()) return problem;
+  }
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (count_out != nullptr) *count_out = err == cudaSuccess ? count : err == cudaErrorNoDevice ? 0 : -1;
@@ -54,17 +78,10 @@ std::string check_device(int ordinal, DeviceSummary* out, int* count_out = nullp
   if (prop.major < 7) {
     return fmt::format("{} has compute capability {}.{}; ios needs 7.0 or newer", prop.name, prop.major, prop.minor);
   }
-  int driver = 0, runtime = 0;
-  cudaDriverGetVersion(&driver);
+  const int driver = versions.driver;
+  int runtime = 0;
   cudaRuntimeGetVersion(&runtime);
-  if (driver < runtime) {
-    return fmt::format("the NVIDIA driver supports CUDA {} but ios was built with CUDA {}; update the driver",
-                       version_text(driver, 1000, 10), version_text(runtime, 1000, 10));
-  }
-  const size_t cudnn = cudnnGetVersion();
-  if (cudnn / 10000 != CUDNN_MAJOR) {
-    return fmt::format("cuDNN {} is loaded but ios was built with cuDNN {}", cudnn, CUDNN_MAJOR);
-  }
+  const size_t cudnn = versions.cudnn;
   if (out != nullptr) {
     out->ordinal = ordinal;
     out->name = prop.name;
@@ -140,6 +157,14 @@ void Context::ensure_streams(int n) {
     streams_.push_back(std::move(stream));
     workspaces_.emplace_back();
   }
+}
+
+cublasLtHandle_t Context::cublaslt() {
+  if (!cublaslt_) {
+    IOS_CUDA_CALL(cudaSetDevice(ordinal_));
+    cublaslt_ = make_cublaslt();
+  }
+  return cublaslt_.get();
 }
 
 void Context::ensure_workspace(int i, size_t bytes) {

@@ -1,6 +1,7 @@
 // Device state of one engine (or of the measured cost model): the device,
 // a pool of non-blocking streams with one cuDNN handle and one workspace per
-// stream, and scratch memory for algorithm search.
+// stream (cuDNN's and cuBLASLt's: one stream runs one operation at a time),
+// a cuBLASLt handle, and scratch memory for algorithm search.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +36,9 @@ class Context {
   int num_streams() const { return static_cast<int>(streams_.size()); }
   cudaStream_t stream(int i) const { return streams_.at(static_cast<size_t>(i)).get(); }
   cudnnHandle_t cudnn(int i) const { return handles_.at(static_cast<size_t>(i)).get(); }
+  // One cuBLASLt handle for all streams (cublasLtMatmul takes the stream per
+  // call), created on first use.
+  cublasLtHandle_t cublaslt();
 
   // Per-stream cuDNN workspace; growing it invalidates captured graphs that
   // use the old one, so engines size it before capturing.
@@ -56,6 +60,7 @@ class Context {
   std::string key_;
   std::vector<Stream> streams_;
   std::vector<CudnnHandle> handles_;
+  CublasLtHandle cublaslt_;
   std::vector<DeviceBuffer> workspaces_;
   std::vector<DeviceBuffer> scratch_;
 };

@@ -3,12 +3,17 @@
 #include <fmt/format.h>
 
 #include <climits>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
+#include "cuda/launch.h"
 #include "cuda/operations.h"
 
 namespace ios::cuda {
@@ -35,10 +40,11 @@ bool tensor_op(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// Runs the call the engine will make, on scratch memory; false when cuDNN
-// rejects it (any status but success).
-bool try_call(Context& ctx, const ConvShape& s, const ConvDescriptors& d, cudnnConvolutionFwdAlgo_t algo,
-              size_t workspace, bool fused, void* x, void* w, void* y, void* z, void* bias, void* ws) {
+// Issues the call the engine will make on stream 0, on scratch memory;
+// false when cuDNN rejects it (any status but success). No synchronisation:
+// the caller times it or clears what a refusal left.
+bool issue_call(Context& ctx, const ConvShape& s, const ConvDescriptors& d, cudnnConvolutionFwdAlgo_t algo,
+                size_t workspace, bool fused, void* x, void* w, void* y, void* z, void* bias, void* ws) {
   const float one = 1.0f, zero = 0.0f;
   cudnnStatus_t status;
   if (fused) {
@@ -50,8 +56,25 @@ bool try_call(Context& ctx, const ConvShape& s, const ConvDescriptors& d, cudnnC
     status = cudnnConvolutionForward(ctx.cudnn(0), &one, d.x.get(), x, d.w.get(), w, d.conv.get(), algo, ws,
                                      workspace, &zero, d.y.get(), y);
   }
-  IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
   return status == CUDNN_STATUS_SUCCESS;
+}
+
+// Mean GPU time (ms) of `issue` on stream 0 over a few runs after an untimed
+// one; nullopt when a run is refused.
+std::optional<float> time_on_stream(Context& ctx, const std::function<bool()>& issue) {
+  constexpr int kRuns = 3;
+  if (!issue()) return std::nullopt;
+  IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
+  Event start = make_event(true), stop = make_event(true);
+  IOS_CUDA_CALL(cudaEventRecord(start.get(), ctx.stream(0)));
+  for (int i = 0; i < kRuns; ++i) {
+    if (!issue()) return std::nullopt;
+  }
+  IOS_CUDA_CALL(cudaEventRecord(stop.get(), ctx.stream(0)));
+  IOS_CUDA_CALL(cudaEventSynchronize(stop.get()));
+  float ms = 0.0f;
+  IOS_CUDA_CALL(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms / kRuns;
 }
 
 }  // namespace
@@ -126,6 +149,36 @@ const char* conv_algo_name(cudnnConvolutionFwdAlgo_t algo) {
   }
 }
 
+std::optional<size_t> fastest_attempt(const std::vector<ConvAttempt>& attempts,
+                                      const std::function<void()>& clear_error) {
+  std::optional<size_t> best;
+  float best_ms = 0.0f;
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const std::optional<float> ms = attempts[i]();
+    if (!ms) {
+      clear_error();
+      continue;
+    }
+    if (!best || *ms < best_ms) best = i, best_ms = *ms;
+  }
+  return best;
+}
+
+kernels::EwParams conv_epilogue(const ConvShape& s, float* y, int64_t y_batch_stride, const float* bias,
+                                const float* z) {
+  const ir::Shape out{s.n, s.k, s.oh, s.ow};
+  kernels::EwParams epilogue = ew_frame(out, y, y_batch_stride);
+  epilogue.x = make_operand(y, out, y_batch_stride, out);
+  const kernels::EwOperand b = make_operand(bias, {1, s.k, 1, 1}, s.k, out);
+  add_step(epilogue, ir::OpKind::kAdd, 0, 0, &b);
+  if (s.has_z) {
+    const kernels::EwOperand zo = make_operand(z, out, s.z_batch_stride, out);
+    add_step(epilogue, ir::OpKind::kAdd, 0, 0, &zo);
+  }
+  add_step(epilogue, ir::OpKind::kRelu, 0, 0, nullptr);
+  return epilogue;
+}
+
 ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& label) {
   const bool fp32 = ctx.precision() == Precision::kFp32;
   const std::string key = fmt::format("{}|{}|{}|{}", ctx.key(), precision_name(ctx.precision()),
@@ -138,92 +191,155 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
   const size_t limit = ctx.workspace_limit();
   const int64_t x_dense_bs = shape.c * shape.h * shape.w;
   const int64_t y_dense_bs = shape.k * shape.oh * shape.ow;
+  const bool strided = shape.x_batch_stride != x_dense_bs || shape.y_batch_stride != y_dense_bs;
   std::string last_problem = "cuDNN returned no algorithm";
+  // After a refused call or search: clear the error it may have left (the
+  // next launch would report it as its own), and let a sticky one surface.
+  auto clear_error = [&] {
+    detail::clear_failed_attempt();
+    IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
+  };
+  auto bytes = [](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * sizeof(float); };
+  // cuDNN's choice depends on pointer alignment (vectorised kernels need 16
+  // bytes or more): search on scratch pointers aligned exactly like the
+  // tensors the engine will pass (slices of concat and merge buffers may be
+  // only 4-byte aligned).
+  auto aligned = [&](int slot, size_t size, int64_t alignment) {
+    char* base = static_cast<char*>(ctx.scratch(slot, size + kBufferAlignment));
+    return static_cast<void*>(base + alignment % kBufferAlignment);
+  };
+  // The engine's tensors as requested (strided x and y).
+  float* x = static_cast<float*>(aligned(0, bytes((shape.n - 1) * shape.x_batch_stride + x_dense_bs), shape.x_align));
+  void* w = ctx.scratch(1, bytes(shape.k * (shape.c / shape.group) * shape.r * shape.s));
+  float* y = static_cast<float*>(aligned(2, bytes((shape.n - 1) * shape.y_batch_stride + y_dense_bs), shape.y_align));
+  float* z = static_cast<float*>(
+      aligned(3, bytes(shape.has_z ? (shape.n - 1) * shape.z_batch_stride + y_dense_bs : 1), shape.z_align));
+  float* bias = static_cast<float*>(ctx.scratch(4, bytes(shape.k)));
+  void* ws = ctx.scratch(5, std::max<size_t>(limit, 1));
 
-  // First the layouts the engine wants; then dense staging for strided ones.
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  // Every way to run the convolution, timed on scratch memory, fastest kept:
+  // per layout (as requested; dense staging copies around it when x or y is
+  // strided) and per algorithm cuDNN's search ranks, the fused call and the
+  // plain call followed by the own epilogue. The first fused call that runs
+  // may be far slower than a plain one plus the epilogue.
+  struct Candidate {
+    ConvChoice choice;
+    ConvShape layout;
+    std::shared_ptr<const ConvDescriptors> d;
+  };
+  std::vector<Candidate> candidates;
+  std::vector<ConvAttempt> attempts;
+  constexpr int kAlgorithmsPerLayout = 3;
+  for (int staged = 0; staged < (strided ? 2 : 1); ++staged) {
     ConvShape s = shape;
-    if (attempt == 1) {
-      if (shape.x_batch_stride == x_dense_bs && shape.y_batch_stride == y_dense_bs) break;
+    float* sx = x;
+    float* sy = y;
+    std::unique_ptr<GpuOp> stage_x, stage_y;
+    if (staged == 1) {
       // Only a strided tensor is staged, into a buffer of its own.
-      if (s.x_batch_stride != x_dense_bs) s.x_align = kBufferAlignment;
-      if (s.y_batch_stride != y_dense_bs) s.y_align = kBufferAlignment;
+      if (s.x_batch_stride != x_dense_bs) {
+        sx = static_cast<float*>(ctx.scratch(6, bytes(shape.n * x_dense_bs)));
+        stage_x = make_copy(x, sx, {shape.n, x_dense_bs}, {shape.x_batch_stride, 1}, {x_dense_bs, 1});
+        s.x_align = kBufferAlignment;
+      }
+      if (s.y_batch_stride != y_dense_bs) {
+        sy = static_cast<float*>(ctx.scratch(7, bytes(shape.n * y_dense_bs)));
+        stage_y = make_copy(sy, y, {shape.n, y_dense_bs}, {y_dense_bs, 1}, {shape.y_batch_stride, 1});
+        s.y_align = kBufferAlignment;
+      }
       s.x_batch_stride = x_dense_bs;
       s.y_batch_stride = y_dense_bs;
     }
-    ConvDescriptors d = make_conv_descriptors(s, fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH);
-    auto bytes = [](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * sizeof(float); };
-    // cuDNN's choice depends on pointer alignment (vectorised kernels need 16
-    // bytes or more): search on scratch pointers aligned exactly like the
-    // tensors the engine will pass (slices of concat and merge buffers may
-    // be only 4-byte aligned).
-    auto aligned = [&](int slot, size_t size, int64_t alignment) {
-      char* base = static_cast<char*>(ctx.scratch(slot, size + kBufferAlignment));
-      return static_cast<void*>(base + alignment % kBufferAlignment);
-    };
-    void* x = aligned(0, bytes((s.n - 1) * s.x_batch_stride + x_dense_bs), s.x_align);
-    void* w = ctx.scratch(1, bytes(s.k * (s.c / s.group) * s.r * s.s));
-    void* y = aligned(2, bytes((s.n - 1) * s.y_batch_stride + y_dense_bs), s.y_align);
-    void* z = aligned(3, bytes(s.has_z ? (s.n - 1) * s.z_batch_stride + y_dense_bs : 1), s.z_align);
-    void* bias = ctx.scratch(4, bytes(s.k));
-    void* ws = ctx.scratch(5, std::max<size_t>(limit, 1));
-
+    auto d = std::make_shared<ConvDescriptors>(make_conv_descriptors(s, fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
     const cudnnStatus_t status =
-        cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(0), d.x.get(), x, d.w.get(), w, d.conv.get(), d.y.get(), y,
-                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws, limit);
-    IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
+        cudnnFindConvolutionForwardAlgorithmEx(ctx.cudnn(0), d->x.get(), sx, d->w.get(), w, d->conv.get(), d->y.get(),
+                                               sy, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf, ws, limit);
     if (status != CUDNN_STATUS_SUCCESS) {
+      clear_error();
       last_problem = fmt::format("cudnnFindConvolutionForwardAlgorithmEx: {}", cudnnGetErrorString(status));
       logger("cuda")->debug("convolution '{}' ({}): {}", label, s.key(), last_problem);
       continue;
     }
-    std::optional<ConvChoice> plain;
-    for (int i = 0; i < returned; ++i) {
+    IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
+    // The staging copies' time, once per layout (shared by its candidates).
+    std::optional<float> staging_ms = 0.0f;
+    if (stage_x || stage_y) {
+      const IssueContext ic{ctx.stream(0), ctx.cudnn(0), ws, limit};
+      staging_ms = time_on_stream(ctx, [&] {
+        if (stage_x) stage_x->issue(ic);
+        if (stage_y) stage_y->issue(ic);
+        return true;
+      });
+    }
+    // The own epilogue's time on this layout's output (when fusion was asked).
+    std::optional<float> epilogue_ms = 0.0f;
+    if (s.fused) {
+      const kernels::EwParams epilogue = conv_epilogue(s, sy, s.y_batch_stride, bias, z);
+      epilogue_ms = time_on_stream(ctx, [&] { return kernels::elementwise(epilogue, ctx.stream(0)) == cudaSuccess; });
+      if (!epilogue_ms) clear_error();
+    }
+    int algorithms = 0;
+    for (int i = 0; i < returned && algorithms < kAlgorithmsPerLayout; ++i) {
       const cudnnConvolutionFwdAlgoPerf_t& p = perf[i];
       if (p.status != CUDNN_STATUS_SUCCESS || p.memory > limit) continue;
       if (fp32 && tensor_op(p.mathType)) continue;
       const cudnnMathType_t math = fp32 ? CUDNN_FMA_MATH : p.mathType;
-      IOS_CUDNN_CALL(cudnnSetConvolutionMathType(d.conv.get(), math));
+      auto dm = std::make_shared<ConvDescriptors>(make_conv_descriptors(s, math));
       size_t workspace = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(0), d.x.get(), d.w.get(), d.conv.get(), d.y.get(), p.algo,
-                                                  &workspace) != CUDNN_STATUS_SUCCESS) {
+      if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn(0), dm->x.get(), dm->w.get(), dm->conv.get(), dm->y.get(),
+                                                  p.algo, &workspace) != CUDNN_STATUS_SUCCESS) {
+        clear_error();
         continue;
       }
       workspace = std::max(workspace, p.memory);
       if (workspace > limit) continue;
+      ++algorithms;
       ConvChoice choice;
       choice.algo = p.algo;
       choice.math = math;
       choice.workspace = workspace;
       choice.x_dense = s.x_batch_stride != shape.x_batch_stride;
       choice.y_dense = s.y_batch_stride != shape.y_batch_stride;
-      choice.time_ms = p.time;
-      if (s.fused && try_call(ctx, s, d, p.algo, workspace, true, x, w, y, z, bias, ws)) {
-        choice.fused = true;
-        std::lock_guard<std::mutex> lock(cache_mutex);
-        cache()[key] = choice;
-        return choice;
-      }
-      if (!plain && try_call(ctx, s, d, p.algo, workspace, false, x, w, y, z, bias, ws)) {
-        plain = choice;
-        if (!s.fused) break;
+      for (const bool fused : {true, false}) {
+        if (fused && !s.fused) continue;
+        Candidate c{choice, s, dm};
+        c.choice.fused = fused;
+        candidates.push_back(c);
+        const float extra_plain = fused ? 0.0f : epilogue_ms.value_or(0.0f);
+        attempts.push_back([&ctx, &candidates, idx = candidates.size() - 1, sx, w, sy, z, bias, ws, staging_ms,
+                            epilogue_ms, extra_plain, fused]() -> std::optional<float> {
+          Candidate& cand = candidates[idx];
+          if (!staging_ms || (!fused && !epilogue_ms)) return std::nullopt;
+          const std::optional<float> ms = time_on_stream(ctx, [&] {
+            return issue_call(ctx, cand.layout, *cand.d, cand.choice.algo, cand.choice.workspace, fused, sx, w, sy, z,
+                              bias, ws);
+          });
+          if (!ms) return std::nullopt;
+          cand.choice.time_ms = *ms + *staging_ms + extra_plain;
+          return cand.choice.time_ms;
+        });
       }
     }
-    if (plain) {
-      if (shape.fused) {
-        logger("cuda")->debug("convolution '{}': cuDNN has no fused bias+ReLU for {}; using its own epilogue", label,
-                              s.key());
-      }
-      std::lock_guard<std::mutex> lock(cache_mutex);
-      cache()[key] = *plain;
-      return *plain;
+    if (algorithms == 0) {
+      last_problem = fmt::format("none of the {} algorithms cuDNN returned runs{}", returned,
+                                 fp32 ? " in strict FP32" : "");
     }
-    last_problem = fmt::format("none of the {} algorithms cuDNN returned runs{}", returned,
-                               fp32 ? " in strict FP32" : "");
   }
-  internal_error("no cuDNN algorithm for convolution '{}' ({}): {}", label, shape.key(), last_problem);
+  const std::optional<size_t> best = fastest_attempt(attempts, clear_error);
+  if (!best) {
+    if (!attempts.empty()) last_problem = "cuDNN refused every algorithm it returned when run";
+    internal_error("no cuDNN algorithm for convolution '{}' ({}): {}", label, shape.key(), last_problem);
+  }
+  const ConvChoice chosen = candidates[*best].choice;
+  if (shape.fused && !chosen.fused) {
+    logger("cuda")->debug("convolution '{}': plain {} + own epilogue is fastest ({:.3f} ms)", label,
+                          conv_algo_name(chosen.algo), chosen.time_ms);
+  }
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  cache()[key] = chosen;
+  return chosen;
 }
 
 }  // namespace ios::cuda

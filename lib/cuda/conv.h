@@ -1,21 +1,29 @@
 // cuDNN convolutions: descriptors and algorithm choice.
 //
-// The algorithm of every convolution is chosen by cuDNN's own search
-// (cudnnFindConvolutionForwardAlgorithmEx, which runs every algorithm), each
-// result's status checked, results over the workspace limit or using tensor
-// cores under strict FP32 dropped; the best remaining candidate is then run
-// once with the exact call the engine will make (plain or fused bias +
-// residual + ReLU, strided input/output) and the first that succeeds is kept.
-// If cuDNN supports no fused variant the convolution runs plain with the
-// engine's own epilogue kernel; if it supports no strided layout, dense
-// staging copies are used. Choices are cached per device for the process.
+// The algorithm of every convolution is chosen by timing the ways to run it
+// on scratch memory and keeping the fastest. cuDNN's own search
+// (cudnnFindConvolutionForwardAlgorithmEx, which runs every algorithm) ranks
+// the algorithms, each result's status checked, results over the workspace
+// limit or using tensor cores under strict FP32 dropped; for the best few,
+// the exact calls the engine would make are timed: the fused bias + residual
+// + ReLU call (when the chain asks for it) and the plain call followed by
+// the engine's own epilogue kernel, both on the tensors' layout as requested
+// (strided input/output) and, when x or y is strided, on dense staging
+// buffers with the staging copies' time added. A call cuDNN refuses is
+// skipped, and the CUDA error it may have left is cleared so that the next
+// launch does not report it as its own. Choices are cached per device for
+// the process.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cuda/context.h"
+#include "cuda/kernels.h"
 #include "cuda/resources.h"
 
 namespace ios::cuda {
@@ -56,8 +64,24 @@ struct ConvChoice {
   bool fused = false;    // cuDNN runs the fused call (else plain + own epilogue)
   bool x_dense = false;  // stage x in a dense copy first
   bool y_dense = false;  // compute into a dense buffer, then copy to y
-  float time_ms = 0.0f;  // cuDNN's measurement of the chosen algorithm
+  float time_ms = 0.0f;  // measured: the call, plus the own epilogue and staging copies it needs
 };
+
+// One way to run a convolution, tried on scratch memory: its time (ms), or
+// nullopt when cuDNN refuses it.
+using ConvAttempt = std::function<std::optional<float>()>;
+// Runs every attempt in order and returns the index of the fastest that ran
+// (the first of equals), nullopt when none did. After each refused attempt
+// it calls `clear_error` (in the engine: clear the CUDA error the refusal
+// may have left, then let a sticky one surface).
+std::optional<size_t> fastest_attempt(const std::vector<ConvAttempt>& attempts,
+                                      const std::function<void()>& clear_error);
+
+// The own epilogue of a convolution whose fused call is not used:
+// y = relu(y + bias [+ z]) in place, y with `y_batch_stride`, z with the
+// shape's z_batch_stride.
+kernels::EwParams conv_epilogue(const ConvShape& shape, float* y, int64_t y_batch_stride, const float* bias,
+                                const float* z);
 
 // Chooses (or recalls) the algorithm for `shape` on ctx's device and precision.
 // `label` names the convolution in errors.

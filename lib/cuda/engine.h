@@ -68,8 +68,9 @@ inline DeviceState classify_device(int device_count, bool kernel_driver_present,
   return DeviceState::kAbsent;  // no device and no driver
 }
 
-// Convolutions may use TF32 tensor cores (kTf32, the default) or must use
-// strict FP32 FMA kernels (kFp32). Every other operator is FP32 either way.
+// Convolutions and matrix products (cuBLASLt) may use TF32 tensor cores
+// (kTf32, the default) or must use strict FP32 kernels (kFp32). Every other
+// operator is FP32 either way.
 // Inline: the CUDA build and lib/cuda_stub share them.
 enum class Precision { kTf32, kFp32 };
 
@@ -89,8 +90,9 @@ struct EngineOptions {
   Precision precision = Precision::kTf32;
   bool cuda_graph = true;  // capture the plan once and replay it; false: plain launches
   int device = 0;
-  // Upper bound on the cuDNN workspace one convolution may use; the engine
-  // allocates, per stream, the largest workspace its chosen algorithms need.
+  // Upper bound on the workspace one convolution (cuDNN) or matrix product
+  // (cuBLASLt, at most 32 MiB) may use; the engine allocates, per stream, the
+  // largest workspace its chosen algorithms need.
   size_t workspace_limit_bytes = size_t{256} << 20;
 };
 
@@ -106,7 +108,7 @@ struct EngineInfo {
   size_t weights_bytes = 0;
   size_t arena_bytes = 0;          // activations, after reuse by liveness
   size_t arena_unshared_bytes = 0; // what they would take without reuse
-  size_t workspace_bytes = 0;      // cuDNN workspaces, all streams
+  size_t workspace_bytes = 0;      // cuDNN and cuBLASLt workspaces, all streams
   bool cuda_graph = true;
   Precision precision = Precision::kTf32;
   std::string device;

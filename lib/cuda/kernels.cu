@@ -1,6 +1,6 @@
 // The backend's own kernels (kernels.h). Straightforward grid-stride loops:
 // these are memory-bound epilogues and layout operations, plus one tiled
-// GEMM for fully connected layers.
+// GEMM for the matrix products cuBLASLt cannot serve (gemm.h).
 #include <cfloat>
 
 #include "cuda/kernels.h"
@@ -28,53 +28,81 @@ __device__ __forceinline__ float apply_step(const EwStepParams& st, float v, flo
   return out;
 }
 
-__device__ __forceinline__ int64_t simple_offset(const EwOperand& op, int64_t n, int64_t r, int64_t hw) {
+// Index arithmetic of the element-wise kernel: 64-bit (plain division) or
+// 32-bit (the launcher's precomputed IntDividers; ew_index_bits said every
+// offset fits).
+struct EwDividers {
+  IntDivider item, hw, dims[kMaxDims];
+};
+
+struct Index64 {
+  using T = int64_t;
+  __device__ static T div(T n, int64_t d, const IntDivider&) { return n / d; }
+};
+struct Index32 {
+  using T = uint32_t;
+  __device__ static T div(T n, int64_t, const IntDivider& f) { return f.div(n); }
+};
+
+template <typename I>
+__device__ __forceinline__ typename I::T simple_offset(const EwOperand& op, typename I::T n, typename I::T r,
+                                                       const EwParams& p, const EwDividers& dv) {
+  using T = typename I::T;
   switch (op.mode) {
-    case kFull: return n * op.batch_stride + r;
-    case kChannel: return r / hw;
-    case kBatchChannel: return n * op.batch_stride + r / hw;
+    case kFull: return n * static_cast<T>(op.batch_stride) + r;
+    case kChannel: return I::div(r, p.hw, dv.hw);
+    case kBatchChannel: return n * static_cast<T>(op.batch_stride) + I::div(r, p.hw, dv.hw);
     default: return 0;
   }
 }
 
-__device__ __forceinline__ int64_t generic_offset(const EwOperand& op, const int64_t* coords, int rank, int64_t n,
-                                                   int64_t r, int64_t hw) {
-  if (op.mode != kGeneric) return simple_offset(op, n, r, hw);
-  int64_t off = 0;
-  for (int d = 0; d < rank; ++d) off += coords[d] * op.strides[d];
+template <typename I>
+__device__ __forceinline__ typename I::T generic_offset(const EwOperand& op, const typename I::T* coords,
+                                                        typename I::T n, typename I::T r, const EwParams& p,
+                                                        const EwDividers& dv) {
+  using T = typename I::T;
+  if (op.mode != kGeneric) return simple_offset<I>(op, n, r, p, dv);
+  T off = 0;
+  for (int d = 0; d < p.rank; ++d) off += coords[d] * static_cast<T>(op.strides[d]);
   return off;
 }
 
-__global__ void elementwise_kernel(const EwParams p) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.total; i += stride) {
-    const int64_t n = i / p.item;
-    const int64_t r = i - n * p.item;
+template <typename I>
+__global__ void elementwise_kernel(const EwParams p, const EwDividers dv) {
+  using T = typename I::T;
+  const T total = static_cast<T>(p.total);
+  const T item = static_cast<T>(p.item);
+  const T stride = static_cast<T>(blockDim.x) * gridDim.x;
+  for (T i = static_cast<T>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const T n = I::div(i, p.item, dv.item);
+    const T r = i - n * item;
     float v;
     if (!p.generic) {
-      v = p.x.ptr[simple_offset(p.x, n, r, p.hw)];
+      v = p.x.ptr[simple_offset<I>(p.x, n, r, p, dv)];
       for (int s = 0; s < p.num_steps; ++s) {
         const EwStepParams& st = p.steps[s];
-        const float o = st.operand >= 0 ? p.operands[st.operand].ptr[simple_offset(p.operands[st.operand], n, r, p.hw)] : 0.0f;
+        const float o =
+            st.operand >= 0 ? p.operands[st.operand].ptr[simple_offset<I>(p.operands[st.operand], n, r, p, dv)] : 0.0f;
         v = apply_step(st, v, o);
       }
     } else {
-      int64_t coords[kMaxDims];
-      int64_t rest = i;
+      T coords[kMaxDims];
+      T rest = i;
       for (int d = p.rank - 1; d >= 0; --d) {
-        coords[d] = rest % p.dims[d];
-        rest /= p.dims[d];
+        const T q = I::div(rest, p.dims[d], dv.dims[d]);
+        coords[d] = rest - q * static_cast<T>(p.dims[d]);
+        rest = q;
       }
-      v = p.x.ptr[generic_offset(p.x, coords, p.rank, n, r, p.hw)];
+      v = p.x.ptr[generic_offset<I>(p.x, coords, n, r, p, dv)];
       for (int s = 0; s < p.num_steps; ++s) {
         const EwStepParams& st = p.steps[s];
         const float o = st.operand >= 0
-                            ? p.operands[st.operand].ptr[generic_offset(p.operands[st.operand], coords, p.rank, n, r, p.hw)]
+                            ? p.operands[st.operand].ptr[generic_offset<I>(p.operands[st.operand], coords, n, r, p, dv)]
                             : 0.0f;
         v = apply_step(st, v, o);
       }
     }
-    p.y[n * p.y_batch_stride + r] = v;
+    p.y[n * static_cast<T>(p.y_batch_stride) + r] = v;
   }
 }
 
@@ -210,31 +238,36 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
   }
 }
 
-constexpr int kTile = 16;
+constexpr int kTile = kGemmTile;
 
+// Row tiles and batches beyond the grid's 65,535 are looped over.
 __global__ void gemm_kernel(const GemmParams p) {
   __shared__ float as[kTile][kTile + 1];
   __shared__ float bs[kTile][kTile + 1];
-  const int64_t batch = blockIdx.z;
-  const int64_t row = static_cast<int64_t>(blockIdx.y) * kTile + threadIdx.y;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x;
-  const float* a = p.a + batch * p.a_batch;
-  const float* b = p.b + batch * p.b_batch;
-  float acc = 0.0f;
-  for (int64_t k0 = 0; k0 < p.k; k0 += kTile) {
-    const int64_t ka = k0 + threadIdx.x;  // A tile: rows of this block, columns k0..
-    const int64_t kb = k0 + threadIdx.y;  // B tile: rows k0.., columns of this block
-    as[threadIdx.y][threadIdx.x] = (row < p.m && ka < p.k) ? a[row * p.a_row + ka * p.a_col] : 0.0f;
-    bs[threadIdx.y][threadIdx.x] = (kb < p.k && col < p.n) ? b[kb * p.b_row + col * p.b_col] : 0.0f;
-    __syncthreads();
+  for (int64_t batch = blockIdx.z; batch < p.batch; batch += gridDim.z) {
+    const float* a = p.a + batch * p.a_batch;
+    const float* b = p.b + batch * p.b_batch;
+    for (int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile; row0 < p.m;
+         row0 += static_cast<int64_t>(gridDim.y) * kTile) {
+      const int64_t row = row0 + threadIdx.y;
+      float acc = 0.0f;
+      for (int64_t k0 = 0; k0 < p.k; k0 += kTile) {
+        const int64_t ka = k0 + threadIdx.x;  // A tile: rows of this block, columns k0..
+        const int64_t kb = k0 + threadIdx.y;  // B tile: rows k0.., columns of this block
+        as[threadIdx.y][threadIdx.x] = (row < p.m && ka < p.k) ? a[row * p.a_row + ka * p.a_col] : 0.0f;
+        bs[threadIdx.y][threadIdx.x] = (kb < p.k && col < p.n) ? b[kb * p.b_row + col * p.b_col] : 0.0f;
+        __syncthreads();
 #pragma unroll
-    for (int t = 0; t < kTile; ++t) acc += as[threadIdx.y][t] * bs[t][threadIdx.x];
-    __syncthreads();
-  }
-  if (row < p.m && col < p.n) {
-    float v = p.alpha * acc;
-    if (p.c != nullptr) v += p.beta * p.c[batch * p.c_batch + row * p.c_row + col * p.c_col];
-    p.y[batch * p.y_batch + row * p.y_row + col] = v;
+        for (int t = 0; t < kTile; ++t) acc += as[threadIdx.y][t] * bs[t][threadIdx.x];
+        __syncthreads();
+      }
+      if (row < p.m && col < p.n) {
+        float v = p.alpha * acc;
+        if (p.c != nullptr) v += p.beta * p.c[batch * p.c_batch + row * p.c_row + col * p.c_col];
+        p.y[batch * p.y_batch + row * p.y_row + col] = v;
+      }
+    }
   }
 }
 
@@ -258,9 +291,55 @@ cudaError_t fill_uniform(float* p, int64_t n, uint64_t seed, cudaStream_t stream
   return cudaGetLastError();
 }
 
+namespace {
+
+// The largest element offset `op` is read at (-1: it has a negative stride).
+int64_t max_offset(const EwOperand& op, const EwParams& p, int64_t items) {
+  switch (op.mode) {
+    case kFull: return op.batch_stride < 0 ? -1 : (items - 1) * op.batch_stride + p.item - 1;
+    case kChannel: return p.channels - 1;
+    case kBatchChannel: return op.batch_stride < 0 ? -1 : (items - 1) * op.batch_stride + p.channels - 1;
+    case kGeneric: {
+      int64_t off = 0;
+      for (int d = 0; d < p.rank; ++d) {
+        if (op.strides[d] < 0) return -1;
+        off += (p.dims[d] - 1) * op.strides[d];
+      }
+      return off;
+    }
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+int ew_index_bits(const EwParams& p) {
+  constexpr int64_t kLimit = int64_t{1} << 31;  // every index and offset below this
+  if (p.total <= 0 || p.item <= 0) return 64;
+  if (p.total >= kLimit) return 64;
+  const int64_t items = p.total / p.item;
+  auto fits = [&](int64_t off) { return off >= 0 && off < kLimit; };
+  if (p.y_batch_stride < 0 || !fits((items - 1) * p.y_batch_stride + p.item - 1)) return 64;
+  if (!fits(max_offset(p.x, p, items))) return 64;
+  for (int i = 0; i < p.num_operands; ++i) {
+    if (!fits(max_offset(p.operands[i], p, items))) return 64;
+  }
+  return 32;
+}
+
 cudaError_t elementwise(const EwParams& params, cudaStream_t stream) {
   if (params.total == 0) return cudaSuccess;
-  elementwise_kernel<<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+  const int bits = params.index_bits != 0 ? params.index_bits : ew_index_bits(params);
+  if (bits == 32) {
+    if (ew_index_bits(params) != 32) return cudaErrorInvalidValue;  // forced, but it does not fit
+    EwDividers dv;
+    dv.item = IntDivider(static_cast<uint32_t>(params.item));
+    dv.hw = IntDivider(static_cast<uint32_t>(params.hw > 0 ? params.hw : 1));
+    for (int d = 0; d < params.rank; ++d) dv.dims[d] = IntDivider(static_cast<uint32_t>(params.dims[d] > 0 ? params.dims[d] : 1));
+    elementwise_kernel<Index32><<<blocks_for(params.total), kThreads, 0, stream>>>(params, dv);
+  } else {
+    elementwise_kernel<Index64><<<blocks_for(params.total), kThreads, 0, stream>>>(params, EwDividers{});
+  }
   return cudaGetLastError();
 }
 
@@ -296,11 +375,30 @@ cudaError_t reduce_mean(const ReduceParams& params, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+GemmGrid gemm_grid(int64_t m, int64_t n, int64_t batch) {
+  GemmGrid g;
+  if (m < 0 || n < 0 || batch < 0) {
+    g.error = "a negative dimension";
+    return g;
+  }
+  const int64_t col_tiles = (n + kTile - 1) / kTile;
+  const int64_t row_tiles = (m + kTile - 1) / kTile;
+  if (col_tiles > kMaxGridX) {
+    g.error = "more than 2^31 - 1 column tiles (grid.x)";
+    return g;
+  }
+  g.x = col_tiles < 1 ? 1 : col_tiles;
+  g.y = row_tiles < 1 ? 1 : (row_tiles > kMaxGridYZ ? kMaxGridYZ : row_tiles);
+  g.z = batch < 1 ? 1 : (batch > kMaxGridYZ ? kMaxGridYZ : batch);
+  return g;
+}
+
 cudaError_t gemm(const GemmParams& params, cudaStream_t stream) {
   if (params.m == 0 || params.n == 0 || params.batch == 0) return cudaSuccess;
+  const GemmGrid g = gemm_grid(params.m, params.n, params.batch);
+  if (g.error != nullptr) return cudaErrorInvalidConfiguration;
   const dim3 block(kTile, kTile);
-  const dim3 grid(static_cast<unsigned>((params.n + kTile - 1) / kTile),
-                  static_cast<unsigned>((params.m + kTile - 1) / kTile), static_cast<unsigned>(params.batch));
+  const dim3 grid(static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z));
   gemm_kernel<<<grid, block, 0, stream>>>(params);
   return cudaGetLastError();
 }

@@ -3,16 +3,24 @@
 // multiplies) in one pass, strided copies (slice, split, transpose, reshape,
 // concat inputs that cannot be written in place), padding, pooling with
 // asymmetric pads or ceil mode, mean reductions, layer normalization, and
-// GEMM. All FP32.
+// the GEMM of the matrix products cuBLASLt cannot serve (gemm.h). All FP32.
 //
 // Parameters are plain structs passed by value; launchers return the launch
 // status (the caller checks it with IOS_CUDA_CALL). Shapes are int64 and
-// indices are computed in int64.
+// indices are computed in int64, except by the element-wise kernel, which
+// runs in 32-bit indices with precomputed divisors whenever every offset it
+// forms is below 2^31 (ew_index_bits).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+
+#if defined(__CUDACC__)
+#define IOS_HOST_DEVICE __host__ __device__
+#else
+#define IOS_HOST_DEVICE
+#endif
 
 #include "ir/op_kind.h"
 #include "ir/resize_math.h"
@@ -36,6 +44,32 @@ struct EwOperand {
   int mode = kFull;
   int64_t batch_stride = 0;
   int64_t strides[kMaxDims] = {};
+};
+
+// Division of unsigned 32-bit dividends below 2^31 by a fixed divisor in
+// [1, 2^31) as a multiply-high, an add and a shift (Granlund and Montgomery;
+// PyTorch's IntDivider): a 64-bit division is dozens of instructions on the
+// GPU, and the element-wise kernel makes several per element.
+struct IntDivider {
+  uint32_t divisor = 1;
+  uint32_t magic = 1;
+  uint32_t shift = 0;
+
+  IntDivider() = default;
+  IOS_HOST_DEVICE explicit IntDivider(uint32_t d) : divisor(d) {
+    shift = 0;
+    while (shift < 32 && (uint64_t{1} << shift) < d) ++shift;
+    magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - d)) / d + 1);
+  }
+  IOS_HOST_DEVICE uint32_t div(uint32_t n) const {
+#if defined(__CUDA_ARCH__)
+    const uint32_t t = __umulhi(n, magic);
+#else
+    const uint32_t t = static_cast<uint32_t>((static_cast<uint64_t>(n) * magic) >> 32);
+#endif
+    return (t + n) >> shift;  // t <= n < 2^31: no overflow
+  }
+  IOS_HOST_DEVICE uint32_t mod(uint32_t n) const { return n - div(n) * divisor; }
 };
 
 // One step of a chain: an element-wise operator of ir/elementwise.h, whose
@@ -62,8 +96,15 @@ struct EwParams {
   int num_operands = 0;
   EwOperand operands[kMaxEwSteps];
   bool generic = false;  // some operand is kGeneric: decompose every index
+  // 0: the launcher picks (ew_index_bits); 32 or 64 force a path (tests).
+  int index_bits = 0;
 };
 cudaError_t elementwise(const EwParams& params, cudaStream_t stream);
+
+// 32 when every element index and every offset the element-wise kernel
+// forms for `params` (output, input, operands) is below 2^31 and no stride
+// is negative, so it may index in 32 bits; 64 otherwise.
+int ew_index_bits(const EwParams& params);
 
 // dst[...] = src[...] over dims, both addressed by element strides.
 struct CopyParams {
@@ -145,12 +186,27 @@ struct GemmParams {
   const float* b = nullptr;
   int64_t b_batch = 0, b_row = 0, b_col = 0;
   const float* c = nullptr;
+  bool has_c = false;  // beta * C is added (said apart from c: plans are made before pointers exist)
   int64_t c_batch = 0, c_row = 0, c_col = 0;
   float* y = nullptr;
   int64_t y_batch = 0, y_row = 0;
   float alpha = 1.0f, beta = 0.0f;
 };
 cudaError_t gemm(const GemmParams& params, cudaStream_t stream);
+
+// The own GEMM kernel's launch: 16 x 16 tiles, grid.x over column tiles (at
+// most 2^31 - 1), grid.y over row tiles and grid.z over batches, each capped
+// at 65,535 with the kernel looping over the rest. `error` is empty when it
+// can launch, else why not (gemm() then refuses with
+// cudaErrorInvalidConfiguration instead of launching a wrong grid).
+constexpr int kGemmTile = 16;
+constexpr int64_t kMaxGridX = 2147483647;
+constexpr int64_t kMaxGridYZ = 65535;
+struct GemmGrid {
+  int64_t x = 1, y = 1, z = 1;
+  const char* error = nullptr;  // null when the grid is valid
+};
+GemmGrid gemm_grid(int64_t m, int64_t n, int64_t batch);
 
 // p[i] = a pseudo-random value in [-1, 1) from (seed, i): inputs for stage
 // measurement, made on the device instead of uploaded from the host.

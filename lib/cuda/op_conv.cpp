@@ -50,17 +50,8 @@ class ConvolutionOp final : public GpuOp {
     d_ = make_conv_descriptors(shape_, choice.math);
     x_ = x, w_ = w, bias_ = bias, z_ = z, y_ = out;
     if (requested.fused && !choice.fused) {
-      // cuDNN rejected the fused call: bias (+ z) + ReLU by our own kernel.
-      const ir::Shape s{shape_.n, shape_.k, shape_.oh, shape_.ow};
-      epilogue_ = ew_frame(s, out, shape_.y_batch_stride);
-      epilogue_.x = make_operand(out, s, shape_.y_batch_stride, s);
-      const kernels::EwOperand b = make_operand(bias, {1, shape_.k, 1, 1}, shape_.k, s);
-      add_step(epilogue_, ir::OpKind::kAdd, 0, 0, &b);
-      if (requested.has_z) {
-        const kernels::EwOperand zo = make_operand(z, s, requested.z_batch_stride, s);
-        add_step(epilogue_, ir::OpKind::kAdd, 0, 0, &zo);
-      }
-      add_step(epilogue_, ir::OpKind::kRelu, 0, 0, nullptr);
+      // The fused call was refused or slower: bias (+ z) + ReLU by our own kernel.
+      epilogue_ = conv_epilogue(shape_, out, shape_.y_batch_stride, bias, z);
       own_epilogue_ = true;
     }
   }
@@ -85,7 +76,7 @@ class ConvolutionOp final : public GpuOp {
   }
 
   std::string describe() const override {
-    return fmt::format("conv '{}' {}x{} {} -> {} algo {} ({}{}, ws {} KiB, cuDNN {:.3f} ms){}{}{}",
+    return fmt::format("conv '{}' {}x{} {} -> {} algo {} ({}{}, ws {} KiB, measured {:.3f} ms){}{}{}",
                        label_, shape_.r, shape_.s, shape_.c, shape_.k, conv_algo_name(choice_.algo),
                        choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed",
                        choice_.fused ? ", fused bias+relu" : "", choice_.workspace / 1024,

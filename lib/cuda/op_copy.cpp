@@ -100,16 +100,19 @@ std::unique_ptr<GpuOp> make_copy(const float* src, float* dst, std::vector<int64
 }
 
 void CopyOp::uses(Uses& u) const {
-  u.read(src);
+  if (src_constant < 0) u.read(src);
   u.write(dst);
 }
 
 std::string CopyOp::describe(const Program& p) const {
-  return "copy " + p.value_name(src) + " -> " + p.value_name(dst);
+  const std::string from = src_constant >= 0 ? "constant " + p.constants.at(static_cast<size_t>(src_constant)).name
+                                             : p.value_name(src);
+  return "copy " + from + " -> " + p.value_name(dst);
 }
 
 std::unique_ptr<GpuOp> CopyOp::launch(const Binding& b) const {
-  return make_copy(b.in(src) + src_offset, b.out(dst) + dst_offset, dims, src_strides, dst_strides);
+  const float* from = src_constant >= 0 ? b.constant(src_constant) : b.in(src);
+  return make_copy(from + src_offset, b.out(dst) + dst_offset, dims, src_strides, dst_strides);
 }
 
 // A copy of `dims` elements from `src` to `dst`, each with its own dense
@@ -193,15 +196,17 @@ void lower_concat(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeI
     const int64_t size = g.tensor(in).shape.at(axis);
     if (!lw.storage().zero_copy_concat_input(in)) {
       CopyOp op;
-      if (g.tensor(in).is_constant()) {
-        // A constant input: give it a value filled once per run.
-        user_error("Concat '{}': constant input '{}' is not supported by the CUDA backend",
-                   node.name, g.tensor(in).name);
-      }
-      op.src = lw.value_for(in);
-      op.dst = y;
       op.dims = g.tensor(in).shape;
-      op.src_strides = lw.val(op.src).strides();
+      if (g.tensor(in).is_constant()) {
+        // A constant input (a transformer's class token, folded at import
+        // with the batch): copied from the program's constant, dense.
+        op.src_constant = lw.constant(in);
+        op.src_strides = strides_of(op.dims, item_of(op.dims));
+      } else {
+        op.src = lw.value_for(in);
+        op.src_strides = lw.val(op.src).strides();
+      }
+      op.dst = y;
       op.dst_strides = ys;
       op.dst_offset = offset * ys[axis];
       emit(launch, std::move(op));

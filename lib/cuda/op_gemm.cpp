@@ -1,10 +1,12 @@
-// Gemm and MatMul (2-D, or batched with full or no batch broadcast): the
-// backend's own tiled FP32 kernel; merged matrix products (IOS operator
-// merge of products sharing their input) as one GEMM over the assembled
-// weights.
+// Gemm and MatMul (2-D, or batched with full or no batch broadcast):
+// cuBLASLt, or the backend's own tiled FP32 kernel where cuBLASLt cannot
+// serve the layout (gemm.h); merged matrix products (IOS operator merge of
+// products sharing their input) as one GEMM over the assembled weights.
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "cuda/gemm.h"
 #include "cuda/launch.h"
 #include "cuda/lowering.h"
 #include "sched/merge.h"
@@ -17,17 +19,101 @@ using ir::TensorId;
 
 namespace {
 
-class GemmGpuOp final : public GpuOp {
+class OwnGemmGpuOp final : public GpuOp {
  public:
-  explicit GemmGpuOp(const kernels::GemmParams& p) : p_(p) {}
+  explicit OwnGemmGpuOp(const kernels::GemmParams& p, std::string why) : p_(p), why_(std::move(why)) {}
   void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::gemm(p_, c.stream)); }
   std::string describe() const override {
-    return fmt::format("own gemm {}x{}x{} (batch {})", p_.m, p_.n, p_.k, p_.batch);
+    return fmt::format("own gemm {}x{}x{} (batch {}; {})", p_.m, p_.n, p_.k, p_.batch, why_);
   }
 
  private:
   kernels::GemmParams p_;
+  std::string why_;
 };
+
+class CublasGemmGpuOp final : public GpuOp {
+ public:
+  CublasGemmGpuOp(const GemmChoice& choice, const kernels::GemmParams& p) : choice_(choice), p_(p), product_(choice, p) {}
+  void issue(const IssueContext& c) const override {
+    IOS_ASSERT(c.workspace_bytes >= choice_.workspace, "cuBLASLt product needs {} workspace bytes, the stream has {}",
+               choice_.workspace, c.workspace_bytes);
+    IOS_CUBLAS_CALL(product_.run(p_, c.workspace, c.stream));
+  }
+  std::string describe() const override {
+    return fmt::format("cublasLt gemm {}x{}x{} (batch {}; {}{}, ws {} KiB)", p_.m, p_.n, p_.k, p_.batch,
+                       choice_.tf32 ? "tf32" : "fp32", choice_.plan.bias ? ", bias epilogue" : "",
+                       choice_.workspace / 1024);
+  }
+
+ private:
+  GemmChoice choice_;
+  kernels::GemmParams p_;
+  LtProduct product_;
+};
+
+// Shape and batch stride of an operand as stored (a constant is dense).
+std::pair<ir::Shape, int64_t> operand_layout(const Program& p, const Ref& r) {
+  if (r.is_value()) {
+    const Value& v = p.values.at(static_cast<size_t>(r.index));
+    return {v.shape, v.batch_stride};
+  }
+  const Constant& c = p.constants.at(static_cast<size_t>(r.index));
+  return {c.shape, item_of(c.shape)};
+}
+
+// Byte alignment of an operand's pointer (constants are buffer-aligned).
+uint32_t operand_alignment(const Program& p, const Ref& r) {
+  if (!r.is_value()) return static_cast<uint32_t>(kBufferAlignment);
+  return gemm_alignment(p.values.at(static_cast<size_t>(r.index)).offset);
+}
+
+uint32_t pointer_bytes_alignment(const void* ptr) {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  uint32_t a = static_cast<uint32_t>(kBufferAlignment);
+  while (a > 1 && address % a != 0) a /= 2;
+  return a;
+}
+
+// The product's strides and scalars (no pointers).
+kernels::GemmParams gemm_params(const Program& program, const GemmOp& op) {
+  kernels::GemmParams g;
+  g.m = op.m, g.n = op.n, g.k = op.k, g.batch = op.batch;
+  g.alpha = op.alpha, g.beta = op.beta;
+  const Value& yv = program.values.at(static_cast<size_t>(op.y));
+  // Row stride of a 2-D operand as stored: its batch stride.
+  const auto [as, ab] = operand_layout(program, op.a);
+  const auto [bs, bb] = operand_layout(program, op.b);
+  if (as.size() == 2) {
+    g.a_row = op.trans_a ? 1 : ab;
+    g.a_col = op.trans_a ? ab : 1;
+  } else {
+    g.a_row = op.k, g.a_col = 1, g.a_batch = op.a_batched ? op.m * op.k : 0;
+  }
+  if (bs.size() == 2) {
+    g.b_row = op.trans_b ? 1 : bb;
+    g.b_col = op.trans_b ? bb : 1;
+  } else {
+    g.b_row = op.n, g.b_col = 1, g.b_batch = op.b_batched ? op.k * op.n : 0;
+  }
+  if (op.c) {
+    const auto [cs, cb] = operand_layout(program, op.c);
+    g.has_c = true;
+    if (cs.size() == 2) {
+      g.c_row = cs[0] == 1 && op.m != 1 ? 0 : cb;
+      g.c_col = cs[1] == 1 && op.n != 1 ? 0 : 1;
+    } else if (cs.size() == 1) {
+      g.c_row = 0;
+      g.c_col = cs[0] == 1 && op.n != 1 ? 0 : 1;
+    }
+  }
+  if (yv.shape.size() == 2) {
+    g.y_row = yv.batch_stride;
+  } else {
+    g.y_row = op.n, g.y_batch = op.m * op.n;
+  }
+  return g;
+}
 
 }  // namespace
 
@@ -43,46 +129,42 @@ std::string GemmOp::describe(const Program& p) const {
                      p.value_name(y));
 }
 
+void GemmOp::prepare(Preparation& prep) {
+  const kernels::GemmParams g = gemm_params(prep.program, *this);
+  const uint32_t align_c = c ? operand_alignment(prep.program, c) : static_cast<uint32_t>(kBufferAlignment);
+  auto chosen = std::make_shared<const GemmChoice>(choose_gemm(
+      prep.ctx, g, operand_alignment(prep.program, a), operand_alignment(prep.program, b), align_c,
+      gemm_alignment(prep.program.values.at(static_cast<size_t>(y)).offset), label));
+  if (chosen->plan.cublas) prep.workspace = std::max(prep.workspace, chosen->workspace);
+  choice = std::move(chosen);
+}
+
 std::unique_ptr<GpuOp> GemmOp::launch(const Binding& bind) const {
-  kernels::GemmParams g;
-  g.m = m, g.n = n, g.k = k, g.batch = batch;
-  g.alpha = alpha, g.beta = beta;
-  const Value& yv = bind.value(y);
-  // Row stride of a 2-D operand as stored: its batch stride.
-  const auto [as, ab] = bind.layout(a);
-  const auto [bs, bb] = bind.layout(b);
+  IOS_ASSERT(choice != nullptr, "product '{}' has no path (prepare() did not run)", label);
+  kernels::GemmParams g = gemm_params(bind.program(), *this);
   g.a = bind.in(a);
   g.b = bind.in(b);
-  if (as.size() == 2) {
-    g.a_row = trans_a ? 1 : ab;
-    g.a_col = trans_a ? ab : 1;
-  } else {
-    g.a_row = k, g.a_col = 1, g.a_batch = a_batched ? m * k : 0;
-  }
-  if (bs.size() == 2) {
-    g.b_row = trans_b ? 1 : bb;
-    g.b_col = trans_b ? bb : 1;
-  } else {
-    g.b_row = n, g.b_col = 1, g.b_batch = b_batched ? k * n : 0;
-  }
-  if (c) {
-    const auto [cs, cb] = bind.layout(c);
-    g.c = bind.in(c);
-    if (cs.size() == 2) {
-      g.c_row = cs[0] == 1 && m != 1 ? 0 : cb;
-      g.c_col = cs[1] == 1 && n != 1 ? 0 : 1;
-    } else if (cs.size() == 1) {
-      g.c_row = 0;
-      g.c_col = cs[0] == 1 && n != 1 ? 0 : 1;
-    }
-  }
+  if (c) g.c = bind.in(c);
   g.y = bind.out(y);
-  if (yv.shape.size() == 2) {
-    g.y_row = yv.batch_stride;
-  } else {
-    g.y_row = n, g.y_batch = m * n;
+  std::string own_reason = choice->plan.own_reason;
+  if (choice->plan.cublas) {
+    // The algorithm was chosen for the alignment the program's offsets
+    // promised; pointers placed otherwise (never expected) run on the own
+    // kernel rather than on an algorithm that may read misaligned.
+    const bool aligned = pointer_bytes_alignment(g.a) >= choice->align_a &&
+                         pointer_bytes_alignment(g.b) >= choice->align_b &&
+                         (!c || pointer_bytes_alignment(g.c) >= choice->align_c) &&
+                         pointer_bytes_alignment(g.y) >= choice->align_y;
+    if (aligned) return std::make_unique<CublasGemmGpuOp>(*choice, g);
+    own_reason = "pointers less aligned than the cuBLASLt algorithm assumes";
+    logger("cuda")->warn("product '{}': {}", label, own_reason);
   }
-  return std::make_unique<GemmGpuOp>(g);
+  const kernels::GemmGrid grid = kernels::gemm_grid(g.m, g.n, g.batch);
+  if (grid.error != nullptr) {
+    user_error("product '{}' ({}x{}x{}, batch {}): the CUDA backend's own GEMM kernel cannot launch it: {}", label,
+               g.m, g.n, g.k, g.batch, grid.error);
+  }
+  return std::make_unique<OwnGemmGpuOp>(g, own_reason);
 }
 
 void lower_gemm(Lowerer& lw, Launch& launch, NodeId n, int y) {
@@ -90,6 +172,7 @@ void lower_gemm(Lowerer& lw, Launch& launch, NodeId n, int y) {
   const ir::Node& node = g.node(n);
   GemmOp op;
   op.y = y;
+  op.label = g.tensor(node.outputs[0]).name;
   const ir::Shape& ys = lw.val(y).shape;
   if (node.op == OpKind::kGemm) {
     const auto& a = node.attr<ir::GemmAttrs>();
@@ -154,6 +237,7 @@ void lower_merged_product(Lowerer& lw, Launch& launch, int kernel) {
   const int merged = lw.merged_value(kernel);
   const sched::MergedWeights weights = sched::assemble_merged_weights(lw.units(), spec);
   GemmOp op;
+  op.label = launch.name;
   int a = lw.value_for(spec.input);
   if (lw.val(a).shape.size() > 2)
     a = lw.dense(launch, a);  // rows of a batched input must be uniform

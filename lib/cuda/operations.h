@@ -17,6 +17,7 @@
 namespace ios::cuda {
 
 struct ConvChoice;  // conv.h
+struct GemmChoice;  // gemm.h
 
 // y = conv(x, w), cuDNN (op_conv.cpp). Pads are symmetric (asymmetric
 // padding is made explicit by a PadOp in front). With `fused`, y = relu(conv
@@ -80,6 +81,7 @@ class EwOp final : public Operation {
 class CopyOp final : public Operation {
  public:
   int src = -1, dst = -1;
+  int src_constant = -1;  // >= 0: copies this program constant instead of the value `src`
   std::vector<int64_t> dims, src_strides, dst_strides;
   int64_t src_offset = 0, dst_offset = 0;
 
@@ -103,8 +105,10 @@ class PadOp final : public Operation {
 };
 
 // y[b] = alpha * A[b] * B[b] + beta * C, with element strides per operand
-// (transposes and broadcast batches are strides). Own kernel, FP32
-// (op_gemm.cpp: Gemm, MatMul and merged matrix products).
+// (transposes and broadcast batches are strides). cuBLASLt (TF32 or strict
+// FP32 by the engine's precision), or the own kernel where cuBLASLt cannot
+// serve the layout (gemm.h; op_gemm.cpp: Gemm, MatMul and merged matrix
+// products).
 class GemmOp final : public Operation {
  public:
   Ref a, b, c;
@@ -114,9 +118,13 @@ class GemmOp final : public Operation {
   bool trans_a = false, trans_b = false;
   // Batch handling for MatMul: per operand whether its batch index advances.
   bool a_batched = false, b_batched = false;
+  std::string label;  // for messages: the node's output tensor or the merged launch
+  // The path prepare() chose on the device.
+  std::shared_ptr<const GemmChoice> choice;
 
   void uses(Uses& uses) const override;
   std::string describe(const Program& program) const override;
+  void prepare(Preparation& prep) override;
   std::unique_ptr<GpuOp> launch(const Binding& binding) const override;
 };
 

@@ -1,6 +1,7 @@
 #include "cuda/resources.h"
 
 #include "cuda/check.h"
+#include "cuda/cublaslt.h"
 
 namespace ios::cuda {
 
@@ -9,6 +10,10 @@ void EventTraits::destroy(cudaEvent_t h) noexcept { IOS_CUDA_CALL_NOTHROW(cudaEv
 void GraphTraits::destroy(cudaGraph_t h) noexcept { IOS_CUDA_CALL_NOTHROW(cudaGraphDestroy(h)); }
 void GraphExecTraits::destroy(cudaGraphExec_t h) noexcept { IOS_CUDA_CALL_NOTHROW(cudaGraphExecDestroy(h)); }
 void CudnnTraits::destroy(cudnnHandle_t h) noexcept { IOS_CUDNN_CALL_NOTHROW(cudnnDestroy(h)); }
+void CublasLtTraits::destroy(cublasLtHandle_t h) noexcept {
+  // A handle exists only once cuBLASLt was loaded.
+  if (const CublasLt* lt = load_cublaslt()) IOS_CUBLAS_CALL_NOTHROW(lt->cublasLtDestroy(h));
+}
 void TensorDescTraits::destroy(cudnnTensorDescriptor_t h) noexcept {
   IOS_CUDNN_CALL_NOTHROW(cudnnDestroyTensorDescriptor(h));
 }
@@ -35,6 +40,12 @@ Event make_event(bool timing) {
   cudaEvent_t h = nullptr;
   IOS_CUDA_CALL(cudaEventCreateWithFlags(&h, timing ? cudaEventDefault : cudaEventDisableTiming));
   return Event(h);
+}
+
+CublasLtHandle make_cublaslt() {
+  cublasLtHandle_t h = nullptr;
+  IOS_CUBLAS_CALL(cublaslt().cublasLtCreate(&h));
+  return CublasLtHandle(h);
 }
 
 CudnnHandle make_cudnn(cudaStream_t stream) {

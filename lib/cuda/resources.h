@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <cublasLt.h>
 #include <cudnn.h>
 
 #include <cstddef>
@@ -44,6 +45,7 @@ struct EventTraits { static void destroy(cudaEvent_t h) noexcept; };
 struct GraphTraits { static void destroy(cudaGraph_t h) noexcept; };
 struct GraphExecTraits { static void destroy(cudaGraphExec_t h) noexcept; };
 struct CudnnTraits { static void destroy(cudnnHandle_t h) noexcept; };
+struct CublasLtTraits { static void destroy(cublasLtHandle_t h) noexcept; };
 struct TensorDescTraits { static void destroy(cudnnTensorDescriptor_t h) noexcept; };
 struct FilterDescTraits { static void destroy(cudnnFilterDescriptor_t h) noexcept; };
 struct ConvDescTraits { static void destroy(cudnnConvolutionDescriptor_t h) noexcept; };
@@ -55,6 +57,7 @@ using Event = Unique<cudaEvent_t, EventTraits>;
 using Graph = Unique<cudaGraph_t, GraphTraits>;
 using GraphExec = Unique<cudaGraphExec_t, GraphExecTraits>;
 using CudnnHandle = Unique<cudnnHandle_t, CudnnTraits>;
+using CublasLtHandle = Unique<cublasLtHandle_t, CublasLtTraits>;
 using TensorDesc = Unique<cudnnTensorDescriptor_t, TensorDescTraits>;
 using FilterDesc = Unique<cudnnFilterDescriptor_t, FilterDescTraits>;
 using ConvDesc = Unique<cudnnConvolutionDescriptor_t, ConvDescTraits>;
@@ -64,6 +67,7 @@ using ActivationDesc = Unique<cudnnActivationDescriptor_t, ActivationDescTraits>
 Stream make_stream();                       // cudaStreamNonBlocking
 Event make_event(bool timing = false);      // cudaEventDisableTiming unless timing
 CudnnHandle make_cudnn(cudaStream_t stream);  // bound to `stream`
+CublasLtHandle make_cublaslt();             // streams are passed per call
 TensorDesc make_tensor_desc();
 FilterDesc make_filter_desc();
 ConvDesc make_conv_desc();

@@ -285,7 +285,7 @@ std::string Runtime::describe() const {
   std::ostringstream out;
   const Program& p = program_;
   out << fmt::format("{} launches on {} stream(s), {} GPU operations; weights {:.1f} MiB, activation arena {:.1f} MiB "
-                     "({:.1f} MiB without reuse), cuDNN workspaces {:.1f} MiB; {}\n",
+                     "({:.1f} MiB without reuse), cuDNN/cuBLASLt workspaces {:.1f} MiB; {}\n",
                      p.launches.size(), p.num_streams, p.num_ops(), stats_.weights_bytes / 1048576.0,
                      stats_.arena_bytes / 1048576.0, stats_.arena_unshared_bytes / 1048576.0,
                      stats_.workspace_bytes / 1048576.0, graph_exec_ ? "CUDA graph" : "plain launches");

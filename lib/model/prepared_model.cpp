@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "sched/schedule_io.h"
 
 namespace ios::model {
 namespace {
@@ -47,7 +48,11 @@ onnx::ImportOptions shape_options(int64_t batch, bool rewrite_batch,
     if (colon == std::string::npos || colon == 0) {
       user_error("--input-shape '{}': expected NAME:1x3x224x224", spec);
     }
-    import_options.input_shapes[spec.substr(0, colon)] = parse_dims(spec.substr(colon + 1), spec);
+    const std::string name = spec.substr(0, colon);
+    if (import_options.input_shapes.count(name)) {
+      user_error("--input-shape is given twice for '{}'; give each input's shape once", name);
+    }
+    import_options.input_shapes[name] = parse_dims(spec.substr(colon + 1), spec);
   }
   return import_options;
 }
@@ -57,6 +62,20 @@ std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
                                              const sched::FormationOptions& formation) {
   auto prepared = std::make_unique<PreparedModel>();
   prepared->model = onnx::import_model(path, import_options);
+  // A static dimension 0 above the batch limit would be written into a
+  // schedule that ios-run then refuses to read.
+  if (prepared->model.batch > sched::kMaxBatch) {
+    if (prepared->model.inputs.empty()) {
+      user_error("{}: batch {} is above ios's limit of {}", path, prepared->model.batch, sched::kMaxBatch);
+    }
+    const auto& [name, shape] = prepared->model.inputs.front();
+    user_error("{}: input '{}' has shape {}: its dimension 0, the batch, is above ios's limit of {}; "
+               "export the model with a smaller or a symbolic batch and pass --batch",
+               path, name, ir::to_string(shape), sched::kMaxBatch);
+  }
+  if (prepared->model.graph.num_nodes() == 0) {
+    user_error("{}: the model has no operators to schedule (every output is an input or a constant)", path);
+  }
   prepared->units =
       std::make_unique<sched::UnitGraph>(sched::UnitGraph::form(prepared->model.graph, formation));
   return prepared;

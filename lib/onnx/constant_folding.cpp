@@ -24,6 +24,10 @@ using Values = std::vector<const ConstTensor*>;  // one per node input; null whe
 // Initializers larger than this are never decoded for folding: shape
 // arithmetic is small, and weights reach the IR untouched.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 22;
+
+// Exact integer arithmetic beyond int64 (Range's span); __extension__ keeps
+// -Wpedantic quiet about the GCC/Clang type.
+__extension__ typedef __int128 Int128;
 // All values one folding round holds at once (decoded inputs and results):
 // each is capped above, and so are they together, at 512 MiB of doubles.
 constexpr int64_t kMaxFoldTotalElements = int64_t{1} << 26;
@@ -559,26 +563,33 @@ Folded fold_range(const Context& ctx, const Values& in, const Shape&) {
   for (size_t k = 0; k < 3; ++k) {
     if (need(ctx, in, k).size() != 1) ctx.fail("Range input {} must have one element", k);
   }
+  ConstTensor out;
+  out.dtype = start.dtype;
+  if (!out.is_float()) {
+    // Integers are counted exactly: a double holds int64 values only up to
+    // 2^53, and (limit - start) may not fit in int64 at all.
+    const int64_t first = start.as_int(0), limit = need(ctx, in, 1).as_int(0), step = need(ctx, in, 2).as_int(0);
+    if (step == 0) ctx.fail("Range with delta 0");
+    const Int128 span = static_cast<Int128>(limit) - first;
+    const Int128 count = step > 0 ? (span <= 0 ? 0 : (span + step - 1) / step)
+                                    : (span >= 0 ? 0 : (-span - step - 1) / -static_cast<Int128>(step));
+    if (count > kMaxFoldElements) {
+      ctx.fail("Range of {} elements is too large to fold", static_cast<int64_t>(std::min<Int128>(count, std::numeric_limits<int64_t>::max())));
+    }
+    out.dims = {static_cast<int64_t>(count)};
+    // Every element lies between start and limit, so none overflows.
+    for (int64_t k = 0; k < static_cast<int64_t>(count); ++k) {
+      out.i.push_back(static_cast<int64_t>(first + static_cast<Int128>(k) * step));
+    }
+    return one(out);
+  }
   const double s = start.as_double(0), limit = need(ctx, in, 1).as_double(0), delta = need(ctx, in, 2).as_double(0);
   if (delta == 0) ctx.fail("Range with delta 0");
   const double count = std::max(0.0, std::ceil((limit - s) / delta));
   if (!(count <= static_cast<double>(kMaxFoldElements))) ctx.fail("Range of {} elements is too large to fold", count);
   const auto n = static_cast<int64_t>(count);
-  ConstTensor out;
-  out.dtype = start.dtype;
   out.dims = {n};
-  const int64_t first = start.as_int(0), step = need(ctx, in, 2).as_int(0);
-  for (int64_t k = 0; k < n; ++k) {
-    if (out.is_float()) {
-      out.f.push_back(s + static_cast<double>(k) * delta);
-      continue;
-    }
-    int64_t v = 0;
-    if (__builtin_mul_overflow(k, step, &v) || __builtin_add_overflow(first, v, &v)) {
-      ctx.fail("Range overflows int64");
-    }
-    out.i.push_back(v);
-  }
+  for (int64_t k = 0; k < n; ++k) out.f.push_back(s + static_cast<double>(k) * delta);
   return one(out);
 }
 
@@ -823,20 +834,28 @@ int fold_constants(::onnx::ModelProto& model, const ShapeMap& shapes, const std:
   if (!count) return 0;
 
   // Keep the unfolded nodes; folded outputs they read become initializers.
-  std::unordered_set<std::string> needed, folded_outputs;
-  ::google::protobuf::RepeatedPtrField<NodeProto> kept;
+  // Only the (few) folded outputs are collected: a round of a long chain of
+  // shape arithmetic costs lookups over the graph, not a set of all of it.
+  std::unordered_set<std::string> folded_outputs, needed;
   for (int k = 0; k < graph.node_size(); ++k) {
-    if (folded[static_cast<size_t>(k)]) {
-      for (const auto& name : graph.node(k).output()) folded_outputs.insert(name);
-      continue;
+    if (!folded[static_cast<size_t>(k)]) continue;
+    for (const auto& name : graph.node(k).output()) {
+      if (!name.empty()) folded_outputs.insert(name);
     }
-    for (const auto& name : graph.node(k).input()) needed.insert(name);
-    *kept.Add() = std::move(*graph.mutable_node(k));
   }
-  graph.mutable_node()->Swap(&kept);
+  int kept = 0;
+  for (int k = 0; k < graph.node_size(); ++k) {
+    if (folded[static_cast<size_t>(k)]) continue;
+    for (const auto& name : graph.node(k).input()) {
+      if (folded_outputs.count(name)) needed.insert(name);
+    }
+    if (kept != k) graph.mutable_node()->SwapElements(kept, k);
+    ++kept;
+  }
+  graph.mutable_node()->DeleteSubrange(kept, graph.node_size() - kept);
   std::vector<std::string> made;
-  for (const std::string& name : folded_outputs) {
-    if (!name.empty() && needed.count(name) && !initializers.count(name)) made.push_back(name);
+  for (const std::string& name : needed) {
+    if (!initializers.count(name)) made.push_back(name);
   }
   std::sort(made.begin(), made.end());  // deterministic initializer order
   for (const std::string& name : made) {

@@ -45,7 +45,28 @@ class Builder {
         user_error("{}: graph output '{}' is {}; ios needs every output computed by the graph", file_,
                    output.name(), initializers_.count(name) ? "a constant" : "not produced by any node");
       }
-      graph_.outputs().push_back(it->second);
+      if (name == output.name()) {
+        graph_.outputs().push_back(it->second);
+        continue;
+      }
+      if (auto made = ids_.find(output.name()); made != ids_.end()) {  // listed twice: copied once
+        graph_.outputs().push_back(made->second);
+        continue;
+      }
+      // An output that an Identity, a Dropout or an identity Einsum names
+      // keeps its own name (what --output-dir writes, what --reference
+      // names): a copy of the tensor it aliases, made under that name. Two
+      // such outputs of one tensor are two copies.
+      const ir::Shape shape = graph_.tensor(it->second).shape;
+      shapes_.emplace(output.name(), shape);
+      ir::Node copy;
+      copy.name = output.name();
+      copy.op = ir::OpKind::kReshape;
+      copy.inputs = {it->second};
+      copy.attrs = ir::ReshapeAttrs{shape};
+      copy.outputs = {add_activation(output.name(), shape)};
+      graph_.outputs().push_back(copy.outputs[0]);
+      graph_.add_node(std::move(copy));
     }
     return std::move(graph_);
   }

@@ -34,6 +34,7 @@
 #include "onnx/einsum.h"
 #include "onnx/external_data.h"
 #include "onnx/graph_builder.h"
+#include "onnx/import_schemas.h"
 #include "onnx/opset_adapter.h"
 
 namespace ios::onnx {
@@ -528,7 +529,11 @@ InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
           "schedule was made for another model",
           options.recorded_source, name, path, fmt::join(names, ", "));
     }
-    recorded[name] = shape;
+    if (!recorded.emplace(name, shape).second) {
+      user_error("{}: the schedule records input {} twice in model.inputs; the file is damaged: "
+                 "regenerate it with ios-optimize",
+                 options.recorded_source, quote_excerpt(name));
+    }
   }
   if (!options.recorded_inputs.empty()) {
     for (const std::string& name : names) {
@@ -614,56 +619,6 @@ InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
 // hostile constants (a Slice with a negative step over an empty tensor), and
 // ios's own constant folding, alternating with inference in import_model,
 // resolves the same shape chains on values it has checked.
-// ONNX's schemas, except that Einsum's shape inference also gives the
-// output's dimensions (ONNX 1.12 gives only its rank), from the plan ios
-// lowers it with: without them every tensor after an attention's Einsum
-// would wait a round of shape inference per Einsum.
-class ImportSchemas final : public ::onnx::ISchemaRegistry {
- public:
-  const ::onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
-                                    const std::string& domain) const override {
-    const ::onnx::OpSchema* base = ::onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
-    if (!base || key != "Einsum" || !(domain.empty() || domain == "ai.onnx")) return base;
-    auto [it, fresh] = einsum_.try_emplace(base, *base);
-    if (fresh) {
-      it->second.TypeAndShapeInferenceFunction(
-          [rank_only = base->GetTypeAndShapeInferenceFunction()](::onnx::InferenceContext& ctx) {
-            if (rank_only) rank_only(ctx);
-            infer_einsum_dims(ctx);
-          });
-    }
-    return &it->second;
-  }
-
- private:
-  static void infer_einsum_dims(::onnx::InferenceContext& ctx) {
-    const auto* equation = ctx.getAttribute("equation");
-    if (!equation || ctx.getNumOutputs() < 1) return;
-    std::vector<ir::Shape> operands;
-    for (size_t i = 0; i < ctx.getNumInputs(); ++i) {
-      const auto* type = ctx.getInputType(i);
-      if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return;
-      ir::Shape dims;
-      for (const auto& d : type->tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) return;
-        dims.push_back(d.dim_value());
-      }
-      operands.push_back(std::move(dims));
-    }
-    ir::Shape output;
-    try {
-      output = plan_einsum(equation->s(), operands, "").output;
-    } catch (const UserError&) {
-      return;  // the IR builder refuses the node, naming it
-    }
-    auto* shape = ctx.getOutputType(0)->mutable_tensor_type()->mutable_shape();
-    shape->clear_dim();
-    for (int64_t d : output) shape->add_dim()->set_dim_value(d);
-  }
-
-  mutable std::map<const ::onnx::OpSchema*, ::onnx::OpSchema> einsum_;
-};
-
 void infer_onnx_shapes(ModelProto& model, const std::string& path) {
   onnx_call(path, "ONNX shape inference failed", [&] {
     const ::onnx::ShapeInferenceOptions options(/*check_type=*/true, /*error_mode=*/1,
@@ -671,6 +626,97 @@ void infer_onnx_shapes(ModelProto& model, const std::string& path) {
     const ImportSchemas schemas;
     ::onnx::shape_inference::InferShapes(model, &schemas, options);
   });
+}
+
+// Folding's later rounds: ONNX's inference over the nodes whose outputs have
+// no static shape yet (the frontier), not the whole graph again, so that a
+// chain of shape arithmetic that needs many rounds costs each round its own
+// few nodes. The frontier runs as a model of its own: the tensors it reads
+// enter as inputs of their known types, small constants (the shapes and
+// axes inference reads) as initializers; the graph outputs it makes are
+// declared as in the file, so that ONNX checks them as it does in the whole
+// graph. What it infers replaces the model's value_info of those tensors and
+// enters `shapes`. The rest of a round's work on the whole graph is lookups
+// in small sets, without allocation. Returns the frontier's size.
+int infer_frontier_shapes(ModelProto& model, ShapeMap& shapes, const std::string& path) {
+  GraphProto& graph = *model.mutable_graph();
+  std::vector<int> frontier;
+  std::unordered_set<std::string> produced;
+  for (int k = 0; k < graph.node_size(); ++k) {
+    const NodeProto& node = graph.node(k);
+    if (std::none_of(node.output().begin(), node.output().end(),
+                     [&](const std::string& o) { return !o.empty() && !shapes.count(o); })) {
+      continue;
+    }
+    frontier.push_back(k);
+    produced.insert(node.output().begin(), node.output().end());
+  }
+  if (frontier.empty()) return 0;
+  std::unordered_map<std::string, const google::protobuf::Message*> read;  // what the frontier reads, and its source
+  for (int k : frontier) {
+    for (const std::string& name : graph.node(k).input()) {
+      if (!name.empty() && !produced.count(name)) read.emplace(name, nullptr);
+    }
+  }
+  auto note = [&](const std::string& name, const google::protobuf::Message* source) {
+    if (auto it = read.find(name); it != read.end() && it->second == nullptr) it->second = source;
+  };
+  for (const auto& t : graph.initializer()) note(t.name(), &t);
+  for (const auto& v : graph.input()) note(v.name(), &v);
+  for (const auto& v : graph.value_info()) note(v.name(), &v);
+  for (const auto& v : graph.output()) note(v.name(), &v);
+
+  ModelProto part;
+  part.set_ir_version(model.ir_version());
+  *part.mutable_opset_import() = model.opset_import();
+  GraphProto& sub = *part.mutable_graph();
+  sub.set_name(graph.name());
+  std::unordered_set<std::string> declared;
+  for (int k : frontier) {
+    for (const std::string& name : graph.node(k).input()) {
+      auto it = read.find(name);
+      if (it == read.end() || it->second == nullptr || !declared.insert(name).second) continue;
+      if (const auto* t = dynamic_cast<const ::onnx::TensorProto*>(it->second)) {
+        ::onnx::ValueInfoProto& input = *sub.add_input();
+        input.set_name(name);
+        auto& type = *input.mutable_type()->mutable_tensor_type();
+        type.set_elem_type(t->data_type());
+        auto* shape = type.mutable_shape();  // a scalar has a shape of no dimensions, not none
+        for (int64_t d : t->dims()) shape->add_dim()->set_dim_value(d);
+        // Inference reads the values of shapes, axes and scales: small
+        // constants travel whole, large weights by their type alone.
+        const bool integer = t->data_type() == ::onnx::TensorProto::INT64 || t->data_type() == ::onnx::TensorProto::INT32;
+        if (static_cast<uint64_t>(proto_num_elements(*t)) <= (integer ? uint64_t{1} << 16 : uint64_t{1} << 10)) {
+          *sub.add_initializer() = *t;
+        }
+      } else {
+        *sub.add_input() = static_cast<const ::onnx::ValueInfoProto&>(*it->second);
+      }
+    }
+    *sub.add_node() = graph.node(k);
+  }
+  std::vector<int> outputs;  // graph outputs the frontier makes, by index
+  for (int o = 0; o < graph.output_size(); ++o) {
+    if (produced.count(graph.output(o).name())) {
+      outputs.push_back(o);
+      *sub.add_output() = graph.output(o);
+    }
+  }
+  infer_onnx_shapes(part, path);
+  std::unordered_set<std::string> inferred;
+  for (const auto& v : sub.value_info()) inferred.insert(v.name());
+  auto* infos = graph.mutable_value_info();
+  infos->erase(std::remove_if(infos->begin(), infos->end(),
+                              [&](const ::onnx::ValueInfoProto& v) { return inferred.count(v.name()) > 0; }),
+               infos->end());
+  for (auto& [name, dims] : static_shapes(sub)) {
+    if (produced.count(name)) shapes[name] = std::move(dims);
+  }
+  for (auto& v : *sub.mutable_value_info()) *infos->Add() = std::move(v);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    *graph.mutable_output(outputs[i]) = std::move(*sub.mutable_output(static_cast<int>(i)));
+  }
+  return static_cast<int>(frontier.size());
 }
 
 // ios's shape inference must agree with ONNX's on every activation.
@@ -733,12 +779,23 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
 
   const int nodes_before = model.graph().node_size();
   int folded = 0, fold_rounds = 0;
+  int64_t frontier_nodes = 0;  // inferred again after the first, whole-graph round
   ShapeMap shapes;
   for (int round = 0;; ++round) {
     fold_rounds = round + 1;
-    infer_onnx_shapes(model, path);
-    shapes = static_shapes(model.graph());
+    if (round == 0) {
+      infer_onnx_shapes(model, path);
+      shapes = static_shapes(model.graph());
+    } else {
+      frontier_nodes += infer_frontier_shapes(model, shapes, path);
+    }
+    const int constants = model.graph().initializer_size();
     const int n = fold_constants(model, shapes, path);
+    // Folded values that unfolded nodes read became initializers, appended.
+    for (int k = constants; k < model.graph().initializer_size(); ++k) {
+      const auto& t = model.graph().initializer(k);
+      shapes[t.name()] = ir::Shape(t.dims().begin(), t.dims().end());
+    }
     folded += n;
     if (n == 0) break;
     if (round >= kMaxFoldRounds) {
@@ -747,6 +804,9 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
     }
   }
 
+  // The rounds kept `shapes` up to date as they went; once more from the
+  // final graph, so that it names only what is left.
+  if (fold_rounds > 1) shapes = static_shapes(model.graph());
   // Shapes ONNX inferred from the file (an Expand to a huge shape, say) are
   // capped before the IR builder multiplies them out.
   for (const auto& [name, shape] : shapes) {
@@ -767,6 +827,8 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
 
   const auto layer_norms = std::count_if(result.graph.nodes().begin(), result.graph.nodes().end(),
                                          [](const ir::Node& n) { return n.op == ir::OpKind::kLayerNorm; });
+  log->debug("{}: ONNX shape inference: the whole graph once, then {} nodes in {} later rounds", path,
+             frontier_nodes, fold_rounds - 1);
   log->debug("{}: {} ONNX nodes, {} folded at import in {} rounds; IR: {} nodes, {} tensors; {} BatchNorm and {} "
              "Pad folded, {} Concat flattened, {} layer normalizations fused, {} GELU chains fused, {} dead "
              "nodes removed; {} LayerNormalization nodes",

@@ -16,6 +16,7 @@
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
 #include "onnx/constant_folding.h"
+#include "onnx/import_schemas.h"
 
 namespace ios::onnx {
 namespace {
@@ -231,7 +232,8 @@ class Adapter {
     try {
       const ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
                                                   /*enable_data_propagation=*/false);
-      ::onnx::shape_inference::InferShapes(copy, ::onnx::OpSchemaRegistry::Instance(), options);
+      const ImportSchemas schemas;  // ONNX's own Einsum inference crashes on some valid equations
+      ::onnx::shape_inference::InferShapes(copy, &schemas, options);
     } catch (const std::exception&) {
       // Lenient mode: what it could not infer stays unknown, reported below per node.
     }

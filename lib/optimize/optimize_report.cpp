@@ -251,12 +251,16 @@ std::string render_json(const OptimizeReport& r) {
     }
   }
   if (r.max_streams > 0) doc["max_streams"] = r.max_streams;
-  if (r.staged && r.form_option != "staged") {
-    doc["form"] = {{"option", r.form_option},
-                   {"chosen", r.dependency_barriers ? "streamed" : "staged"},
-                   {"staged_predicted_ms", r.staged_form_ms},
-                   {"streamed_predicted_ms", r.streamed_form_ms}};
-  }
+  // Always present, so that scripts need not know when a form was chosen:
+  // the --form asked, the form written (a streamed scheduler's is
+  // "streamed"), each form's whole-plan prediction (null: not computed), and
+  // the launch mode the schedule was planned for.
+  auto prediction = [](double ms) { return ms > 0.0 ? nlohmann::json(ms) : nlohmann::json(nullptr); };
+  doc["form"] = {{"option", r.form_option},
+                 {"chosen", !r.staged || r.dependency_barriers ? "streamed" : "staged"},
+                 {"staged_predicted_ms", prediction(r.staged_form_ms)},
+                 {"streamed_predicted_ms", prediction(r.streamed_form_ms)}};
+  doc["launch"] = r.launch;
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 

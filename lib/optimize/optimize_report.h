@@ -69,6 +69,7 @@ struct OptimizeReport {
   std::string form_option = "staged";
   bool dependency_barriers = false;
   double staged_form_ms = 0.0, streamed_form_ms = 0.0;
+  std::string launch;  // the launch mode the schedule was planned for (graph, plain, synced)
   double predicted_ms = 0.0;
   double sequential_ms = 0.0;  // 0: not computed (--analyze)
   std::string schedule_file;   // empty: none written (--analyze)

@@ -52,12 +52,15 @@ std::vector<InputFile> input_files(const OptimizeOptions& options) {
   return inputs;
 }
 
-// Declares and checks every output before any work (core/output_files.h).
-void check_outputs(const std::string& output, const OptimizeOptions& options) {
-  OutputFiles outputs(input_files(options), options.force);
+// Declares and checks every output before any work (core/output_files.h);
+// the caller keeps the result until its outputs are written (it holds their
+// locks).
+std::unique_ptr<OutputFiles> check_outputs(const std::string& output, const OptimizeOptions& options) {
+  auto files = std::make_unique<OutputFiles>(input_files(options), options.force);
+  OutputFiles& outputs = *files;
   if (!options.calibrate_db.empty()) {
     if (!output.empty()) outputs.add("-o", output, OutputKind::kDeviceProfile);
-    return;
+    return files;
   }
   if (!output.empty()) outputs.add("-o", output, OutputKind::kSchedule);
   if (!options.report_json.empty()) {
@@ -68,6 +71,7 @@ void check_outputs(const std::string& output, const OptimizeOptions& options) {
     outputs.add("--dot", options.dot_path, svg ? OutputKind::kSvg : OutputKind::kDot);
   }
   if (!options.html_path.empty()) outputs.add("--html", options.html_path, OutputKind::kHtml);
+  return files;
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -440,6 +444,7 @@ struct OptimizeRun {
   sched::Schedule schedule;
   OptimizeReport report;
   std::unique_ptr<ProgressLine> progress;
+  std::unique_ptr<OutputFiles> outputs;  // checked, and locked until the run ends
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
   const sched::UnitGraph& units() const { return *prepared->units; }
@@ -453,8 +458,15 @@ void check_request(OptimizeRun& r) {
   sched::Params::parse(r.entry->name, r.entry->params, o.scheduler_params);
   r.output = o.analyze ? std::string() : o.output_path.empty() ? default_output(o.model_path, r.entry->name)
                                                               : o.output_path;
-  check_outputs(r.output, o);
+  r.outputs = check_outputs(r.output, o);
   parse_profile_budget(o.profile_budget);  // refused before the import, even with no GPU to use it
+  // Only the simulator predicts whole plans: refused here, before the
+  // import, and with the usage exit even where no GPU could measure.
+  if (o.form != "staged" && o.cost == "measured") {
+    user_error("--form {} needs whole-plan predictions, which only the simulator makes; with "
+               "--cost measured write the staged schedule and compare the forms on the GPU with ios-run",
+               o.form);
+  }
   if (!o.memory_limit.empty() || o.max_streams != 0) {
     if (o.analyze) user_error("--memory-limit and --max-streams shape the schedule; --analyze writes none: drop one of them");
     if (!o.calibrate_db.empty()) user_error("--calibrate fits a device profile; --memory-limit and --max-streams apply to schedules");
@@ -649,6 +661,7 @@ void fill_report(OptimizeRun& r) {
   report.schedule_file = r.output;
   report.staged = r.schedule.is_staged();
   report.form_option = r.options.form;
+  report.launch = r.schedule.scheduler.launch;
   if (report.staged) {
     report.dependency_barriers = r.schedule.staged().barriers == sched::Barriers::kDependencies;
     report.stages = static_cast<int>(r.schedule.staged().stages.size());
@@ -699,7 +712,7 @@ void write_outputs(OptimizeRun& r) {
 
 int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   if (!options.calibrate_db.empty()) {
-    check_outputs(options.output_path, options);
+    const auto outputs = check_outputs(options.output_path, options);
     return run_calibration(options, out);
   }
   // A file written to standard output must not be mixed with the text.

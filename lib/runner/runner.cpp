@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "backends/registry.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/json_limits.h"
 #include "core/log.h"
 #include "core/output_files.h"
 #include "core/sha256.h"
@@ -94,7 +96,11 @@ std::map<std::string, std::string> parse_named_files(const std::vector<std::stri
         user_error("{} '{}': the model has no '{}' (names: {})", option, spec, name, fmt::join(names, ", "));
       }
     }
-    files[name] = file;
+    // Two files for one name: which one counts would be a guess.
+    if (auto [it, fresh] = files.emplace(name, file); !fresh) {
+      user_error("{} is given twice for '{}' ({} and {}); give each name once", option, name,
+                 quote_excerpt(it->second), quote_excerpt(file));
+    }
   }
   return files;
 }
@@ -146,6 +152,28 @@ void declare_outputs(OutputFiles& outputs, const RunOptions& options) {
     outputs.add("--dot", options.dot_path, svg ? OutputKind::kSvg : OutputKind::kDot);
   }
   if (!options.output_dir.empty()) outputs.add_folder("--output-dir", options.output_dir);
+}
+
+// What the options say on their own, before any file is read. The command
+// line's validators say the same; this holds for every caller of run().
+void check_options(const RunOptions& o) {
+  const std::pair<double, const char*> tolerances[] = {{o.rtol, "--rtol"}, {o.atol, "--atol"}};
+  for (const auto& [value, option] : tolerances) {
+    // -1 (kBackendTolerance) asks for the backend's; any other negative or
+    // NaN value is a mistake, not a request for the default.
+    if (value == kBackendTolerance) continue;
+    if (!std::isfinite(value) || value < 0.0) {
+      user_error("{} {}: expected a finite number >= 0", option, value);
+    }
+  }
+  if (o.retarget && o.schedule_paths.empty()) {
+    user_error("--retarget has no effect without a schedule file: the built-in sequential schedule "
+               "is made for the batch it runs at; drop it or give a schedule");
+  }
+  if (o.retarget && o.schedule_paths.size() == 1 && o.batch == 0 && o.input_shapes.empty()) {
+    user_error("--retarget has no effect without --batch or --input-shape: the model runs at the "
+               "schedule's own batch; give the batch to run it at, or drop --retarget");
+  }
 }
 
 // The state of one ios-run, filled phase by phase (run() lists the phases).
@@ -268,11 +296,22 @@ void load_schedules(RunState& r) {
   }
 }
 
+// A name read from a schedule file, as the excerpt rule (core/json_limits.h)
+// shows it, without quotes when it needs none: "ios" stays ios.
+std::string echoed(const std::string& name) {
+  const std::string quoted = quote_excerpt(name);
+  const bool plain = quoted.size() == name.size() + 2 && quoted.compare(1, name.size(), name) == 0 &&
+                     name.find_first_of(" '") == std::string::npos;
+  return plain && !name.empty() ? name : quoted;
+}
+
 // --dry-run: each lowered plan, per stream, in global issue order.
 int print_plans(RunState& r) {
   for (const auto& s : r.schedules) {
+    // The scheduler's name is the file's word, echoed as an excerpt: a
+    // newline or an escape sequence in it must not forge lines of output.
     r.out << fmt::format("=== {} ({} schedule by {}, {} units) ===\n", s.name,
-                         sched::form_description(s.schedule), s.schedule.scheduler.name,
+                         sched::form_description(s.schedule), echoed(s.schedule.scheduler.name),
                          r.units().size());
     r.out << exec::describe(r.units(), s.plan) << "\n";
   }
@@ -295,8 +334,8 @@ void warn_about_target(const RunState& r, LoadedSchedule& s) {
   }
   const std::string device = r.backend->schedule_device_name();
   if (!device.empty() && !made.device.name.empty() && made.device.name != device) {
-    s.warnings.push_back(fmt::format("{} was made for device '{}' and runs on '{}'", s.name,
-                                     made.device.name, device));
+    s.warnings.push_back(fmt::format("{} was made for device {} and runs on {}", s.name,
+                                     quote_excerpt(made.device.name), quote_excerpt(device)));
   }
   if (r.traits().uses_cuda_graph && !made.scheduler.launch.empty()) {
     const std::string& launch = r.options.launch;
@@ -368,6 +407,7 @@ void prepare_inputs(RunState& r) {
     }
   }
   if (!r.traits().computes_outputs) return;
+  parse_named_files(o.references, r.output_names, "--reference");  // refused before anything runs
   const auto files = parse_named_files(o.inputs, r.input_names, "--input");
   const auto& model_inputs = r.prepared->info().inputs;
   for (size_t i = 0; i < model_inputs.size(); ++i) {
@@ -506,6 +546,7 @@ void write_exports(RunState& r) {
 }  // namespace
 
 int run(const RunOptions& options, std::ostream& out) {
+  check_options(options);
   RunState r(options, out);
   read_schedule_files(r);
   import_model(r);

@@ -11,6 +11,9 @@
 
 namespace ios::runner {
 
+// RunOptions::rtol and atol's "the backend's tolerance".
+inline constexpr double kBackendTolerance = -1.0;
+
 struct RunOptions {
   std::string model_path;
   std::vector<std::string> schedule_paths;  // FILE or NAME=FILE; none: the sequential schedule
@@ -35,9 +38,10 @@ struct RunOptions {
   double duration_s = 0.0;       // keep timing at least this long
   bool check = false;
   std::vector<std::string> references;  // NAME=file.npy or file.npy (single output)
-  // Tolerances of --check; < 0: the backend's, by precision (docs/cli.md).
-  double rtol = -1.0;
-  double atol = -1.0;
+  // Tolerances of --check; kBackendTolerance: the backend's, by precision
+  // (docs/cli.md). Any other negative or NaN value is refused.
+  double rtol = kBackendTolerance;
+  double atol = kBackendTolerance;
   std::vector<std::string> inputs;      // NAME=file.npy or file.npy (single input)
   uint64_t seed = 0;
   std::string output_dir;

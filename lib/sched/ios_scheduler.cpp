@@ -36,6 +36,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "core/log.h"
@@ -280,7 +281,19 @@ class DpScheduler : public Scheduler {
       }
     };
     std::vector<std::thread> helpers;
-    for (int t = 1; t < workers_; ++t) helpers.emplace_back(worker);
+    for (int t = 1; t < workers_; ++t) {
+      // A thread the system refuses (ulimit -u, address space) leaves the
+      // search to those that started: fewer threads, the same schedule.
+      // Left to propagate, the error would destroy the running helpers
+      // unjoined, which aborts the process.
+      try {
+        helpers.emplace_back(worker);
+      } catch (const std::system_error& e) {
+        logger("sched")->warn("started {} of {} search threads ({}); searching with {}", t, workers_,
+                              e.what(), t);
+        break;
+      }
+    }
     worker();
     for (std::thread& helper : helpers) helper.join();
     if (error) std::rethrow_exception(error);

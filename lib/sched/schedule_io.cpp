@@ -2,10 +2,12 @@
 
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -272,6 +274,24 @@ int64_t schedule_batch(const json& doc, const std::string& path) {
   if (batch < 1 || batch > kMaxBatch) {
     model.fail("model.batch", fmt::format("an integer from 1 to {}", kMaxBatch));
   }
+  // The batch is dimension 0 of the inputs that take it: one that no
+  // recorded input has contradicts them, and the run would import one and
+  // report the other. (Malformed inputs are left to the full parse.)
+  if (model.has("inputs") && doc["model"]["inputs"].is_array()) {
+    bool any_rank = false, matches = false;
+    for (const json& input : doc["model"]["inputs"]) {
+      if (!input.is_object() || !input.contains("shape") || !input["shape"].is_array()) return batch;
+      const json& shape = input["shape"];
+      if (shape.empty()) continue;
+      any_rank = true;
+      matches |= shape[0].is_number_integer() && shape[0].get<int64_t>() == batch;
+    }
+    if (any_rank && !matches) {
+      user_error("{}: field model.batch is {} but no input in model.inputs has dimension 0 of {}; the "
+                 "file contradicts itself: regenerate it with ios-optimize",
+                 path, batch, batch);
+    }
+  }
   return batch;
 }
 
@@ -292,6 +312,7 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
   schedule.model.sha256 = model.string("sha256");
   schedule.model.batch = schedule_batch(doc, path);
   const json& inputs = model.array("inputs");
+  std::unordered_map<std::string, size_t> input_index;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Reader in(inputs[i], "model.inputs[" + std::to_string(i) + "]", path);
     ir::Shape shape;
@@ -303,7 +324,13 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
       }
       shape.push_back(dims[d].get<int64_t>());
     }
-    schedule.model.inputs.emplace_back(in.string("name"), shape);
+    const std::string name = in.string("name");
+    if (auto [it, fresh] = input_index.emplace(name, i); !fresh) {
+      user_error("{}: model.inputs[{}] records input {} again (model.inputs[{}] has it); each input "
+                 "is recorded once: regenerate the file with ios-optimize",
+                 path, i, quote_excerpt(name), it->second);
+    }
+    schedule.model.inputs.emplace_back(name, shape);
   }
   const int64_t units = model.integer("units");
   if (units != graph.size()) {
@@ -398,6 +425,15 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
     schedule.body = std::move(streamed);
   } else {
     root.fail("form", "\"staged\" or \"streamed\"");
+  }
+  // A field of the other form would be ignored whatever it says.
+  const bool staged = form == "staged";
+  for (const char* key : staged ? std::array{"num_streams", "launches"} : std::array{"stages", "barriers"}) {
+    if (root.has(key)) {
+      user_error("{}: field '{}' belongs to {} schedules and this one is {} (it would be ignored); "
+                 "remove it or regenerate the file with ios-optimize",
+                 path, key, staged ? "streamed" : "staged", form);
+    }
   }
   validate_schedule(schedule, graph, path);
   return schedule;

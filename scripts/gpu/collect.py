@@ -139,7 +139,8 @@ def main():
             meas = r.get("measurement") or {}
             search_s = r["search_ms"] / 1000.0 if isinstance(r.get("search_ms"), (int, float)) else None
             lines.append(f"| {m['model']} | {m['database']} | {ms(search_s)} | {ms(meas.get('elapsed_s'))} | "
-                         f"{meas.get('measured', '—')} | {meas.get('cache_hits', '—')} | "
+                         f"{meas.get('measured', '—')} | "
+                         f"{(meas.get('budget') or {}).get('reused', meas.get('cache_hits', '—'))} | "
                          f"{ms(r.get('predicted_latency_ms'))} | {ms(r.get('sequential_predicted_ms'))} |")
         lines.append("")
     tmp = os.path.join(out, "bench.md.partial")

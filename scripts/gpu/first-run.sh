@@ -30,6 +30,20 @@
 # schedules, reports, raw timings). A kill at any point leaves what the
 # phases before it packed.
 #
+# A rerun (the time left after a fix: a command of a minute or three) selects
+# what each phase runs; unset, a phase runs everything. Each is a list of
+# words separated by spaces or commas, or "none":
+#   IOS_KIT_PHASES     the phases after preflight (default: all of them)
+#   IOS_KIT_TESTS      an extended regular expression: the GPU test cases run
+#                      in the correctness phase (default: every case)
+#   IOS_KIT_MODELS     the models whose model test runs (correctness and models
+#                      phases together; default: the four networks, then the rest)
+#   IOS_KIT_MEASURED   the measured searches (default: squeezenet1_1 inception_v3)
+#   IOS_KIT_NETWORKS   the networks ios-run times (default: every benchmark network)
+#   IOS_KIT_LAUNCHES   their launch modes (default: graph plain)
+#   IOS_KIT_PEERS      the networks PyTorch runs (default: the four)
+#   IOS_KIT_COMPILE    the networks torch.compile runs (default: squeezenet1_1 inception_v3)
+#
 # Exit status: 0 when everything that ran passed, 1 when something failed,
 # 2 on a usage error or a kit that is missing or broken.
 set -uo pipefail
@@ -58,9 +72,16 @@ start=$(date +%s)
 budget=${IOS_KIT_BUDGET:-470}
 deadline=$((start + budget))
 reserve=8  # seconds kept for the last packing
-work=${IOS_KIT_WORK:-$(mktemp -d /tmp/ios-kit.XXXXXX)}
+if [ -n "${IOS_KIT_WORK:-}" ]; then
+  work=$IOS_KIT_WORK
+else
+  # Our own scratch folder (the rebuilt models: gigabytes) goes at the end;
+  # what matters is packed into OUT by then.
+  work=$(mktemp -d /tmp/ios-kit.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+fi
 results="$work/results"
-mkdir -p "$results/logs" "$results/times" "$results/schedules" "$results/reports" "$work/models"
+mkdir -p "$results/logs" "$results/times" "$results/traces" "$results/schedules" "$results/reports" "$work/models"
 bin="$pack/bin"
 export PATH="$bin:$PATH"
 export IOS_MODELS_DIR="$work/models/test"
@@ -77,6 +98,13 @@ for phase in "${!cap[@]}"; do
   [ -n "${!var:-}" ] && cap[$phase]=${!var}
 done
 
+# words NAME DEFAULT: the selection NAME as space-separated words.
+words() {
+  local value=${!1-$2}
+  [ "$value" = none ] && value=""
+  echo "$value" | tr ',' ' '
+}
+selected() { [ "$1" = preflight ] || [[ " $(words IOS_KIT_PHASES "preflight smoke correctness timing compile models") " == *" $1 "* ]]; }
 now() { date +%s; }
 left() { echo $((deadline - reserve - $(now))); }
 note() { echo "$*" >>"$results/summary.txt"; echo "$*" >&2; }
@@ -86,6 +114,11 @@ elapsed() { echo "$(($(now) - start)) s"; }
 phase_begin() {
   phase=$1
   local l
+  if ! selected "$phase"; then
+    note "== $phase: not selected (IOS_KIT_PHASES)"
+    phase_end=$(now)
+    return 1
+  fi
   l=$(left)
   phase_end=$(($(now) + (cap[$phase] < l ? cap[$phase] : l)))
   note "== $phase (at $(elapsed); cap ${cap[$phase]} s, $((phase_end - $(now))) s granted)"
@@ -204,10 +237,25 @@ PY
   built=${cudnn_built_against:-0.0.0}
   have=$(sed -n 's/^wheel nvidia-cudnn-cu13: //p' "$results/env.txt")
   echo "cudnn: wheel ${have:-missing}, kit built against $built" >>"$results/env.txt"
-  if [ -z "$have" ] || [ "$(printf '%s\n%s\n' "$built" "$have" | sort -V | head -1)" != "$built" ]; then
-    note "preflight: FAILED: the GPU machine's cuDNN (${have:-none}) is older than the $built the kit was built against"
-    record preflight cudnn-version "FAILED" 0 "cuDNN ${have:-none} < $built"
+  # cuDNN keeps its API within a major version but promises nothing for a
+  # library older than the headers: such a machine is refused, unless
+  # IOS_KIT_OLDER_CUDNN=proceed asks to go on anyway (then every result is
+  # marked with both versions).
+  if [ -z "$have" ] || [ "${have%%.*}" != "${built%%.*}" ]; then
+    note "preflight: FAILED: the GPU machine's cuDNN (${have:-none}) is not of the kit's major version ($built)"
+    record preflight cudnn-version "FAILED" 0 "cuDNN ${have:-none}, built against $built"
     finish
+  elif [ "$(printf '%s\n%s\n' "$built" "$have" | sort -V | head -1)" != "$built" ]; then
+    if [ "${IOS_KIT_OLDER_CUDNN:-}" = proceed ]; then
+      note "preflight: WARNING: cuDNN $have is older than the $built the kit was built against; going on as IOS_KIT_OLDER_CUDNN=proceed asks"
+      record preflight cudnn-version "passed (older, by request)" 0 "cuDNN $have < $built"
+    else
+      note "preflight: FAILED: the GPU machine's cuDNN ($have) is older than the $built the kit was built against (IOS_KIT_OLDER_CUDNN=proceed goes on anyway)"
+      record preflight cudnn-version "FAILED" 0 "cuDNN $have < $built"
+      finish
+    fi
+  else
+    record preflight cudnn-version passed 0 "cuDNN $have, built against $built"
   fi
 fi
 {
@@ -248,11 +296,12 @@ pack_results
 # --------------------------------------------------------------------- smoke
 profile=h100
 if [ "$dry_run" = 0 ] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -qi h200; then profile=h200; fi
-grep -q "profiles=.*$profile" "$pack/kit.env" || profile=$(sed -n 's/^profiles=\([a-z0-9]*\).*/\1/p' "$pack/kit.env")
+# (kit.env's profiles: the ones the schedules were prepared for.)
+case " $profiles " in *" $profile "*) ;; *) profile=${profiles%% *} ;; esac
 echo "$profile" >"$work/profile"
 backend=cuda
 [ "$dry_run" = 1 ] && backend=cpu
-phase_begin smoke
+if phase_begin smoke; then
 smoke_model=$(ls "$work"/models/bench/squeezenet1_1*.onnx | head -1)
 smoke_schedule="$pack/schedules/$profile/$(basename "$smoke_model" .onnx)/ios.json"
 capped "$results/logs/smoke.log" ios-run "$smoke_model" "$smoke_schedule" --backend "$backend" --check --iterations 20 --warmup 5
@@ -269,11 +318,13 @@ fi
 maybe_hang
 note "smoke: done at $(elapsed)"
 pack_results
+fi
 
 # --------------------------------------------------------------- correctness
-phase_begin correctness
 catch_spec() { printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/,/\\,/g' -e 's/\[/\\[/g' -e 's/\]/\\]/g'; }
 model_test="every scheduler's schedule on every shipped model matches the CPU executor"
+bench_names="inception_v3 squeezenet1_1 randwire nasnet_a_large"
+jobs_max=$(( $(nproc) > 2 ? $(nproc) / 2 : 1 ))
 # One test case in one process: passed only when Catch2 says every case ran
 # and passed (a binary that fails to load, or selects nothing, fails).
 # The model test also prints its passing checks (-s: each schedule's
@@ -283,7 +334,9 @@ gpu_case() {  # gpu_case PHASE LABEL LOG SPEC [ENV=...]
   shift 4
   [ "$spec" = "$(catch_spec "$model_test")" ] && verbose=(-s)
   capped "$log" env "$@" ios_gpu_tests -w NoTests "${verbose[@]}" "$spec"
-  if [ "$rc" = 0 ] && grep -q -E '^All tests passed' "$log"; then
+  # Catch2 ends with "All tests passed (N assertions in M test cases)", or,
+  # for cases without assertions, "test cases: M | M passed".
+  if [ "$rc" = 0 ] && grep -q -E '^(All tests passed|test cases: *([1-9][0-9]*) \| \2 passed)' "$log"; then
     result=passed
   elif [ "$rc" = 77 ]; then
     result="skipped (no GPU)"
@@ -292,8 +345,10 @@ gpu_case() {  # gpu_case PHASE LABEL LOG SPEC [ENV=...]
   else
     result="FAILED (rc $rc)"
   fi
-  record "$phase_name" "$label" "$result" "$secs" "$(grep -m1 -E 'FAILED|REQUIRE|CHECK|error' "$log" | cut -c1-200)"
+  # The first failure: its line and what Catch2 says under it.
+  record "$phase_name" "$label" "$result" "$secs" "$(grep -m1 -A8 -E ': FAILED:$' "$log" | tr -s ' \n\t' ' ' | cut -c1-300)"
 }
+if phase_begin correctness; then
 if ! names=$(ios_gpu_tests --list-test-names-only 2>"$results/logs/list.log") || [ -z "$(echo "$names" | grep -v '^ *$')" ]; then
   # Catch2's listing exits with the number of cases it listed.
   if [ -z "$(echo "$names" | grep -v '^ *$')" ]; then
@@ -302,7 +357,6 @@ if ! names=$(ios_gpu_tests --list-test-names-only 2>"$results/logs/list.log") ||
   fi
 fi
 i=0
-jobs_max=$(( $(nproc) > 2 ? $(nproc) / 2 : 1 ))
 if [ "$dry_run" = 1 ]; then
   # Without a GPU the test program runs its [host] cases and exits 77: the
   # GPU cases are reported as skipped, never as passed.
@@ -320,13 +374,14 @@ fi
 while IFS= read -r name; do
   name=$(echo "$name" | sed 's/^ *//')
   [ -n "$name" ] && [ "$name" != "$model_test" ] || continue
+  [ -z "${IOS_KIT_TESTS:-}" ] || echo "$name" | grep -q -E -- "$IOS_KIT_TESTS" || continue
   i=$((i + 1))
   # Each subshell appends its row to tests.tsv; failures are read back from there.
   gpu_case correctness "$name" "$results/logs/case-$i.log" "$(catch_spec "$name")" &
   while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
 done <<<"$names"
-bench_names="inception_v3 squeezenet1_1 randwire nasnet_a_large"
-for m in $bench_names; do
+for m in $(words IOS_KIT_MODELS "$bench_names"); do
+  [[ " $bench_names " == *" $m "* ]] || continue  # the others are the models phase's
   if [ "$dry_run" = 1 ]; then
     # The CPU stands in: every scheduler's schedule, checked against the
     # sequential one on the CPU backend.
@@ -347,13 +402,17 @@ done
 # it is "unavailable", not failed.
 (
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-  if [ "$dry_run" = 1 ] || [ -z "$sanitizer" ]; then
+  if [ -n "${IOS_KIT_TESTS:-}" ] && ! echo "compute-sanitizer memcheck" | grep -q -E -- "$IOS_KIT_TESTS"; then
+    :
+  elif [ "$dry_run" = 1 ] || [ -z "$sanitizer" ]; then
     record correctness "compute-sanitizer memcheck [ops]" "not run" 0 "unavailable$([ "$dry_run" = 1 ] && echo " (dry run)")"
   else
     capped "$results/logs/memcheck.log" "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 ios_gpu_tests -w NoTests "[ops]"
     summary=$(grep -m1 'ERROR SUMMARY' "$results/logs/memcheck.log")
-    if [ "$rc" = 0 ] && [ -n "$summary" ]; then
-      record correctness "compute-sanitizer memcheck [ops]" passed "$secs" "$summary"
+    # Memcheck's own verdict: an error summary of 0 (a failing test case is
+    # the op tests' verdict, recorded by their own rows, not memcheck's).
+    if [ "$rc" != 99 ] && [ "$rc" != 124 ] && echo "$summary" | grep -q 'ERROR SUMMARY: 0 errors'; then
+      record correctness "compute-sanitizer memcheck [ops]" passed "$secs" "$summary (the op tests exited $rc)"
     elif [ "$rc" = 124 ] && grep -q -E '^========= (Invalid|Program hit|Uninitialized|Leaked)' "$results/logs/memcheck.log"; then
       record correctness "compute-sanitizer memcheck [ops]" "FAILED (errors before the cap)" "$secs" \
         "$(grep -m1 -E '^========= (Invalid|Program hit|Uninitialized|Leaked)' "$results/logs/memcheck.log" | cut -c1-160)"
@@ -368,10 +427,10 @@ done
 ) &
 # torch.compile fills its cache now (CPU work), so that the compile phase
 # times replays rather than compilation.
-if [ "$dry_run" = 0 ]; then
+if [ "$dry_run" = 0 ] && selected compile && [ -n "$(words IOS_KIT_COMPILE "squeezenet1_1 inception_v3")" ]; then
   ( capped "$results/logs/compile-warm.log" "$py" bench/harness/peers.py --models inception_v3,squeezenet1_1 \
       --models-dir "$work/models/bench" --modes compile_reduce_overhead --iterations 1 --warmup 1 \
-      --no-calibrate --out "$work/compile-warm.json" ) &
+      --no-calibrate --out "$work/compile-warm.json" --models "$(words IOS_KIT_COMPILE "squeezenet1_1 inception_v3" | tr ' ' ',')" ) &
 fi
 maybe_hang
 wait
@@ -379,9 +438,10 @@ wait
 grep -q $'\tFAILED' "$results/tests.tsv" && failures=1
 note "correctness: $(awk -F'\t' '$1=="correctness" && $3=="passed"' "$results/tests.tsv" | wc -l) passed, $(awk -F'\t' '$1=="correctness" && $3 ~ /^FAILED/' "$results/tests.tsv" | wc -l) failed, $(awk -F'\t' '$1=="correctness" && $3 ~ /^(skipped|not run)/' "$results/tests.tsv" | wc -l) skipped or not run, at $(elapsed)"
 pack_results
+fi
 
 # -------------------------------------------------------------------- timing
-phase_begin timing
+if phase_begin timing; then
 maybe_hang
 # The measured IOS search (cold: an empty profile database, then warm), each
 # search held to its own share of the phase.
@@ -399,14 +459,19 @@ measured_search() {  # measured_search MODEL STATE MAX_SECONDS
   record timing "measured search $m $state" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
     "$(grep -m1 -E '^(Measure|Latency)' "$results/logs/measured-$m-$state.log" | cut -c1-160)"
 }
-measured_search squeezenet1_1 cold 35
-measured_search squeezenet1_1 warm 15
+measured=$(words IOS_KIT_MEASURED "squeezenet1_1 inception_v3")
+if [[ " $measured " == *" squeezenet1_1 "* ]]; then
+  measured_search squeezenet1_1 cold 35
+  measured_search squeezenet1_1 warm 15
+fi
 # Every scheduler's schedule of each network, interleaved in one ios-run,
 # with CUDA graphs and with plain launches.
 for dir in "$pack"/schedules/"$profile"/*/; do
   name=$(basename "$dir")
+  networks=$(words IOS_KIT_NETWORKS "")
+  [ -z "${IOS_KIT_NETWORKS+set}" ] || [[ " $networks " == *" ${name%%-*} "* ]] || continue
   model="$work/models/bench/$name.onnx"
-  for launch in graph plain; do
+  for launch in $(words IOS_KIT_LAUNCHES "graph plain"); do
     if [ "$(phase_left)" -lt 8 ]; then record timing "ios-run $name $launch" "not run (time)" 0; continue; fi
     # sequential first: the comparison's baseline.
     labelled=("sequential=${dir}sequential.json")
@@ -416,23 +481,27 @@ for dir in "$pack"/schedules/"$profile"/*/; do
     done
     timing_args=(--iterations 100 --warmup 20)
     [ "$dry_run" = 1 ] && timing_args=()
-    # At most 25 s each, so that one slow network cannot take the others' time.
+    # At most 40 s each, so that one slow network cannot take the others' time.
     saved_end=$phase_end
-    [ $(($(now) + 25)) -lt "$phase_end" ] && phase_end=$(($(now) + 25))
+    [ $(($(now) + 40)) -lt "$phase_end" ] && phase_end=$(($(now) + 40))
     capped "$results/logs/run-$name-$launch.log" ios-run "$model" "${labelled[@]}" --backend "$([ "$dry_run" = 1 ] && echo sim || echo cuda)" \
-      --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$name-$launch.json"
+      --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$name-$launch.json" \
+      --trace "$results/traces/$name-$launch.json"
     phase_end=$saved_end
     record timing "ios-run $name $launch" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
       "$(grep -m1 '^Fastest' "$results/logs/run-$name-$launch.log" | cut -c1-160)"
   done
 done
 # PyTorch eager and CUDA graph on the same networks, timed as ios-run times.
-if [ "$(phase_left)" -ge 15 ]; then
+peers=$(words IOS_KIT_PEERS "inception_v3 squeezenet1_1 randwire nasnet_a_large")
+if [ -z "$peers" ]; then
+  :
+elif [ "$(phase_left)" -ge 15 ]; then
   if [ "$dry_run" = 1 ]; then
     capped "$results/logs/peers.log" "$py" bench/harness/peers.py --cpu-smoke --models squeezenet1_1 \
       --models-dir "$work/models/bench" --no-calibrate --out "$results/times/peers.json"
   else
-    capped "$results/logs/peers.log" "$py" bench/harness/peers.py --models inception_v3,squeezenet1_1,randwire,nasnet_a_large \
+    capped "$results/logs/peers.log" "$py" bench/harness/peers.py --models "$(echo $peers | tr ' ' ',')" \
       --models-dir "$work/models/bench" --modes eager,cuda_graph --batches 1 --iterations 100 --warmup 20 \
       --no-calibrate --mode-timeout "$(( $(phase_left) / 8 > 12 ? $(phase_left) / 8 : 12 ))" --out "$results/times/peers.json"
   fi
@@ -440,18 +509,24 @@ if [ "$(phase_left)" -ge 15 ]; then
 else
   record timing "PyTorch peers" "not run (time)" 0
 fi
-measured_search inception_v3 cold 40
-measured_search inception_v3 warm 15
+if [[ " $measured " == *" inception_v3 "* ]]; then
+  measured_search inception_v3 cold 45
+  measured_search inception_v3 warm 15
+fi
 note "timing: done at $(elapsed)"
 pack_results
+fi
 
 # ------------------------------------------------------------------- compile
-phase_begin compile
+if phase_begin compile; then
 maybe_hang
-if [ "$dry_run" = 1 ]; then
+compile=$(words IOS_KIT_COMPILE "squeezenet1_1 inception_v3")
+if [ -z "$compile" ]; then
+  :
+elif [ "$dry_run" = 1 ]; then
   record compile "torch.compile reduce-overhead" "not run" 0 "dry run: needs a GPU"
 elif [ "$(phase_left)" -ge 15 ]; then
-  capped "$results/logs/compile.log" "$py" bench/harness/peers.py --models squeezenet1_1,inception_v3 \
+  capped "$results/logs/compile.log" "$py" bench/harness/peers.py --models "$(echo $compile | tr ' ' ',')" \
     --models-dir "$work/models/bench" --modes compile_reduce_overhead --batches 1 --iterations 100 --warmup 20 \
     --no-calibrate --mode-timeout "$(phase_left)" --out "$results/times/peers-compile.json"
   record compile "torch.compile reduce-overhead" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs"
@@ -459,12 +534,17 @@ else
   record compile "torch.compile reduce-overhead" "not run (time)" 0
 fi
 pack_results
+fi
 
 # -------------------------------------------------------------------- models
-phase_begin models
+if phase_begin models; then
 maybe_hang
 others=$(ls "$work"/models/test/*.onnx 2>/dev/null | xargs -r -n1 basename | sed -E 's/(-b[0-9]+|-bdyn)?(-[0-9]+x[0-9]+)?(-op[0-9]+)?\.onnx$//' |
   sort -u | grep -v -x -E "$(echo $bench_names | tr ' ' '|')")
+if [ -n "${IOS_KIT_MODELS+set}" ]; then
+  # A selection: the models the correctness phase did not take.
+  others=$(for m in $(words IOS_KIT_MODELS ""); do [[ " $bench_names " == *" $m "* ]] || echo "$m"; done)
+fi
 for m in $others; do
   if [ "$(phase_left)" -lt 10 ]; then record models "$model_test [$m]" "not run (time)" 0; continue; fi
   if [ "$dry_run" = 1 ]; then
@@ -477,5 +557,6 @@ for m in $others; do
   while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
 done
 wait
+fi
 grep -q $'\tFAILED' "$results/tests.tsv" && failures=1
 finish

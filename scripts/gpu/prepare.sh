@@ -163,12 +163,12 @@ fi
 cudnn_header=$(grep -h -E '#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) ' /usr/local/cuda/include/cudnn_version.h 2>/dev/null |
   awk '{print $3}' | paste -sd. -)
 {
-  echo "commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +changes)"
-  echo "prepared=$(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "dry_run=$dry_run"
-  echo "cudnn_built_against=${cudnn_header:-unknown}"
-  echo "cuda_built_against=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
-  echo "profiles=${profiles[*]}"
+  echo "commit='$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo +changes)'"
+  echo "prepared='$(date -u +%Y-%m-%dT%H:%MZ)'"
+  echo "dry_run='$dry_run'"
+  echo "cudnn_built_against='${cudnn_header:-unknown}'"
+  echo "cuda_built_against='$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')'"
+  echo "profiles='${profiles[*]}'"
 } >"$pack/kit.env"
 
 # What travels: tracked and untracked-not-ignored files, and the kit.

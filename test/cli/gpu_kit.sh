@@ -100,6 +100,19 @@ grep -q $'^correctness\t' "$out2/tests.tsv" && grep -q '^== models ' "$out2/summ
 grep -q $'^timing\t.*not run (time)' "$out2/tests.tsv" || fail "hang: the timing steps left are not reported as not run (time)"
 ok
 
+# A rerun selects what it runs: one network in one launch mode, nothing else.
+out4="$WORK/out4"
+rc=0
+IOS_KIT_WORK="$WORK/kw4" IOS_KIT_PHASES=smoke,timing IOS_KIT_NETWORKS=googlenet IOS_KIT_LAUNCHES=graph \
+  IOS_KIT_MEASURED=none IOS_KIT_PEERS=none "$src/scripts/gpu/first-run.sh" --dry-run --pack "$pack" "$out4" \
+  >"$WORK/run4.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "selection: exit $rc: $(tail -5 "$WORK/run4.log")"
+[ "$(grep -c $'^timing\t' "$out4/tests.tsv")" = 1 ] && grep -q $'^timing\tios-run googlenet-bdyn graph\tpassed' "$out4/tests.tsv" ||
+  fail "selection: expected exactly the googlenet graph run: $(grep timing "$out4/tests.tsv")"
+grep -q $'^correctness\t' "$out4/tests.tsv" && fail "selection: the correctness phase ran"
+grep -q '^== correctness: not selected' "$out4/summary.txt" || fail "selection: the summary does not say correctness was not selected"
+ok
+
 # Killed in the middle of a phase: the phases before it are in OUT.
 out3="$WORK/out3"
 IOS_KIT_WORK="$WORK/kw3" IOS_KIT_HANG=timing IOS_KIT_CAP_TIMING=600 \

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <csignal>
 #include <functional>
 #include <fstream>
@@ -85,6 +86,33 @@ TEST_CASE("outputs never name an input or each other", "[output]") {
   CHECK_THAT(error_of([&] { outputs.add("--dot", (dir / "m.onnx/x.dot").string(), OutputKind::kDot); }),
              Catch::Contains("is a file, not a folder"));
   CHECK_FALSE(std::filesystem::exists(dir / "new"));
+}
+
+// Two runs writing one file at once would leave one run's schedule beside
+// the other's report: the second is refused while the first holds the file.
+// flock locks belong to the open file, so two OutputFiles of one process
+// stand for two runs.
+TEST_CASE("a file another run is writing is refused until that run ends", "[output]") {
+  test::TempDir dir;
+  std::filesystem::create_directory(dir / "locks");
+  setenv("IOS_LOCK_DIR", (dir / "locks").c_str(), 1);
+  const std::string schedule = (dir / "s.json").string(), report = (dir / "r.json").string();
+  {
+    OutputFiles first({}, /*force=*/false);
+    first.add("-o", schedule, OutputKind::kSchedule);
+    first.add("--report-json", report, OutputKind::kOptimizeReport);
+    first.add("--dot", "/dev/null", OutputKind::kDot);  // devices are not locked
+    OutputFiles second({}, /*force=*/false);
+    CHECK_THAT(error_of([&] { second.add("--report-json", (dir / "x/../r.json").string(), OutputKind::kOptimizeReport); }),
+               Catch::Contains("r.json: another ios run is writing this file now"));
+    CHECK_NOTHROW(second.add("--dot", "/dev/null", OutputKind::kDot));
+    CHECK_NOTHROW(second.add("-o", "-", OutputKind::kSchedule));
+    CHECK_NOTHROW(second.add("--html", (dir / "other.html").string(), OutputKind::kHtml));
+  }
+  OutputFiles after({}, /*force=*/false);
+  CHECK_NOTHROW(after.add("-o", schedule, OutputKind::kSchedule));
+  CHECK_NOTHROW(after.add("--report-json", report, OutputKind::kOptimizeReport));
+  unsetenv("IOS_LOCK_DIR");
 }
 
 TEST_CASE("an existing file of another kind needs force", "[output]") {

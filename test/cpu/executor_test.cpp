@@ -446,7 +446,15 @@ TEST_CASE("the memory budget compares new and resident bytes with each limit", "
   b.address_space_used = 1000 << 20;
   CHECK_NOTHROW(check_memory_budget(700 << 20, 1 << 30, "parts", b));
   CHECK_THROWS_WITH(check_memory_budget(800 << 20, 0, "parts", b),
-                    Catch::Contains("needs 800 MiB more (parts) plus 256 MiB for threads"));
+                    Catch::Contains("needs 800 MiB more (parts) plus 256 MiB for 1 thread,"));
+  // Each further thread maps a stack and an allocator arena: the margin
+  // grows with --threads instead of staying fixed.
+  CHECK(thread_address_space(1) == 0);
+  CHECK(thread_address_space(2) > 0);
+  CHECK(thread_address_space(1024) - thread_address_space(512) >= 512 * (int64_t{1} << 20));  // a stack each
+  CHECK_NOTHROW(check_memory_budget(700 << 20, 0, "parts", b, 1));
+  CHECK_THROWS_WITH(check_memory_budget(700 << 20, 0, "parts", b, 64),
+                    Catch::Contains("for 64 threads") && Catch::Contains("or --threads"));
   // The machine's own budget is plausible: some physical memory, and a
   // limit (when there is one) above what is mapped.
   const MemoryBudget here = current_memory_budget();

@@ -105,8 +105,11 @@ struct ShippedModel {
   std::filesystem::path file;
   std::optional<int64_t> batch;  // the static batch (-b<N>, or none: 1); nullopt for -bdyn
   bool runs_at(int64_t batch_size) const { return !batch || *batch == batch_size; }
-  // What to pass as ImportOptions::batch: the batch for a symbolic one, else 0.
-  int64_t import_batch(int64_t batch_size) const { return batch ? 0 : batch_size; }
+  // What to pass as ImportOptions::batch: the batch for a symbolic one, else
+  // none (the file's own; the importer refuses a batch of 0).
+  std::optional<int64_t> import_batch(int64_t batch_size) const {
+    return batch ? std::nullopt : std::optional<int64_t>(batch_size);
+  }
 };
 
 // The models in `dir`, one per name (a -bdyn file preferred, since it runs at
