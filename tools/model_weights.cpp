@@ -25,11 +25,11 @@
 // stays as exported.
 //
 // Exit codes as ios's programs: 0 ok, 1 internal error, 2 bad input.
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -198,10 +198,12 @@ void fill_tensor(onnx::TensorProto& t, const std::string& file) {
 }
 
 onnx::ModelProto read_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) ios::user_error("{}: cannot open the model file", path);
+  // Bounded as every input ios reads (core/file_io.h); protobuf parses at most 2 GiB.
+  const std::string bytes = ios::read_file_limited(path, INT_MAX, "ONNX model");
   onnx::ModelProto model;
-  if (!model.ParseFromIstream(&in)) ios::user_error("{}: not an ONNX model (protobuf parse failed)", path);
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    ios::user_error("{}: not an ONNX model (protobuf parse failed)", path);
+  }
   return model;
 }
 
@@ -262,7 +264,7 @@ int main(int argc, char** argv) {
   try {
     if (argc != 4) ios::user_error("{}", usage);
     const std::string verb = argv[1];
-    if (std::string(argv[2]) == argv[3]) ios::user_error("{}: the output must not be the input", argv[3]);
+    if (ios::same_file(argv[2], argv[3])) ios::user_error("{}: the output must not be the input", argv[3]);
     if (verb == "strip") return strip(argv[2], argv[3]);
     if (verb == "fill") return fill(argv[2], argv[3]);
     ios::user_error("unknown verb '{}'; {}", verb, usage);

@@ -154,12 +154,16 @@ record() {
   case "$3" in FAILED*) failures=1 ;; esac
 }
 
-# Packs everything done so far into OUT: fixed names only, each written
-# beside its final name and renamed over it.
+# publish FILE NAME: FILE into OUT as NAME, written beside it and renamed
+# over it, so that a kill leaves the previous complete copy.
+publish() {
+  [ -f "$1" ] && cp "$1" "$out/$2.partial" && mv "$out/$2.partial" "$out/$2"
+}
+
+# Packs everything done so far into OUT, under fixed names only.
 pack_results() {
   local f
-  [ -f "$work/profile.sqlite" ] && cp "$work/profile.sqlite" "$out/profile.sqlite.partial" &&
-    mv "$out/profile.sqlite.partial" "$out/profile.sqlite"
+  publish "$work/profile.sqlite" profile.sqlite
   timeout 20 "$py" "$repo/scripts/gpu/collect.py" "$work" "$out" "$pack" >>"$results/logs/collect.log" 2>&1 ||
     echo "collect.py failed (see logs/collect.log)" >>"$results/summary.txt"
   # Logs are cut to their last 256 KiB so that the archive stays far under 16 MiB.
@@ -169,10 +173,8 @@ pack_results() {
       tail -c 262144 "$f" >"$f.cut" && mv "$f.cut" "$f"
     fi
   done
-  tar -czf "$out/results.tgz.partial" -C "$work" results 2>/dev/null && mv "$out/results.tgz.partial" "$out/results.tgz"
-  for f in summary.txt env.txt tests.tsv; do
-    [ -f "$results/$f" ] && cp "$results/$f" "$out/$f.partial" && mv "$out/$f.partial" "$out/$f"
-  done
+  tar -czf "$work/results.tgz" -C "$work" results 2>/dev/null && publish "$work/results.tgz" results.tgz
+  for f in summary.txt env.txt tests.tsv; do publish "$results/$f" "$f"; done
 }
 
 finish() {
@@ -191,7 +193,7 @@ finish() {
 printf 'phase\ttest\tresult\tseconds\tdetail\n' >"$results/tests.tsv"
 : >"$results/summary.txt"
 source "$pack/kit.env"
-note "ios GPU kit: $( [ "$dry_run" = 1 ] && echo "DRY RUN (CPU and sim backends stand in for CUDA)" || echo "first run" ), kit commit $commit prepared $prepared, started $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget} s"
+note "ios GPU kit: $( [ "$dry_run" = 1 ] && echo "DRY RUN (CPU and sim backends stand in for CUDA)" || echo "GPU run" ), kit commit $commit prepared $prepared, started $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget} s"
 
 # ----------------------------------------------------------------- preflight
 phase_begin preflight
