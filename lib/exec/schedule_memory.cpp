@@ -16,10 +16,6 @@ namespace {
 
 constexpr int64_t kFloat = static_cast<int64_t>(sizeof(float));
 
-int64_t aligned(int64_t bytes) {
-  return (std::max<int64_t>(bytes, 1) + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
-}
-
 // The predicted workspace of launch `k`: the largest of its convolutions'.
 int64_t launch_workspace(const sched::UnitGraph& units, const ExecPlan& plan, const StoragePlan& storage,
                          size_t k) {
@@ -52,24 +48,7 @@ sched::MemoryInfo schedule_memory(const sched::UnitGraph& graph, const ExecPlan&
   for (ir::TensorId t : storage.inputs()) info.inputs_bytes += ir::num_elements(g.tensor(t).shape) * kFloat;
   for (ir::TensorId t : storage.outputs()) info.outputs_bytes += ir::num_elements(g.tensor(t).shape) * kFloat;
 
-  // Live peak: per launch, the storages not ordered entirely before or
-  // entirely after it (persistent ones always).
-  for (int k = 0; k < order.size(); ++k) {
-    int64_t live = 0;
-    for (const MemoryRequest& r : requests) {
-      if (r.users.empty()) continue;
-      bool all_before = true, all_after = true;
-      for (int u : r.users) {
-        all_before = all_before && u != k && order.before(u, k);
-        all_after = all_after && u != k && order.before(k, u);
-      }
-      if (r.persistent || !(all_before || all_after)) live += aligned(r.bytes);
-    }
-    info.live_peak_bytes = std::max(info.live_peak_bytes, live);
-  }
-  if (order.size() == 0) {
-    for (const MemoryRequest& r : requests) info.live_peak_bytes += r.persistent ? aligned(r.bytes) : 0;
-  }
+  info.live_peak_bytes = live_peak_bytes(requests, order, kArenaAlignment);
 
   for (const ir::Tensor& t : g.tensors()) {
     if (t.is_constant() && t.data) info.weights_bytes += static_cast<int64_t>(t.data->size()) * kFloat;

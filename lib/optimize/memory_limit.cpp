@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -186,6 +187,9 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   constexpr double kMinRoundsS = 0.25;
   double rounds_budget_s = 0.0;
   double rounds_start_ms = 0.0;  // searched_ms when they began
+  std::optional<sched::Schedule> prior;
+  std::string prior_params;
+  int prior_streams = 0;
   for (int round = 0; round < kRounds && bound > 0; ++round) {
     double left_s = 0.0;
     if (time_limit_s > 0.0) {
@@ -198,11 +202,21 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     const auto round_start = std::chrono::steady_clock::now();
     // The first round searches without a bound: a limit the unconstrained
     // schedule keeps within changes nothing.
+    // The last round's schedule, when it was searched with the same
+    // parameters and streams under a looser bound: its blocks that fit the
+    // new bound are kept, and only the others are searched again.
     sched::SearchStats stats;
+    const int streams = fewer_streams > 0 ? fewer_streams : max_streams;
+    const bool prior_applies = prior && prior_params == round_params && prior_streams == streams;
     sched::Schedule s =
         schedule_model(prepared, scheduler, round_params, cost, stats, progress, left_s, threads,
-                       SearchBounds{round == 0 ? 0 : bound, fewer_streams > 0 ? fewer_streams : max_streams});
+                       SearchBounds{round == 0 ? 0 : bound, streams, prior_applies ? &prior->staged() : nullptr});
     searched_ms += stats.total_search_ms;
+    if (s.is_staged()) {
+      prior = s;
+      prior_params = round_params;
+      prior_streams = streams;
+    }
     if (round == 0) {
       rounds_budget_s = std::max(kMinRoundsS, stats.total_search_ms / 1000.0);
       rounds_start_ms = searched_ms;

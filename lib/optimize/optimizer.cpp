@@ -205,6 +205,7 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
   instance->set_time_limit(time_limit_s);
   instance->set_memory_bound(bounds.memory_bound);
   instance->set_max_streams(bounds.max_streams);
+  instance->set_prior(bounds.prior);
   const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   instance->set_threads(threads > 0 ? threads : cores);
   sched::Schedule schedule = instance->run(*prepared.units, *cost.model, stats);

@@ -128,6 +128,9 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 struct SearchBounds {
   int64_t memory_bound = 0;
   int max_streams = 0;
+  // A schedule of the same scheduler, parameters and streams under a looser
+  // bound, whose blocks that fit are kept (sched::Scheduler::set_prior).
+  const sched::StagedSchedule* prior = nullptr;
 };
 sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,

@@ -159,7 +159,11 @@ class DpScheduler : public Scheduler {
       w.stats = plain_block_stats(graph, b, 0.0, 0.0);
       w.stats.search = BlockSearch::kSkipped;
     }
-    const std::vector<int> distinct = find_repeats(graph, cost, work);
+    std::vector<int> distinct = find_repeats(graph, cost, work);
+    if (!memories.empty() && prior() != nullptr) {
+      take_prior_blocks(*prior(), cost, work);
+      std::erase_if(distinct, [&](int b) { return work[static_cast<size_t>(b)].solution.has_value(); });
+    }
     workers_ = cost.thread_safe() ? std::min(threads(), std::max(1, static_cast<int>(distinct.size())))
                                   : 1;
     if (time_limit_s() <= 0.0) {
@@ -172,7 +176,7 @@ class DpScheduler : public Scheduler {
                     cost);
     }
     for (BlockWork& w : work) {
-      if (w.stats.same_as >= 0) reuse_search(work[static_cast<size_t>(w.stats.same_as)], w);
+      if (w.stats.same_as >= 0 && !w.solution) reuse_search(work[static_cast<size_t>(w.stats.same_as)], w);
     }
     // A repeated block lives among other activations than the block it
     // repeats: under a memory bound, one whose reused stages do not fit is
@@ -235,6 +239,40 @@ class DpScheduler : public Scheduler {
       distinct.push_back(b);
     }
     return distinct;
+  }
+
+  // Under a memory bound: each block whose stages in `prior` keep within it
+  // takes them as its solution (Scheduler::set_prior), a repeated block
+  // included (it is no longer a copy). Stages are re-costed: a measured
+  // model may have settled estimates since.
+  static void take_prior_blocks(const StagedSchedule& prior, sched::CostModel& cost, std::vector<BlockWork>& work) {
+    std::map<UnitId, size_t> block_of;
+    for (size_t b = 0; b < work.size(); ++b) {
+      for (UnitId u : work[b].dag.units) block_of[u] = b;
+    }
+    std::vector<std::vector<Stage>> stages(work.size());
+    for (const Stage& stage : prior.stages) {
+      if (stage.groups.empty() || stage.groups.front().empty()) continue;
+      const auto it = block_of.find(stage.groups.front().front());
+      if (it != block_of.end()) stages[it->second].push_back(stage);
+    }
+    for (size_t b = 0; b < work.size(); ++b) {
+      BlockWork& w = work[b];
+      size_t covered = 0;
+      for (const Stage& stage : stages[b]) {
+        for (const auto& group : stage.groups) covered += group.size();
+      }
+      if (covered != w.dag.units.size() || !w.fits(stages[b])) continue;
+      BlockSolution solution;
+      for (Stage& stage : stages[b]) {
+        stage.predicted_ms = cost.stage_latency(stage);
+        solution.latency_ms += stage.predicted_ms;
+      }
+      solution.stages = std::move(stages[b]);
+      w.solution = std::move(solution);
+      w.stats.same_as = -1;
+      w.stats.search = BlockSearch::kComplete;
+    }
   }
 
   // Gives `copy` the search result of the block it repeats, in its own units

@@ -107,12 +107,20 @@ class Scheduler {
   // The pruning parameter s bounds the DP's own stages; this bounds the
   // baselines a searching scheduler keeps too (ios-optimize --max-streams).
   void set_max_streams(int streams) { max_streams_ = std::max(0, streams); }
+  // A schedule this scheduler found with the same parameters and streams
+  // under a looser memory bound (or none). Under a bound, a block whose
+  // stages there keep within it is taken as it is, without a search: the
+  // fastest schedule among more candidates that is also among fewer is the
+  // fastest of the fewer. So only the blocks over the bound are searched
+  // again (ios-optimize --memory-limit's bounded rounds). Not owned.
+  void set_prior(const StagedSchedule* prior) { prior_ = prior; }
 
  protected:
   double time_limit_s() const { return time_limit_s_; }
   int threads() const { return threads_; }
   int64_t memory_bound() const { return memory_bound_; }
   int max_streams() const { return max_streams_; }
+  const StagedSchedule* prior() const { return prior_; }
   void report_block_done(int done, int total) const {
     if (block_progress_) block_progress_(done, total);
   }
@@ -123,6 +131,7 @@ class Scheduler {
   int threads_ = 1;
   int64_t memory_bound_ = 0;
   int max_streams_ = 0;
+  const StagedSchedule* prior_ = nullptr;
 };
 
 struct SchedulerEntry {

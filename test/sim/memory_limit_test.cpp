@@ -12,6 +12,7 @@
 #include "exec/schedule_memory.h"
 #include "model/prepared_model.h"
 #include "optimize/optimizer.h"
+#include "sched/memory_bound.h"
 #include "sched/scheduler.h"
 #include "test_paths.h"
 
@@ -55,7 +56,7 @@ sched::MemoryInfo memory_of(const Case& c, const sched::Schedule& s) {
 
 }  // namespace
 
-TEST_CASE("--memory-limit sizes", "[memory][options]") {
+TEST_CASE("memory limit sizes (--memory-limit)", "[memory][options]") {
   CHECK(optimize::parse_memory_limit("1048576") == 1048576);
   CHECK(optimize::parse_memory_limit("100B") == 100);
   CHECK(optimize::parse_memory_limit("2 KiB") == 2048);
@@ -71,7 +72,7 @@ TEST_CASE("--memory-limit sizes", "[memory][options]") {
   CHECK(error_of([] { optimize::parse_memory_limit("12XB"); }).find("unknown unit 'XB'") != std::string::npos);
 }
 
-TEST_CASE("--max-streams and the schedulers' own stream parameters: the smaller wins", "[memory][options]") {
+TEST_CASE("max streams (--max-streams) and the schedulers' own stream parameters: the smaller wins", "[memory][options]") {
   using optimize::apply_max_streams;
   CHECK(apply_max_streams("ios", "", 0) == "");
   CHECK(apply_max_streams("ios", "", 4).find("s=4") != std::string::npos);
@@ -87,7 +88,7 @@ TEST_CASE("--max-streams and the schedulers' own stream parameters: the smaller 
         std::string::npos);
 }
 
-TEST_CASE("--max-streams bounds every stage of the searching schedulers", "[memory][model]") {
+TEST_CASE("max streams (--max-streams) bound every stage of the searching schedulers", "[memory][model]") {
   const Case& c = prepare("inception_v3-bdyn.onnx");
   for (const std::string scheduler : {"ios", "ios-parallel", "dos"}) {
     for (int streams : {1, 2, 3}) {
@@ -127,6 +128,43 @@ TEST_CASE("a memory limit is never exceeded and never costs more than sequential
           CHECK(found.schedule.predicted_latency_ms == Approx(free.predicted_latency_ms));
         }
       }
+    }
+  }
+}
+
+// The bounded rounds keep the blocks of the last round's schedule that fit
+// the new bound (Scheduler::set_prior) instead of searching them again: the
+// schedule must be the one a search from scratch finds.
+TEST_CASE("a bounded search that keeps a looser round's fitting blocks finds what a full search finds",
+          "[memory][model]") {
+  for (const std::string file : {"inception_v3-bdyn.onnx", "randwire-bdyn-64x64.onnx"}) {
+    const Case& c = prepare(file);
+    for (const char* params : {"strategy=parallel", ""}) {
+      sched::SearchStats stats;
+      const auto free = optimize::schedule_model(*c.model, "ios", params, c.cost, stats);
+      REQUIRE(free.is_staged());
+      const int64_t free_bound = sched::staged_live_peak(*c.model->units, free.staged());
+      int searched_blocks_saved = 0;
+      for (double fraction : {0.8, 0.5}) {
+        const auto bound = static_cast<int64_t>(static_cast<double>(free_bound) * fraction);
+        INFO(file << " [" << params << "] bound " << bound << " of " << free_bound);
+        sched::SearchStats scratch_stats, kept_stats;
+        const auto scratch = optimize::schedule_model(*c.model, "ios", params, c.cost, scratch_stats, {}, 0.0, 1,
+                                                      optimize::SearchBounds{bound, 0, nullptr});
+        const auto kept = optimize::schedule_model(*c.model, "ios", params, c.cost, kept_stats, {}, 0.0, 1,
+                                                   optimize::SearchBounds{bound, 0, &free.staged()});
+        CHECK(kept.predicted_latency_ms == Approx(scratch.predicted_latency_ms).epsilon(1e-12));
+        // Within the bound wherever the search from scratch is (a bound below
+        // what a block's sequential order needs leaves that block over it).
+        const int64_t scratch_peak = sched::staged_live_peak(*c.model->units, scratch.staged());
+        CHECK(sched::staged_live_peak(*c.model->units, kept.staged()) <= std::max(bound, scratch_peak));
+        int64_t scratch_states = 0, kept_states = 0;
+        for (const auto& b : scratch_stats.blocks) scratch_states += b.states;
+        for (const auto& b : kept_stats.blocks) kept_states += b.states;
+        CHECK(kept_states <= scratch_states);
+        searched_blocks_saved += kept_states < scratch_states ? 1 : 0;
+      }
+      CHECK(searched_blocks_saved > 0);  // some block fit and was not searched again
     }
   }
 }
