@@ -353,6 +353,7 @@ PYBIND11_MODULE(ios, m) {
                                }
                                return stages;
                              })
+      .def_property_readonly("peak_memory_bytes", &ios::Schedule::peak_memory_bytes)
       .def_property_readonly("report", &ios::Schedule::report)
       .def_property_readonly("report_json", &ios::Schedule::report_json)
       .def("__repr__", [](const ios::Schedule& s) {
@@ -370,7 +371,8 @@ PYBIND11_MODULE(ios, m) {
          const std::vector<std::string>& input_shapes, bool rewrite_batch,
          const std::string& profile_db, const std::string& profile_budget,
          const std::string& precision, int max_block_units, double max_block_bound, int threads,
-         const std::string& form, const std::string& launch) {
+         const std::string& form, const std::string& launch, const py::object& memory_limit,
+         int max_streams) {
         ios::OptimizeOptions o;
         o.batch = batch;
         o.scheduler = scheduler;
@@ -388,6 +390,9 @@ PYBIND11_MODULE(ios, m) {
         o.threads = threads;
         o.form = form;
         o.launch = launch;
+        // Bytes as an int, or the command line's text ("512MiB").
+        if (!memory_limit.is_none()) o.memory_limit = py::str(memory_limit).cast<std::string>();
+        o.max_streams = max_streams;
         const std::string path = PyEngine::fspath(model);
         py::gil_scoped_release release;
         return ios::Schedule::optimize(path, o);
@@ -398,7 +403,7 @@ PYBIND11_MODULE(ios, m) {
       py::arg("rewrite_batch") = false, py::arg("profile_db") = "", py::arg("profile_budget") = "",
       py::arg("precision") = "tf32", py::arg("max_block_units") = 40,
       py::arg("max_block_bound") = 9.0, py::arg("threads") = 0, py::arg("form") = "staged",
-      py::arg("launch") = "graph",
+      py::arg("launch") = "graph", py::arg("memory_limit") = py::none(), py::arg("max_streams") = 0,
       "ios-optimize MODEL as a call; returns the Schedule (writes no file)");
 
   py::class_<Context, std::shared_ptr<Context>>(m, "Context",

@@ -143,6 +143,13 @@ int main(int argc, char** argv) {
                  "schedule found is written; 0 = no limit")
       ->check(ios::cli::finite_range(0.0, 1e6))
       ->capture_default_str();
+  app.add_option("--memory-limit", options.memory_limit,
+                 "peak device memory the schedule may take (activations, weights, workspaces): bytes, or "
+                 "a number with KiB, MiB or GiB, e.g. 512MiB; the fastest schedule within it is written");
+  app.add_option("--max-streams", options.max_streams,
+                 "most streams a schedule may use (1-1024); the smaller of this and the scheduler's s "
+                 "(ios, dos) or streams (lios) wins")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--threads", options.threads,
                  "threads of the search (blocks in parallel, simulated costs); 0 = one per core; "
                  "the schedule does not depend on it")
@@ -208,6 +215,11 @@ int main(int argc, char** argv) {
                                  "a file name or - (standard output)");
     ios::cli::reject_empty_paths(app, {"--calibrate", "--device-profile", "--profile-db"},
                                  "a file name");
+    if (ios::cli::given(app, "--memory-limit") && options.memory_limit.empty()) {
+      std::cerr << "ios-optimize: error: --memory-limit is empty; give bytes or a number with B, KiB, MiB or "
+                   "GiB, e.g. 512MiB\n";
+      return static_cast<int>(ios::ExitCode::kInput);
+    }
     options.verbose = verbose;
     options.quiet = quiet;
     options.device_profile_given = ios::cli::given(app, "--device-profile");

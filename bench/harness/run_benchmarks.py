@@ -681,10 +681,11 @@ def write_markdown(args, doc, path, charts):
                         "ios speed-up on the block"], rows))
 
     # What a GPU measured (the GPU kit's results, written by hand from
-    # scripts/gpu/first-run.sh's bench.md), scaling, forms and the measured
-    # search: written separately by bench/scaling.py (minutes of CPU per
-    # row), bench/forms.py and bench/measured_search.py, carried over verbatim.
-    for section in ("measured_gpu.md", "scaling.md", "forms.md", "measured_search.md"):
+    # scripts/gpu/first-run.sh's bench.md), scaling, forms, memory and the
+    # measured search: written separately by bench/scaling.py (minutes of CPU
+    # per row), bench/forms.py, bench/memory.py and bench/measured_search.py,
+    # carried over verbatim.
+    for section in ("measured_gpu.md", "scaling.md", "forms.md", "memory.md", "measured_search.md"):
         section_path = os.path.join(REPO, "docs", "benchmarks", section)
         if os.path.exists(section_path):
             with open(section_path) as f:

@@ -96,6 +96,10 @@ struct OptimizeOptions {
   int threads = 0;               // --threads; 0: one per core
   std::string form = "staged";   // --form staged | streamed | best
   std::string launch = "graph";  // --launch graph | plain | synced
+  // --memory-limit: the most device memory the schedule's peak may take,
+  // bytes or a number with B, KiB, MiB or GiB ("512MiB"); empty: no limit.
+  std::string memory_limit;
+  int max_streams = 0;  // --max-streams (1-1024); 0: no bound
 };
 
 // One stage of a staged schedule: "concurrent" groups (each a chain of
@@ -131,6 +135,10 @@ class Schedule {
   std::string launch() const;                 // graph | plain | synced: what it was planned for
   bool staged() const;                        // staged (stages) or streamed (LIOS, Nimble)
   std::vector<ScheduleStage> stages() const;  // empty for a streamed schedule
+  // The schedule's peak device memory in bytes as recorded in it
+  // (memory.peak_bytes: activations, weights, workspaces); none in files
+  // written before it was recorded.
+  std::optional<int64_t> peak_memory_bytes() const;
   // ios-optimize's summary (text) and --report-json (JSON) of the search;
   // empty for a loaded schedule.
   const std::string& report() const;

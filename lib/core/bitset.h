@@ -22,6 +22,13 @@ class DynBitset {
     for (size_t w = 0; w < words_.size(); ++w) words_[w] |= other.words_[w];
     return *this;
   }
+  DynBitset& operator&=(const DynBitset& other) {
+    for (size_t w = 0; w < words_.size(); ++w) words_[w] &= other.words_[w];
+    return *this;
+  }
+  // Bits [64 * w, 64 * w + 64) as stored (bits past the end are 0).
+  uint64_t word(size_t w) const { return words_[w]; }
+  size_t num_words() const { return words_.size(); }
   size_t count() const {
     size_t c = 0;
     for (uint64_t w : words_) c += static_cast<size_t>(std::popcount(w));

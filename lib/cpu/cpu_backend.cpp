@@ -27,6 +27,12 @@ class CpuSession : public exec::Session {
     }
     return times;
   }
+  // The arena (the weights are the model's host tensors, not copies).
+  exec::AllocatedMemory allocated() const override {
+    exec::AllocatedMemory m;
+    m.activations = executor_.memory_stats().buffer_bytes;
+    return m;
+  }
   exec::TraceIteration trace(const std::string&) override {
     internal_error("the CPU backend records no trace (its traits say so)");
   }

@@ -17,6 +17,7 @@
 #include "cpu/kernels.h"
 #include "cpu/reference.h"
 #include "exec/memory_layout.h"
+#include "exec/schedule_memory.h"
 
 namespace ios::cpu {
 
@@ -180,7 +181,9 @@ void CpuExecutor::place_storages(const exec::ExecPlan& plan) {
   const std::vector<exec::MemoryRequest> requests = storage_.memory_requests();
   const exec::HappensBefore order(static_cast<int>(plan.kernels.size()), std::max(plan.num_streams, 1),
                                   plan.num_events, plan.steps);
-  constexpr int64_t kAlignment = 64;  // bytes: a cache line
+  // The alignment the schedule's reported arena assumes (exec/schedule_memory.h),
+  // so the figure ios-optimize reports is the arena allocated here.
+  constexpr int64_t kAlignment = exec::kArenaAlignment;
   const exec::MemoryLayout layout = exec::plan_memory(requests, order, kAlignment);
   storage_offsets_.resize(requests.size());
   std::set<int64_t> places;

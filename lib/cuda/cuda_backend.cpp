@@ -13,6 +13,13 @@ class CudaSession : public exec::Session {
     const ir::Graph& graph = *units.ir();
     for (ir::TensorId t : graph.outputs()) output_shapes_[graph.tensor(t).name] = graph.tensor(t).shape;
   }
+  // The CUDA allocations: the arena (the storage plan's storages and the
+  // lowering's scratch), the uploaded weights, the per-stream workspaces.
+  exec::AllocatedMemory allocated() const override {
+    const EngineInfo& info = engine_.info();
+    return {static_cast<int64_t>(info.arena_bytes), static_cast<int64_t>(info.weights_bytes),
+            static_cast<int64_t>(info.workspace_bytes)};
+  }
   exec::TensorMap run(const exec::TensorMap& inputs) override {
     TensorMap flat;
     for (const auto& [name, t] : inputs) flat[name] = t.data;

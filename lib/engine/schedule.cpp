@@ -51,6 +51,8 @@ optimize::OptimizeOptions pipeline_options(const std::string& model_path,
   p.threads = o.threads;
   p.form = o.form;
   p.launch = o.launch;
+  p.memory_limit = o.memory_limit;
+  p.max_streams = o.max_streams;
   p.quiet = true;  // a library shows no progress line; the caller renders the report
   return p;
 }
@@ -76,6 +78,7 @@ void check_options(const optimize::OptimizeOptions& p) {
   check_range("max_block_bound", p.max_block_log10_bound, 1.0, 30.0);
   check_range("time_limit_s", p.time_limit_s, 0.0, 1e6);
   check_range("threads", p.threads, 0, 1024);
+  if (p.max_streams != 0) check_range("max_streams", p.max_streams, 1, 1024);
 }
 
 }  // namespace
@@ -129,6 +132,12 @@ std::vector<ScheduleStage> Schedule::stages() const {
                       stage.at("groups").get<std::vector<std::vector<std::string>>>()});
   }
   return stages;
+}
+
+std::optional<int64_t> Schedule::peak_memory_bytes() const {
+  const auto memory = impl_->document.find("memory");
+  if (memory == impl_->document.end() || !memory->contains("peak_bytes")) return std::nullopt;
+  return memory->at("peak_bytes").get<int64_t>();
 }
 
 const std::string& Schedule::report() const { return impl_->report; }

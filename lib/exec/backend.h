@@ -67,9 +67,18 @@ struct BackendOptions {
 };
 
 // One lowered plan, ready to run.
+// The device memory a session allocated for its plan, in bytes; -1 where
+// the backend does not say (ios-run's comparison table, docs/cli.md).
+struct AllocatedMemory {
+  int64_t activations = -1;  // the arena (exec/schedule_memory.h: what the schedule reports)
+  int64_t weights = -1;
+  int64_t workspaces = -1;
+};
+
 class Session {
  public:
   virtual ~Session() = default;
+  virtual AllocatedMemory allocated() const { return {}; }
   // Runs once; returns every graph output (empty when the backend does not
   // compute outputs).
   virtual TensorMap run(const TensorMap& inputs) = 0;

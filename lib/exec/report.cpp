@@ -85,14 +85,24 @@ std::string format_comparison(const std::vector<TimedRun>& runs) {
   for (const auto& run : runs) width = std::max(width, run.name.size());
   std::string out;
   if (runs[0].predicted) out += fmt::format("Predicted on the {} (GPU simulator; nothing was executed)\n", runs[0].device);
-  out += fmt::format("{:<{}}  {:>10}  {:>12}  {:>10}  {:>9}\n", "Schedule", width,
+  // Memory columns only where some run knows them: tables of older runs stay as they were.
+  const bool arena = std::any_of(runs.begin(), runs.end(), [](const TimedRun& r) { return r.allocated_activation_bytes >= 0; });
+  const bool peak = std::any_of(runs.begin(), runs.end(), [](const TimedRun& r) { return r.schedule_peak_bytes >= 0; });
+  auto mib = [](int64_t bytes) { return bytes < 0 ? std::string("-") : fmt::format("{:.2f}", static_cast<double>(bytes) / 1048576.0); };
+  out += fmt::format("{:<{}}  {:>10}  {:>12}  {:>10}  {:>9}", "Schedule", width,
                                 "Mean (ms)", "Median (ms)", "p99 (ms)", "Speed-up");
+  if (arena) out += fmt::format("  {:>11}", "Arena (MiB)");
+  if (peak) out += fmt::format("  {:>10}", "Peak (MiB)");
+  out += "\n";
   const double base = stats[0].mean;
   size_t fastest = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const double speedup = stats[i].mean > 0.0 ? base / stats[i].mean : 0.0;
-    out += fmt::format("{:<{}}  {:>10.4f}  {:>12.4f}  {:>10.4f}  {:>8.2f}x\n", runs[i].name, width,
+    out += fmt::format("{:<{}}  {:>10.4f}  {:>12.4f}  {:>10.4f}  {:>8.2f}x", runs[i].name, width,
                        stats[i].mean, stats[i].median, stats[i].p99, speedup);
+    if (arena) out += fmt::format("  {:>11}", mib(runs[i].allocated_activation_bytes));
+    if (peak) out += fmt::format("  {:>10}", mib(runs[i].schedule_peak_bytes));
+    out += "\n";
     if (stats[i].mean < stats[fastest].mean) fastest = i;
   }
   if (runs.size() > 1) {
@@ -126,6 +136,9 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     r["device"] = run.device;
     r["batch"] = run.batch;
     r["warmup_iterations"] = run.warmup_iterations;
+    if (run.allocated_activation_bytes >= 0) r["allocated_activation_bytes"] = run.allocated_activation_bytes;
+    if (run.allocated_total_bytes >= 0) r["allocated_total_bytes"] = run.allocated_total_bytes;
+    if (run.schedule_peak_bytes >= 0) r["schedule_peak_bytes"] = run.schedule_peak_bytes;
     r["started_at"] = iso8601_utc(run.started_at_unix_ms);
     r["latency_metric"] = run.predicted ? "predicted_gpu_compute" : run.gpu_compute ? "gpu_compute" : "wall";
     r["summary"] = summary_json(s);

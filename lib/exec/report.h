@@ -59,6 +59,12 @@ struct TimedRun {
   // Why these numbers may not be what the schedule was made for (another
   // batch, device or launch mode), one sentence each; printed as [W] lines.
   std::vector<std::string> warnings;
+  // Device memory: what the backend allocated for the plan (-1: it does not
+  // say), and the peak the schedule file records (-1: an older file, or the
+  // built-in sequential schedule before it is accounted).
+  int64_t allocated_activation_bytes = -1;
+  int64_t allocated_total_bytes = -1;  // activations, weights and workspaces, where all are known
+  int64_t schedule_peak_bytes = -1;
 };
 
 struct ReportOptions {
@@ -78,7 +84,9 @@ std::string format_summary(const TimedRun& run, const LatencyStats& stats,
                            const ReportOptions& options = {});
 
 // A table with one row per run (name, mean, median, p99, speed-up of the mean
-// against the first run) and a final verdict line naming the fastest run.
+// against the first run; then, where known, the activation arena the
+// backend allocated and the schedule's recorded peak, in MiB) and a final
+// verdict line naming the fastest run.
 std::string format_comparison(const std::vector<TimedRun>& runs);
 
 // The export document (see above) as text.

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "exec/schedule_memory.h"
+
 namespace ios::optimize {
 namespace {
 
@@ -79,6 +81,35 @@ std::string search_cell(const sched::BlockStats& s) {
   return out;
 }
 
+std::string memory_line(const sched::MemoryInfo& m) {
+  using exec::format_bytes;
+  std::string workspaces = "none";
+  if (m.workspaces_total() > 0) {
+    int used = 0;
+    for (int64_t w : m.workspace_bytes) used += w > 0;
+    workspaces = fmt::format("{} on {} stream{}", format_bytes(m.workspaces_total()), used, used == 1 ? "" : "s");
+  }
+  return fmt::format("peak {}: activations {} (live {}; inputs {}, outputs {}), weights {}{}, workspaces {}{}",
+                     format_bytes(m.peak_bytes()), format_bytes(m.arena_bytes), format_bytes(m.live_peak_bytes),
+                     format_bytes(m.inputs_bytes), format_bytes(m.outputs_bytes), format_bytes(m.weights_bytes),
+                     m.merged_weights_bytes > 0 ? fmt::format(" (merged {})", format_bytes(m.merged_weights_bytes))
+                                                : std::string(),
+                     workspaces, m.workspaces_predicted ? " (predicted)" : " (measured)");
+}
+
+namespace {
+
+std::string limit_line(const OptimizeReport& r) {
+  std::string line = fmt::format("{} ({} bytes)", exec::format_bytes(r.memory_limit), r.memory_limit);
+  if (r.memory_search_bound > 0) {
+    line += fmt::format(", search bound {} live per stage", exec::format_bytes(r.memory_search_bound));
+  }
+  if (!r.memory_note.empty()) line += "; " + r.memory_note;
+  return line;
+}
+
+}  // namespace
+
 std::string render_summary(const OptimizeReport& r) {
   std::string out = "\n=== ios-optimize summary ===\n";
   out += fmt::format("Model            {} (batch {}, sha256 {}...)\n", r.model_path, r.batch,
@@ -108,6 +139,10 @@ std::string render_summary(const OptimizeReport& r) {
   out += fmt::format("Latency          {:.4f} ms {} (sequential {:.4f} ms, {:.2f}x)\n", r.predicted_ms,
                      r.cost_model == "measured" ? "measured per stage" : "predicted (whole plan simulated)",
                      r.sequential_ms, speedup(r));
+  if (r.memory) {
+    out += fmt::format("Memory           {}\n", memory_line(*r.memory));
+    if (r.memory_limit > 0) out += fmt::format("Memory limit     {}\n", limit_line(r));
+  }
   // No file for the engine API's ios::Schedule::optimize(), which returns the schedule.
   if (!r.schedule_file.empty()) out += fmt::format("Written          {}\n", r.schedule_file);
   return out;
@@ -199,6 +234,24 @@ std::string render_json(const OptimizeReport& r) {
                                       {"schedule_predicted", b.schedule_predicted}};
     }
   }
+  if (r.memory) {
+    const sched::MemoryInfo& m = *r.memory;
+    doc["memory"] = {{"peak_bytes", m.peak_bytes()},
+                     {"arena_bytes", m.arena_bytes},
+                     {"live_peak_bytes", m.live_peak_bytes},
+                     {"inputs_bytes", m.inputs_bytes},
+                     {"outputs_bytes", m.outputs_bytes},
+                     {"weights_bytes", m.weights_bytes},
+                     {"merged_weights_bytes", m.merged_weights_bytes},
+                     {"workspace_bytes", m.workspace_bytes},
+                     {"workspaces", m.workspaces_predicted ? "predicted" : "measured"}};
+    if (r.memory_limit > 0) {
+      doc["memory"]["limit_bytes"] = r.memory_limit;
+      doc["memory"]["search_bound_bytes"] = r.memory_search_bound;
+      doc["memory"]["note"] = r.memory_note;
+    }
+  }
+  if (r.max_streams > 0) doc["max_streams"] = r.max_streams;
   // Always present, so that scripts need not know when a form was chosen:
   // the --form asked, the form written (a streamed scheduler's is
   // "streamed"), each form's whole-plan prediction (null: not computed), and
@@ -223,6 +276,8 @@ std::vector<std::pair<std::string, std::string>> summary_rows(const OptimizeRepo
     rows.emplace_back("Sequential", fmt::format("{:.4f} ms ({:.2f}x)", r.sequential_ms, speedup(r)));
   }
   if (r.staged && r.form_option != "staged") rows.emplace_back("Form", form_line(r));
+  if (r.memory) rows.emplace_back("Memory", memory_line(*r.memory));
+  if (r.memory && r.memory_limit > 0) rows.emplace_back("Memory limit", limit_line(r));
   rows.emplace_back("Schedule file", r.schedule_file.empty() ? "(none: --analyze)" : r.schedule_file);
   return rows;
 }

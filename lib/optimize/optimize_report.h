@@ -73,6 +73,15 @@ struct OptimizeReport {
   double predicted_ms = 0.0;
   double sequential_ms = 0.0;  // 0: not computed (--analyze)
   std::string schedule_file;   // empty: none written (--analyze)
+  // The schedule's peak device memory (exec/schedule_memory.h); absent
+  // with --analyze. With --memory-limit: the limit, the live-byte bound the
+  // search kept each stage within (its last repair round), and how the
+  // limit was met, in words.
+  std::optional<sched::MemoryInfo> memory;
+  int64_t memory_limit = 0;  // 0: none
+  int64_t memory_search_bound = 0;  // 0: the scheduler searched without one
+  std::string memory_note;
+  int max_streams = 0;  // --max-streams; 0: none
 };
 
 // How a block's search went and whose stages it kept ("complete",
@@ -86,6 +95,10 @@ std::string render_summary(const OptimizeReport& report);
 std::string render_analysis(const OptimizeReport& report);
 // The --report-json document (format "ios-optimize-report", version 1).
 std::string render_json(const OptimizeReport& report);
+// "arena 12.0 MiB (live 10.5 MiB; inputs 0.6 MiB, outputs 4 KiB), weights 97.5
+// MiB (merged 3.1 MiB), workspaces 2 x 1.1 MiB predicted: peak 111.2 MiB".
+std::string memory_line(const sched::MemoryInfo& memory);
+
 // The label/value rows at the top of the --html page.
 std::vector<std::pair<std::string, std::string>> summary_rows(const OptimizeReport& report);
 

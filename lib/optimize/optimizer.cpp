@@ -26,6 +26,7 @@
 #include "cuda/engine.h"
 #include "cuda/measured.h"
 #include "exec/plan.h"
+#include "exec/schedule_memory.h"
 #include "sched/schedule_dot.h"
 #include "sim/simulator.h"
 #include "sched/schedule_io.h"
@@ -196,13 +197,16 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats, sched::BlockProgress progress,
-                               double time_limit_s, int threads) {
+                               double time_limit_s, int threads, SearchBounds bounds) {
   const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
   const sched::Params parsed = sched::Params::parse(entry.name, entry.params, params);
   const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<sched::Scheduler> instance = entry.make(parsed);
   instance->set_block_progress(std::move(progress));
   instance->set_time_limit(time_limit_s);
+  instance->set_memory_bound(bounds.memory_bound);
+  instance->set_max_streams(bounds.max_streams);
+  instance->set_prior(bounds.prior);
   const auto cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   instance->set_threads(threads > 0 ? threads : cores);
   sched::Schedule schedule = instance->run(*prepared.units, *cost.model, stats);
@@ -334,6 +338,9 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
       options.html_path.empty() ? "(none)" : options.html_path);
+  logger("cli")->debug("effective options: memory-limit={} max-streams={}",
+                       options.memory_limit.empty() ? "(none)" : options.memory_limit,
+                       options.max_streams > 0 ? std::to_string(options.max_streams) : "(none)");
 }
 
 }  // namespace
@@ -433,6 +440,8 @@ struct OptimizeRun {
   std::unique_ptr<model::PreparedModel> prepared;
   CostChoice cost;
   double time_limit_s = 0.0;  // the search's, once the cost model is known
+  int64_t memory_limit = 0;   // --memory-limit in bytes; 0: none
+  std::string params;         // the scheduler's parameters, --max-streams applied
   sched::SearchStats stats;
   sched::Schedule schedule;
   OptimizeReport report;
@@ -462,12 +471,42 @@ void check_request(OptimizeRun& r) {
                "--cost measured write the staged schedule and compare the forms on the GPU with ios-run",
                o.form);
   }
+  if (!o.memory_limit.empty() || o.max_streams != 0) {
+    if (o.analyze) user_error("--memory-limit and --max-streams shape the schedule; --analyze writes none: drop one of them");
+    if (!o.calibrate_db.empty()) user_error("--calibrate fits a device profile; --memory-limit and --max-streams apply to schedules");
+  }
+  if (!o.memory_limit.empty()) r.memory_limit = parse_memory_limit(o.memory_limit);
+  if (o.max_streams < 0) user_error("--max-streams {}: give a number of streams of at least 1", o.max_streams);
+  r.params = apply_max_streams(r.entry->name, o.scheduler_params, o.max_streams);
   if (o.form != "staged" && r.entry->streamed) {
     user_error("--form {}: {} writes a streamed schedule already (its units wait only for their "
                "inputs); --form applies to staged schedulers such as ios, greedy and sequential",
                o.form, r.entry->name);
   }
   r.progress = std::make_unique<ProgressLine>(progress_wanted(o.quiet));
+}
+
+// A limit that not even the model's weights, inputs and outputs fit in is
+// refused before any search.
+void check_memory_floor(const OptimizeRun& r) {
+  const ir::Graph& g = *r.units().ir();
+  int64_t floor = 0;
+  for (const ir::Tensor& t : g.tensors()) {
+    if (t.is_constant() && t.data) floor += static_cast<int64_t>(t.data->size() * sizeof(float));
+  }
+  for (ir::TensorId t : g.inputs()) floor += ir::num_elements(g.tensor(t).shape) * static_cast<int64_t>(sizeof(float));
+  for (ir::TensorId t : g.outputs()) {
+    if (!g.tensor(t).is_constant()) floor += ir::num_elements(g.tensor(t).shape) * static_cast<int64_t>(sizeof(float));
+  }
+  if (r.memory_limit < floor) {
+    user_error("--memory-limit {} ({} bytes) is below what the model's weights, inputs and outputs alone take, {} "
+               "({} bytes); raise the limit",
+               exec::format_bytes(r.memory_limit), r.memory_limit, exec::format_bytes(floor), floor);
+  }
+}
+
+exec::StageJoin join_for(const OptimizeOptions& o) {
+  return o.launch == "synced" ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
 }
 
 // Phase 2: import and unit formation; an SVG too large to draw is refused
@@ -482,6 +521,7 @@ void import_model(OptimizeRun& r) {
       o.model_path, model::shape_options(o.batch, o.rewrite_batch, o.input_shapes), formation);
   r.report.import_ms = ms_since(r.start);
   r.progress->clear();
+  if (r.memory_limit > 0) check_memory_floor(r);
   if (!o.dot_path.empty()) sched::check_picture_size("--dot", o.dot_path, r.units().size());
 }
 
@@ -507,10 +547,35 @@ void choose_cost_model(OptimizeRun& r) {
 
 // Phase 4: the search.
 void search(OptimizeRun& r) {
-  r.schedule = schedule_model(*r.prepared, r.options.scheduler, r.options.scheduler_params, r.cost, r.stats,
+  if (r.memory_limit > 0) {
+    LimitedSearch found = search_within_memory(
+        *r.prepared, r.options.scheduler, r.params, r.cost, r.memory_limit, r.options.max_streams,
+        join_for(r.options), r.time_limit_s, r.options.time_limit_given,
+        r.options.threads, search_progress(*r.progress, r.units(), r.entry->name, r.time_limit_s));
+    r.schedule = std::move(found.schedule);
+    r.stats = std::move(found.stats);
+    r.report.memory_search_bound = found.bound;
+    r.report.memory_note = std::move(found.note);
+    r.progress->clear();
+    return;
+  }
+  r.schedule = schedule_model(*r.prepared, r.options.scheduler, r.params, r.cost, r.stats,
                               search_progress(*r.progress, r.units(), r.entry->name, r.time_limit_s),
-                              r.time_limit_s, r.options.threads);
+                              r.time_limit_s, r.options.threads, SearchBounds{0, r.options.max_streams});
   r.progress->clear();
+}
+
+// Phase 4c: the schedule's peak memory, into the schedule and the report.
+void account_memory(OptimizeRun& r) {
+  if (r.options.analyze) return;
+  sched::MemoryInfo memory = exec::schedule_memory(r.units(), r.schedule, join_for(r.options));
+  memory.limit_bytes = r.memory_limit;
+  IOS_ASSERT(r.memory_limit == 0 || memory.peak_bytes() <= r.memory_limit,
+             "the schedule takes {} bytes, over the --memory-limit of {}", memory.peak_bytes(), r.memory_limit);
+  r.schedule.memory = memory;
+  r.report.memory = memory;
+  r.report.memory_limit = r.memory_limit;
+  r.report.max_streams = r.options.max_streams;
 }
 
 // Phase 4b: the form (--form). The schedule found runs with its stage
@@ -527,6 +592,17 @@ void choose_form(OptimizeRun& r) {
   predict_by_simulation(simulated, relaxed, r.stats);
   r.report.streamed_form_ms = relaxed.predicted_latency_ms;
   if (r.options.form == "streamed" || relaxed.predicted_latency_ms < r.schedule.predicted_latency_ms) {
+    // Without barriers more branches overlap: under a memory limit the
+    // streamed form must fit too.
+    if (r.memory_limit > 0) {
+      const int64_t peak = exec::schedule_memory(r.units(), relaxed, join_for(r.options)).peak_bytes();
+      if (peak > r.memory_limit) {
+        logger("cli")->warn("kept the staged form: the streamed form takes {}, over --memory-limit {}",
+                            exec::format_bytes(peak), exec::format_bytes(r.memory_limit));
+        r.report.memory_note += "; kept the staged form (the streamed form is over the limit)";
+        return;
+      }
+    }
     r.schedule = std::move(relaxed);
   }
 }
@@ -638,16 +714,28 @@ void write_outputs(OptimizeRun& r) {
 
 }  // namespace
 
-Optimization optimize_model(const OptimizeOptions& options) {
-  std::ostringstream unused;  // the caller renders the report
-  OptimizeRun r(options, unused);
-  r.writes_schedule = false;
+namespace {
+
+// The phases from the check of the request to the report, in order: one
+// list for ios-optimize (run_optimize, which then writes and prints) and
+// the engine API (optimize_model), so that a phase added to one is in both.
+void find_schedule(OptimizeRun& r) {
   check_request(r);
   import_model(r);
   choose_cost_model(r);
   search(r);
   choose_form(r);
+  account_memory(r);
   fill_report(r);
+}
+
+}  // namespace
+
+Optimization optimize_model(const OptimizeOptions& options) {
+  std::ostringstream unused;  // the caller renders the report
+  OptimizeRun r(options, unused);
+  r.writes_schedule = false;
+  find_schedule(r);
   return {std::move(r.prepared), std::move(r.schedule), std::move(r.report)};
 }
 
@@ -660,12 +748,7 @@ int run_optimize(const OptimizeOptions& options, std::ostream& out) {
   const bool file_on_stdout = is_stdout_path(options.output_path) || is_stdout_path(options.report_json) ||
                               is_stdout_path(options.dot_path) || is_stdout_path(options.html_path);
   OptimizeRun r(options, file_on_stdout ? std::cerr : out);
-  check_request(r);
-  import_model(r);
-  choose_cost_model(r);
-  search(r);
-  choose_form(r);
-  fill_report(r);
+  find_schedule(r);
   if (options.analyze) r.summary << render_analysis(r.report);
   write_outputs(r);
   if (!options.quiet && !options.analyze) r.summary << render_summary(r.report);

@@ -11,6 +11,7 @@
 #include "core/progress.h"
 #include "cost/budgeted.h"
 #include "cost/simulated.h"
+#include "exec/plan.h"
 #include "model/prepared_model.h"
 #include "optimize/optimize_report.h"
 #include "sched/cost_model.h"
@@ -76,6 +77,13 @@ struct OptimizeOptions {
   // Outputs: "-" is standard output. Without `force`, an output that names
   // the model, or an existing file that is not a schedule (for report_json:
   // not a report), is refused.
+  // --memory-limit: the most device memory the schedule's peak may take
+  // (exec/schedule_memory.h), as given ("512MiB"); empty: no limit.
+  std::string memory_limit;
+  // --max-streams: the most streams (a staged stage's groups, a streamed
+  // schedule's streams); 0: no bound. The smaller of it and the scheduler's
+  // own s or streams parameter wins.
+  int max_streams = 0;
   bool force = false;
   bool analyze = false;
   bool verbose = false;
@@ -115,10 +123,33 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
 // `progress`, when set, is told after each block of a searching scheduler.
 // `time_limit_s` bounds a searching scheduler's search (0 = no limit);
 // `threads` (0: one per core) search its blocks in parallel.
+// `bounds` bound a searching scheduler's stages: live bytes and
+// workspaces per stage, and streams (Scheduler::set_memory_bound,
+// set_max_streams); zero: none.
+struct SearchBounds {
+  int64_t memory_bound = 0;
+  int max_streams = 0;
+  // A schedule of the same scheduler, parameters and streams under a looser
+  // bound, whose blocks that fit are kept (sched::Scheduler::set_prior).
+  const sched::StagedSchedule* prior = nullptr;
+};
 sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::string& scheduler,
                                const std::string& params, const CostChoice& cost,
                                sched::SearchStats& stats, sched::BlockProgress progress = {},
-                               double time_limit_s = 0.0, int threads = 1);
+                               double time_limit_s = 0.0, int threads = 1, SearchBounds bounds = {});
+
+// --memory-limit's text as bytes: an integer or decimal number, optionally
+// followed by B, KiB, MiB or GiB (binary units; "512MiB", "1.5 GiB").
+// UserError for anything else, and for a limit that is not positive or
+// not finite.
+int64_t parse_memory_limit(const std::string& text);
+
+// The scheduler parameters with --max-streams applied: the ios family's
+// and dos's s, lios's streams become the smaller of theirs and
+// `max_streams` (s = 0, unlimited, becomes max_streams). Sequential uses one
+// stream already. UserError for greedy and nimble, whose algorithms fix
+// their streams. Returns `params` unchanged when nothing is lowered.
+std::string apply_max_streams(const std::string& scheduler, const std::string& params, int max_streams);
 
 // Replaces a schedule's predictions by the simulation of its whole lowered
 // plan: the predicted latency, and for a streamed schedule each launch's
@@ -126,6 +157,27 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
 // is thereby compared by one model (contention and event waits included).
 void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedule& schedule,
                            sched::SearchStats& stats);
+
+// The fastest schedule `scheduler` finds whose peak device memory
+// (exec/schedule_memory.h, lowered with `join`) is at most `limit` bytes
+// (docs/schedulers.md, *Memory*): the searching schedulers search with a
+// live-bytes bound per stage, check the placed peak and lower the bound by
+// the excess (a few rounds, which together take at most as long as the
+// unconstrained search did unless `time_limit_given`: then the time left
+// under `time_limit_s`), and fall back to the sequential schedule where it
+// fits and is faster; lios lowers its streams; the others are checked.
+// UserError naming the smallest peak found when nothing fits.
+struct LimitedSearch {
+  sched::Schedule schedule;
+  sched::SearchStats stats;
+  int64_t bound = 0;  // the last search bound (live bytes per stage); 0: none searched
+  int rounds = 0;
+  std::string note;  // how the limit was met, in words
+};
+LimitedSearch search_within_memory(const model::PreparedModel& prepared, const std::string& scheduler,
+                                   const std::string& params, const CostChoice& cost, int64_t limit,
+                                   int max_streams, exec::StageJoin join, double time_limit_s,
+                                   bool time_limit_given, int threads, const sched::BlockProgress& progress);
 
 // ios-optimize's search without its files and printing (the engine API's
 // ios::Schedule::optimize()): the same phases as run_optimize, from the check of the

@@ -22,6 +22,7 @@
 #include "exec/npy.h"
 #include "exec/plan.h"
 #include "exec/report.h"
+#include "exec/schedule_memory.h"
 #include "exec/stats.h"
 #include "exec/trace.h"
 #include "model/prepared_model.h"
@@ -180,6 +181,8 @@ LoadedSchedule sequential_schedule(const RunState& r) {
   seq.name = "sequential (built-in)";
   seq.schedule = engine::sequential_schedule(*r.prepared);
   seq.plan = exec::lower(r.units(), seq.schedule, stage_join(r.options));
+  // Its peak, as ios-optimize would record it (the comparison table's column).
+  seq.schedule.memory = exec::schedule_memory(r.units(), seq.plan);
   return seq;
 }
 
@@ -438,6 +441,12 @@ void time_interleaved(RunState& r) {
     run.gpu_compute = r.traits().gpu_compute_time;
     run.predicted = !r.traits().measured;
     run.warnings = r.schedules[i].warnings;
+    const exec::AllocatedMemory allocated = r.sessions[i]->allocated();
+    run.allocated_activation_bytes = allocated.activations;
+    if (allocated.activations >= 0 && allocated.weights >= 0 && allocated.workspaces >= 0) {
+      run.allocated_total_bytes = allocated.activations + allocated.weights + allocated.workspaces;
+    }
+    if (r.schedules[i].schedule.memory) run.schedule_peak_bytes = r.schedules[i].schedule.memory->peak_bytes();
     r.sessions[i]->time(r.warmup, 0);
   }
   const int rounds = std::max(1, std::min(r.iterations, 10));

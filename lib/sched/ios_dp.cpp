@@ -37,6 +37,7 @@ class Solver {
         cost_(cost),
         can_merge_(can_merge),
         deadline_(limits.deadline),
+        memory_(limits.memory),
         r_(options.max_group_units),
         s_(options.max_groups),
         memo_(1 << 10),
@@ -64,7 +65,9 @@ class Solver {
     Level level;
     level.state = s;
     enumerate(level);
-    IOS_ASSERT(level.best.cost < kInf, "no schedulable ending for state {:#x}", s);
+    // Under a memory bound a state may have no ending that fits: its cost
+    // stays infinite and no transition leads through it.
+    IOS_ASSERT(level.best.cost < kInf || memory_ != nullptr, "no schedulable ending for state {:#x}", s);
     memo_.insert(s, level.best);
     return level.best.cost;
   }
@@ -164,6 +167,8 @@ class Solver {
       return;
     }
     check_deadline(false);
+    // A stage over the memory bound is no candidate (and no transition).
+    if (memory_ != nullptr && memory_->stage_bytes(level.state & ~e, e) > memory_->bound) return;
     if (use_concurrent_) {
       // Every ending is a candidate stage. Stage latencies are non-negative,
       // so when the rest alone is no better than the best so far the stage
@@ -355,6 +360,7 @@ class Solver {
   sched::CostModel* cost_;
   const MergePredicate& can_merge_;
   const std::optional<std::chrono::steady_clock::time_point> deadline_;
+  const BlockMemory* memory_ = nullptr;
   const int r_;
   const int s_;
   bool use_concurrent_ = true;
@@ -407,7 +413,8 @@ BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched:
   BlockSolution out;
   try {
     out.latency_ms = solver.solve(dag.all());
-    out.stages = solver.rebuild(dag.all());
+    out.feasible = out.latency_ms < kInf;
+    if (out.feasible) out.stages = solver.rebuild(dag.all());
   } catch (const Abandoned&) {
     out.complete = false;
   }

@@ -65,6 +65,7 @@
 #include "sched/block_dag.h"
 #include "sched/cost_model.h"
 #include "sched/mask_map.h"
+#include "sched/memory_bound.h"
 #include "sched/schedule.h"
 #include "sched/scheduler.h"
 
@@ -91,12 +92,22 @@ using MergePredicate = std::function<bool(const std::vector<UnitId>&)>;
 // abandoned search leaves the cost model as it was between two stages.
 struct SolveLimits {
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  // With a memory bound (ios-optimize --memory-limit), a stage whose live
+  // bytes (BlockMemory::stage_bytes) exceed memory->bound is no candidate:
+  // the DP then finds the fastest schedule of the block whose every stage
+  // stays within the bound, or reports none (BlockSolution::feasible).
+  // Single-unit stages are candidates like any other, so whenever some
+  // order of single units fits, the result is no slower than that order.
+  const BlockMemory* memory = nullptr;
 };
 
 struct BlockSolution {
   // False when the deadline passed first: no stages, latency_ms undefined
   // (the caller keeps another schedule for the block).
   bool complete = true;
+  // False when no schedule of the block keeps within SolveLimits::memory
+  // (then no stages either); true otherwise.
+  bool feasible = true;
   std::vector<Stage> stages;  // in execution order, global UnitIds
   double latency_ms = 0.0;    // sum of the stages' predicted latencies
   int64_t states = 0;

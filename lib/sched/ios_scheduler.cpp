@@ -119,6 +119,11 @@ struct BlockWork {
   BaselineBlock greedy, sequential;
   std::optional<BlockSolution> solution;  // the DP's, once it finished
   BlockStats stats;
+  const BlockMemory* memory = nullptr;  // under a memory bound
+  // Whether `stages` keep within the memory bound (always without one).
+  bool fits(const std::vector<Stage>& stages) const {
+    return memory == nullptr || memory->peak(dag, stages) <= memory->bound;
+  }
 };
 
 class DpScheduler : public Scheduler {
@@ -137,8 +142,11 @@ class DpScheduler : public Scheduler {
     }
     const int num_blocks = static_cast<int>(graph.blocks().size());
     std::vector<BlockWork> work(static_cast<size_t>(num_blocks));
+    std::vector<BlockMemory> memories;
+    if (memory_bound() > 0 && graph.ir() != nullptr) memories = block_memories(graph, memory_bound());
     for (int b = 0; b < num_blocks; ++b) {
       BlockWork& w = work[static_cast<size_t>(b)];
+      if (!memories.empty()) w.memory = &memories[static_cast<size_t>(b)];
       w.dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
       w.greedy = greedy_block(w.dag, cost);
       w.sequential = sequential_block(w.dag, cost);
@@ -151,7 +159,11 @@ class DpScheduler : public Scheduler {
       w.stats = plain_block_stats(graph, b, 0.0, 0.0);
       w.stats.search = BlockSearch::kSkipped;
     }
-    const std::vector<int> distinct = find_repeats(graph, cost, work);
+    std::vector<int> distinct = find_repeats(graph, cost, work);
+    if (!memories.empty() && prior() != nullptr) {
+      take_prior_blocks(*prior(), cost, work);
+      std::erase_if(distinct, [&](int b) { return work[static_cast<size_t>(b)].solution.has_value(); });
+    }
     workers_ = cost.thread_safe() ? std::min(threads(), std::max(1, static_cast<int>(distinct.size())))
                                   : 1;
     if (time_limit_s() <= 0.0) {
@@ -164,7 +176,36 @@ class DpScheduler : public Scheduler {
                     cost);
     }
     for (BlockWork& w : work) {
-      if (w.stats.same_as >= 0) reuse_search(work[static_cast<size_t>(w.stats.same_as)], w);
+      if (w.stats.same_as >= 0 && !w.solution) reuse_search(work[static_cast<size_t>(w.stats.same_as)], w);
+    }
+    // A repeated block lives among other activations than the block it
+    // repeats: under a memory bound, one whose reused stages do not fit is
+    // searched on its own (within the time left, if limited).
+    // Copies in the same memory context (the same bytes carried through and
+    // coming in) share one search.
+    std::map<std::vector<int64_t>, int> searched;
+    for (size_t b = 0; b < work.size(); ++b) {
+      BlockWork& w = work[b];
+      if (w.memory == nullptr || w.stats.same_as < 0 || (w.solution && w.fits(w.solution->stages))) continue;
+      std::vector<int64_t> context = {w.stats.same_as, w.memory->carried, static_cast<int64_t>(w.memory->escapes)};
+      for (const auto& [bytes, readers] : w.memory->inputs) {
+        context.push_back(bytes);
+        context.push_back(static_cast<int64_t>(readers));
+      }
+      if (auto it = searched.find(context); it != searched.end()) {
+        w.solution.reset();
+        reuse_search(work[static_cast<size_t>(it->second)], w);
+        if (!w.solution || w.fits(w.solution->stages)) continue;
+      }
+      w.solution.reset();
+      w.stats.same_as = -1;
+      searched[context] = static_cast<int>(b);
+      SolveLimits limits;
+      if (time_limit_s() > 0.0) {
+        limits.deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(time_limit_s()));
+      }
+      search(w, options_, limits, cost);
     }
     StagedSchedule staged;
     for (BlockWork& w : work) {
@@ -198,6 +239,40 @@ class DpScheduler : public Scheduler {
       distinct.push_back(b);
     }
     return distinct;
+  }
+
+  // Under a memory bound: each block whose stages in `prior` keep within it
+  // takes them as its solution (Scheduler::set_prior), a repeated block
+  // included (it is no longer a copy). Stages are re-costed: a measured
+  // model may have settled estimates since.
+  static void take_prior_blocks(const StagedSchedule& prior, sched::CostModel& cost, std::vector<BlockWork>& work) {
+    std::map<UnitId, size_t> block_of;
+    for (size_t b = 0; b < work.size(); ++b) {
+      for (UnitId u : work[b].dag.units) block_of[u] = b;
+    }
+    std::vector<std::vector<Stage>> stages(work.size());
+    for (const Stage& stage : prior.stages) {
+      if (stage.groups.empty() || stage.groups.front().empty()) continue;
+      const auto it = block_of.find(stage.groups.front().front());
+      if (it != block_of.end()) stages[it->second].push_back(stage);
+    }
+    for (size_t b = 0; b < work.size(); ++b) {
+      BlockWork& w = work[b];
+      size_t covered = 0;
+      for (const Stage& stage : stages[b]) {
+        for (const auto& group : stage.groups) covered += group.size();
+      }
+      if (covered != w.dag.units.size() || !w.fits(stages[b])) continue;
+      BlockSolution solution;
+      for (Stage& stage : stages[b]) {
+        stage.predicted_ms = cost.stage_latency(stage);
+        solution.latency_ms += stage.predicted_ms;
+      }
+      solution.stages = std::move(stages[b]);
+      w.solution = std::move(solution);
+      w.stats.same_as = -1;
+      w.stats.search = BlockSearch::kComplete;
+    }
   }
 
   // Gives `copy` the search result of the block it repeats, in its own units
@@ -272,7 +347,9 @@ class DpScheduler : public Scheduler {
     bool settling = false;
     for (int round = 1;; ++round) {
       const uint64_t revision = cost.revision();
-      BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, limits, &known);
+      SolveLimits bounded = limits;
+      bounded.memory = w.memory;
+      BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, bounded, &known);
       BlockStats& s = w.stats;
       s.states += solution.states;
       s.transitions += solution.transitions;
@@ -292,6 +369,7 @@ class DpScheduler : public Scheduler {
                              solution.stages_costed, solution.complete ? solution.latency_ms : 0.0,
                              solution.search_ms);
       if (!solution.complete) break;
+      if (!solution.feasible) return true;  // searched: nothing fits, a cheaper pruning fits no better
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         rate_.add(solution.transitions, solution.search_ms);
@@ -397,6 +475,13 @@ class DpScheduler : public Scheduler {
     return w.sequential.latency_ms - w.greedy.latency_ms;
   }
 
+  // Whether no stage of `stages` has more groups than max_streams() allows.
+  bool within_streams(const std::vector<Stage>& stages) const {
+    return max_streams() == 0 || std::all_of(stages.begin(), stages.end(), [&](const Stage& s) {
+             return static_cast<int>(s.groups.size()) <= max_streams();
+           });
+  }
+
   // Appends the block's fastest schedule (the DP's on a tie) to `staged`.
   // Greedy's stages are concurrent: they are a candidate only where the
   // scheduler's own stages may be (not for IOS-Merge, whose schedules are
@@ -410,12 +495,16 @@ class DpScheduler : public Scheduler {
       best = w.solution->latency_ms;
       w.stats.kept = BlockSource::kScheduler;
     }
-    if (greedy_allowed && (!stages || w.greedy.latency_ms < best)) {
+    // Under a memory bound the baselines compete only where they fit (the
+    // DP's stages always do); when nothing fits, sequential stays, and
+    // ios-optimize reports the schedule over its limit.
+    if (greedy_allowed && (!stages || w.greedy.latency_ms < best) && w.fits(w.greedy.stages) &&
+        within_streams(w.greedy.stages)) {
       stages = &w.greedy.stages;
       best = w.greedy.latency_ms;
       w.stats.kept = BlockSource::kGreedy;
     }
-    if (!stages || w.sequential.latency_ms < best) {
+    if (!stages || (w.sequential.latency_ms < best && w.fits(w.sequential.stages))) {
       stages = &w.sequential.stages;
       best = w.sequential.latency_ms;
       w.stats.kept = BlockSource::kSequential;

@@ -94,12 +94,37 @@ inline std::string_view launch_words(std::string_view launch) {
   return launch == "plain" ? "plain launches" : "a CUDA graph";
 }
 
+// A schedule's peak device memory, in bytes (exec/schedule_memory.h computes
+// it, docs/schedule-format.md describes the fields). Absent from files
+// written before it was recorded.
+struct MemoryInfo {
+  int64_t arena_bytes = 0;      // activations placed in one arena (inputs and outputs included)
+  int64_t inputs_bytes = 0;     // the graph inputs in it
+  int64_t outputs_bytes = 0;    // the graph outputs in it
+  int64_t live_peak_bytes = 0;  // the most activation bytes live during one launch (no placement)
+  int64_t weights_bytes = 0;    // constants, merged weights included
+  int64_t merged_weights_bytes = 0;  // the concatenated weights of merged kernels
+  std::vector<int64_t> workspace_bytes;  // per stream in use
+  bool workspaces_predicted = true;      // estimated without a GPU (exec/schedule_memory.h)
+  int64_t limit_bytes = 0;               // ios-optimize --memory-limit; 0: none
+
+  int64_t workspaces_total() const {
+    int64_t sum = 0;
+    for (int64_t w : workspace_bytes) sum += w;
+    return sum;
+  }
+  // What the device holds at the schedule's peak: arena, weights, workspaces.
+  int64_t peak_bytes() const { return arena_bytes + weights_bytes + workspaces_total(); }
+  bool operator==(const MemoryInfo&) const = default;
+};
+
 struct Schedule {
   ModelInfo model;
   DeviceInfo device;
   SchedulerInfo scheduler;
   double predicted_latency_ms = 0.0;
   std::variant<StagedSchedule, StreamedSchedule> body;
+  std::optional<MemoryInfo> memory;  // set by ios-optimize; optional in files
 
   bool is_staged() const { return std::holds_alternative<StagedSchedule>(body); }
   const StagedSchedule& staged() const { return std::get<StagedSchedule>(body); }

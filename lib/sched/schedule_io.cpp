@@ -119,6 +119,46 @@ UnitId resolve(const json& id, const std::string& where, const UnitGraph& graph,
   return *unit;
 }
 
+// The optional "memory" object (files written before it was recorded lack
+// it). peak_bytes is derived from the parts and only checked against them.
+MemoryInfo read_memory(const Reader& memory) {
+  auto bytes = [&](const std::string& key) {
+    const int64_t v = memory.integer(key);
+    if (v < 0) memory.fail(memory.join(key), "a byte count (an integer >= 0)");
+    return v;
+  };
+  MemoryInfo m;
+  m.arena_bytes = bytes("arena_bytes");
+  m.live_peak_bytes = bytes("live_peak_bytes");
+  m.inputs_bytes = bytes("inputs_bytes");
+  m.outputs_bytes = bytes("outputs_bytes");
+  m.weights_bytes = bytes("weights_bytes");
+  m.merged_weights_bytes = bytes("merged_weights_bytes");
+  const json& workspaces = memory.array("workspace_bytes");
+  if (workspaces.size() > 1024) memory.fail(memory.join("workspace_bytes"), "at most 1024 streams");
+  for (size_t i = 0; i < workspaces.size(); ++i) {
+    if (!workspaces[i].is_number_integer() || workspaces[i].get<int64_t>() < 0 ||
+        (workspaces[i].is_number_unsigned() && workspaces[i].get<uint64_t>() > uint64_t{INT64_MAX} / 2048)) {
+      memory.fail(memory.join("workspace_bytes[" + std::to_string(i) + "]"), "a byte count (an integer >= 0)");
+    }
+    m.workspace_bytes.push_back(workspaces[i].get<int64_t>());
+  }
+  const std::string kind = memory.string("workspaces");
+  if (kind != "predicted" && kind != "measured") memory.fail(memory.join("workspaces"), "\"predicted\" or \"measured\"");
+  m.workspaces_predicted = kind == "predicted";
+  if (memory.has("limit_bytes")) m.limit_bytes = bytes("limit_bytes");
+  // The parts are each below 2^63; their sum must be too, and match.
+  constexpr int64_t kPart = INT64_MAX / 4;
+  for (int64_t part : {m.arena_bytes, m.weights_bytes, m.workspaces_total()}) {
+    if (part > kPart) memory.fail(memory.join("peak_bytes"), "the sum of plausible parts (each below 2^61)");
+  }
+  if (bytes("peak_bytes") != m.peak_bytes()) {
+    memory.fail(memory.join("peak_bytes"),
+                fmt::format("arena_bytes + weights_bytes + the workspaces ({})", m.peak_bytes()));
+  }
+  return m;
+}
+
 }  // namespace
 
 std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
@@ -145,6 +185,19 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
                       {"cost_model", schedule.scheduler.cost_model}};
   if (!schedule.scheduler.launch.empty()) doc["scheduler"]["launch"] = schedule.scheduler.launch;
   doc["predicted_latency_ms"] = schedule.predicted_latency_ms;
+  if (schedule.memory) {
+    const MemoryInfo& m = *schedule.memory;
+    doc["memory"] = {{"peak_bytes", m.peak_bytes()},
+                     {"arena_bytes", m.arena_bytes},
+                     {"live_peak_bytes", m.live_peak_bytes},
+                     {"inputs_bytes", m.inputs_bytes},
+                     {"outputs_bytes", m.outputs_bytes},
+                     {"weights_bytes", m.weights_bytes},
+                     {"merged_weights_bytes", m.merged_weights_bytes},
+                     {"workspace_bytes", m.workspace_bytes},
+                     {"workspaces", m.workspaces_predicted ? "predicted" : "measured"}};
+    if (m.limit_bytes > 0) doc["memory"]["limit_bytes"] = m.limit_bytes;
+  }
   doc["created"] = now_utc();
   doc["form"] = form_name(schedule);
   if (schedule.is_staged()) {
@@ -308,6 +361,7 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
     schedule.scheduler.params.emplace_back(it.key(), it->get<std::string>());
   }
   schedule.predicted_latency_ms = root.number("predicted_latency_ms");
+  if (root.has("memory")) schedule.memory = read_memory(root.object("memory"));
 
   const std::string form = root.string("form");
   if (form == "staged") {

@@ -98,10 +98,29 @@ class Scheduler {
   // Threads the search may use (blocks searched in parallel, when the cost
   // model is thread-safe); results do not depend on it. At least 1.
   void set_threads(int threads) { threads_ = std::max(1, threads); }
+  // The most live activation bytes a stage may have (sched/memory_bound.h);
+  // 0 = no bound. The searching schedulers (IOS, DOS) keep every stage
+  // within it where they can; the others ignore it (ios-optimize checks
+  // every schedule's memory after the search).
+  void set_memory_bound(int64_t live_bytes) { memory_bound_ = std::max<int64_t>(0, live_bytes); }
+  // The most streams (groups of a stage) a schedule may use; 0 = no bound.
+  // The pruning parameter s bounds the DP's own stages; this bounds the
+  // baselines a searching scheduler keeps too (ios-optimize --max-streams).
+  void set_max_streams(int streams) { max_streams_ = std::max(0, streams); }
+  // A schedule this scheduler found with the same parameters and streams
+  // under a looser memory bound (or none). Under a bound, a block whose
+  // stages there keep within it is taken as it is, without a search: the
+  // fastest schedule among more candidates that is also among fewer is the
+  // fastest of the fewer. So only the blocks over the bound are searched
+  // again (ios-optimize --memory-limit's bounded rounds). Not owned.
+  void set_prior(const StagedSchedule* prior) { prior_ = prior; }
 
  protected:
   double time_limit_s() const { return time_limit_s_; }
   int threads() const { return threads_; }
+  int64_t memory_bound() const { return memory_bound_; }
+  int max_streams() const { return max_streams_; }
+  const StagedSchedule* prior() const { return prior_; }
   void report_block_done(int done, int total) const {
     if (block_progress_) block_progress_(done, total);
   }
@@ -110,6 +129,9 @@ class Scheduler {
   BlockProgress block_progress_;
   double time_limit_s_ = 0.0;
   int threads_ = 1;
+  int64_t memory_bound_ = 0;
+  int max_streams_ = 0;
+  const StagedSchedule* prior_ = nullptr;
 };
 
 struct SchedulerEntry {

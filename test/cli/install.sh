@@ -102,7 +102,7 @@ if expect_ok "configure the consumer project against $prefix" -- \
   # threads (test/install/consumer/engine_api.cpp prints a line per check).
   if expect_ok "consumer: engine API" -- "$consumer/engine_api" "$IOS_MODELS_DIR/squeezenet1_1-bdyn.onnx" \
        "$IOS_MODELS_DIR/vit_style.onnx"; then
-    ! grep -q "^FAILED" "$WORK/stdout" && [ "$(grep -c "^ok:" "$WORK/stdout")" -ge 15 ] && ok ||
+    ! grep -q "^FAILED" "$WORK/stdout" && [ "$(grep -c "^ok:" "$WORK/stdout")" -ge 17 ] && ok ||
       fail "consumer engine API: $(cat "$WORK/stdout")"
   else
     cat "$WORK/stdout"

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "exec/compare.h"
+#include "exec/schedule_memory.h"
 #include "model_test_util.h"
 #include "sched/merge.h"
 
@@ -58,6 +59,9 @@ void check_schedulers(const std::string& name, bool expect_merges, const std::st
                              stats.merged_kernels, result.max_abs_error, seconds_since(t0));
     INFO(exec::format_report(result));
     CHECK(result.passed());
+    // The activation arena a schedule reports (ios-optimize, the schedule
+    // file) is the arena this backend allocates.
+    CHECK(exec::schedule_memory(graph, schedule).arena_bytes == stats.buffer_bytes);
     return stats;
   };
 

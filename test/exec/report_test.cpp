@@ -18,6 +18,7 @@
 #include "exec/stats.h"
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::EndsWith;
 using ios::exec::compute_stats;
 using ios::exec::TimedRun;
 
@@ -125,6 +126,33 @@ TEST_CASE("summary block: trtexec-style lines and the instability warning", "[ex
   ios::exec::ReportOptions lenient;
   lenient.cv_warning = 0.6;
   CHECK(ios::exec::format_summary(noisy, n, lenient).find("[W]") == std::string::npos);
+}
+
+TEST_CASE("comparison table: memory columns only where a run knows them", "[exec][report][memory]") {
+  TimedRun a = run("sequential", {2.0, 2.0});
+  TimedRun b = run("ios", {1.0, 1.0});
+  CHECK(ios::exec::format_comparison({a, b}).find("MiB") == std::string::npos);
+  a.allocated_activation_bytes = 3 << 20;
+  b.allocated_activation_bytes = 5 << 19;
+  b.schedule_peak_bytes = 7 << 20;
+  const std::string table = ios::exec::format_comparison({a, b});
+  std::istringstream lines(table);
+  std::string header, base, ios_row;
+  std::getline(lines, header);
+  std::getline(lines, base);
+  std::getline(lines, ios_row);
+  CHECK_THAT(header, Contains("Arena (MiB)"));
+  CHECK_THAT(header, Contains("Peak (MiB)"));
+  CHECK_THAT(base, Contains("3.00"));
+  CHECK_THAT(base, EndsWith("-"));  // no recorded peak
+  CHECK_THAT(ios_row, Contains("2.50"));
+  CHECK_THAT(ios_row, EndsWith("7.00"));
+  CHECK(base.size() == header.size());
+  CHECK(ios_row.size() == header.size());
+  const auto doc = nlohmann::json::parse(ios::exec::times_json({a, b}));
+  CHECK(doc["runs"][1]["allocated_activation_bytes"] == 5 << 19);
+  CHECK(doc["runs"][1]["schedule_peak_bytes"] == 7 << 20);
+  CHECK_FALSE(doc["runs"][0].contains("schedule_peak_bytes"));
 }
 
 TEST_CASE("comparison table: speed-up of each schedule against the first", "[exec][report]") {

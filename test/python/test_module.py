@@ -61,6 +61,21 @@ def test_optimize_returns_a_schedule(schedule, tmp_path):
     assert loaded.report == ""  # only a search has one
 
 
+def test_memory_options(schedule):
+    assert schedule.peak_memory_bytes > 0
+    one_stream = ios.optimize(MODEL, batch=1, cost="simulated", max_streams=1)
+    assert all(len(stage["groups"]) == 1 for stage in one_stream.stages)
+    assert json.loads(one_stream.json)["scheduler"]["params"]["s"] == "1"  # ios's s lowered to it
+    limited = ios.optimize(MODEL, batch=1, cost="simulated", memory_limit=schedule.peak_memory_bytes)
+    assert limited.peak_memory_bytes <= schedule.peak_memory_bytes
+    assert "Memory limit" in limited.report
+    assert ios.optimize(MODEL, batch=1, cost="simulated", memory_limit="1 GiB").peak_memory_bytes <= 1 << 30
+    with pytest.raises(ios.UserError, match=r"memory-limit"):
+        ios.optimize(MODEL, batch=1, cost="simulated", memory_limit="1KiB")
+    with pytest.raises(ios.UserError, match=r"max_streams 2000: expected a value from 1 to 1024"):
+        ios.optimize(MODEL, batch=1, cost="simulated", max_streams=2000)
+
+
 def test_optimize_from_several_threads(schedule):
     def body(s):  # the schedule without its time of writing
         return {k: v for k, v in json.loads(s.json).items() if k != "created"}

@@ -72,6 +72,17 @@ int main(int argc, char** argv) {
               !schedule.report().empty(),
           "optimize: an ios schedule at batch 1 with stages, a latency and a report");
 
+    ios::OptimizeOptions bounded = options;
+    bounded.max_streams = 1;
+    bounded.memory_limit = std::to_string(schedule.peak_memory_bytes().value_or(0));
+    const ios::Schedule one_stream = ios::Schedule::optimize(model, bounded);
+    bool single = true;
+    for (const ios::ScheduleStage& stage : one_stream.stages()) single = single && stage.groups.size() == 1;
+    check(schedule.peak_memory_bytes().value_or(0) > 0 && single &&
+              one_stream.peak_memory_bytes().value_or(0) <= schedule.peak_memory_bytes().value_or(0),
+          "optimize with max_streams 1 and the memory limit of the schedule's peak: one group per "
+          "stage, within the limit");
+
     const ios::Engine engine(model, schedule);
     check(engine.inputs().size() == 1 && engine.inputs()[0].shape.size() == 4 &&
               engine.outputs().size() == 1,
