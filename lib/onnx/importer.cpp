@@ -767,6 +767,10 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
     log->debug("{}: IR version {}, opset {}: {} nodes rewritten to their opset-{} form", path,
                versions.ir_version, versions.opset, versions.nodes_rewritten, kCheckerMaxOpset);
   }
+  if (versions.converted) {
+    log->debug("{}: opset {} converted to opset {} by ONNX's version converter", path, versions.opset,
+               kConvertedOpset);
+  }
   onnx_call(path, "the ONNX checker rejected the model", [&] { ::onnx::checker::check_model(model); });
 
   ImportedModel result;

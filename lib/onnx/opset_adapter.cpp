@@ -4,6 +4,7 @@
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <algorithm>
 #include <cmath>
@@ -419,6 +420,33 @@ void check_element_types(const GraphProto& graph, const std::string& file) {
   }
 }
 
+// Opsets 1-6 to opset 9 through ONNX's version converter (opset_adapter.h). The converter
+// trusts its input (it asserts on structure the checker verifies), so the
+// model passes libonnx's checker at its own opset first; what it cannot
+// convert is a UserError naming the file.
+void convert_to_min_opset(ModelProto& model, int64_t opset, const std::string& file) {
+  try {
+    ::onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    user_error("{}: the ONNX checker rejected the model: {}", file, what.substr(0, what.find('\n')));
+  }
+  try {
+    // The broadcast adapters read their operands' shapes from the graph's
+    // value_info; a lenient inference leaves unknown what it cannot infer.
+    ModelProto inferred = model;
+    const ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
+                                                /*enable_data_propagation=*/false);
+    ::onnx::shape_inference::InferShapes(inferred, ::onnx::OpSchemaRegistry::Instance(), options);
+    model = ::onnx::version_conversion::ConvertVersion(inferred, static_cast<int>(kConvertedOpset));
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    user_error("{}: opset {} is older than ios reads (from {}), and ONNX's version converter could not convert "
+               "it: {}; re-export the model with opset {} or later", file, opset, kMinOpset,
+               what.substr(0, what.find('\n')), kMinOpset);
+  }
+}
+
 }  // namespace
 
 AdaptedVersions adapt_to_checker_versions(ModelProto& model, const std::string& file) {
@@ -432,6 +460,10 @@ AdaptedVersions adapt_to_checker_versions(ModelProto& model, const std::string& 
   if (result.opset > kMaxOpset) {
     user_error("{}: opset {} is newer than ios reads (up to {}); re-export with opset_version={} or lower",
                file, result.opset, kMaxOpset, kMaxOpset);
+  }
+  if (result.opset < kMinOpset) {
+    convert_to_min_opset(model, result.opset, file);
+    result.converted = true;
   }
   if (result.opset > kCheckerMaxOpset) {
     // Initializers added for rewritten forms must not precede the checks of
