@@ -251,10 +251,24 @@ struct GeluAttrs {  // approximate = "tanh": 0.5x(1 + tanh(sqrt(2/pi)(x + 0.0447
   ew::Params ew_params() const { return {tanh ? 1.0f : 0.0f, 0.0f}; }  // ew::Gelu's
 };
 
+// The scalar parameters of an activation: LeakyRelu's, Elu's, Celu's and
+// ThresholdedRelu's alpha; Selu's alpha and gamma (in beta).
+struct ActivationAttrs {
+  float alpha = 0.0f;
+  float beta = 0.0f;
+
+  bool operator==(const ActivationAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = ActivationAttrs;
+    return std::tuple{field("alpha", &A::alpha), field("beta", &A::beta)};
+  }
+  ew::Params ew_params() const { return {alpha, beta}; }
+};
+
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
                            TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
-                           LayerNormAttrs, GeluAttrs>;
+                           LayerNormAttrs, GeluAttrs, ActivationAttrs>;
 
 // Calls f(name, value, text) for every field of attribute struct `a`, in
 // the order of its fields().

@@ -834,11 +834,11 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
   log->debug("{}: ONNX shape inference: the whole graph once, then {} nodes in {} later rounds", path,
              frontier_nodes, fold_rounds - 1);
   log->debug("{}: {} ONNX nodes, {} folded at import in {} rounds; IR: {} nodes, {} tensors; {} BatchNorm and {} "
-             "Pad folded, {} Concat flattened, {} layer normalizations fused, {} GELU chains fused, {} dead "
-             "nodes removed; {} LayerNormalization nodes",
+             "Pad folded, {} Concat flattened, {} layer normalizations fused, {} GELU chains fused, {} Mish "
+             "chains fused, {} dead nodes removed; {} LayerNormalization nodes",
              path, nodes_before, folded, fold_rounds, result.graph.num_nodes(), result.graph.num_tensors(),
              stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.layer_norms_fused,
-             stats.gelus_fused, stats.dead_removed, layer_norms);
+             stats.gelus_fused, stats.mishes_fused, stats.dead_removed, layer_norms);
   return result;
 }
 

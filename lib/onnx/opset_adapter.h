@@ -16,6 +16,8 @@
 //       Cast `saturate` (19, float8 only)       -> dropped
 //       Gelu (20)                               -> its erf or tanh chain, which
 //                                                  ir::fuse_gelu makes one node again
+//       Mish (18)                               -> x * tanh(softplus(x)), which
+//                                                  ir::fuse_mish makes one node again
 //     every other change in 18-21 to an operator ios reads only adds element
 //     types (bfloat16, float8, int4), which the checks on stored tensors and
 //     inputs refuse.
@@ -31,7 +33,9 @@
 // changes) rewrites such a model to opset 9 after libonnx's checker accepted
 // it at its own opset. Opset 9 rather than 7: PyTorch's opset-6 exports hold
 // int64 Constants (a Reshape target, Tile's repeats), which the Constant
-// schema accepts only from opset 9. A model at IR <= 8 and opset 7-17 passes through
+// schema accepts only from opset 9. One opset-6 form the converter leaves alone is
+// rewritten before it: PRelu's 1-D slope of C values, per channel before
+// opset 7, becomes a [C, 1, ...] constant. A model at IR <= 8 and opset 7-17 passes through
 // untouched.
 #pragma once
 

@@ -608,6 +608,35 @@ std::vector<OpCase> make_cases() {
     cases.push_back(b.take());
   }
 
+  // The activations of networks outside torchvision, with ONNX's definitions
+  // in float64 (softplus as log1p(exp(x)): no overflow on the ramp).
+  const auto act = [](float alpha, float beta = 0.0f) { return ir::ActivationAttrs{alpha, beta}; };
+  const auto softplus = [](double v) { return std::log1p(std::exp(v)); };
+  unary_case(cases, "LeakyRelu", OpKind::kLeakyRelu, act(0.1f), [](double v) { return v < 0 ? double(0.1f) * v : v; });
+  unary_case(cases, "Elu", OpKind::kElu, act(0.7f), [](double v) { return v < 0 ? double(0.7f) * std::expm1(v) : v; });
+  unary_case(cases, "Selu", OpKind::kSelu, act(1.6732632f, 1.050701f), [](double v) {
+    return double(1.050701f) * (v <= 0 ? double(1.6732632f) * std::expm1(v) : v);
+  });
+  unary_case(cases, "Celu", OpKind::kCelu, act(2.0f), [](double v) { return v < 0 ? 2.0 * std::expm1(v / 2.0) : v; });
+  unary_case(cases, "ThresholdedRelu", OpKind::kThresholdedRelu, act(0.5f), [](double v) { return v > 0.5 ? v : 0.0; });
+  unary_case(cases, "Softplus", OpKind::kSoftplus, {}, softplus, -25.0f, 25.0f);
+  unary_case(cases, "Softsign", OpKind::kSoftsign, {}, [](double v) { return v / (1.0 + std::abs(v)); });
+  unary_case(cases, "Mish", OpKind::kMish, {}, [&](double v) { return v * std::tanh(softplus(v)); }, -25.0f, 25.0f);
+  unary_case(cases, "Neg", OpKind::kNeg, {}, [](double v) { return -v; });
+  unary_case(cases, "Abs", OpKind::kAbs, {}, [](double v) { return std::abs(v); });
+  // PRelu's slope per channel ([3, 1, 1] and [1, 3, 1, 1]), on either side and
+  // fused; Max and Min likewise.
+  binary_cases(cases, "PRelu", OpKind::kPRelu, [](double a, double b) { return a < 0 ? a * b : a; });
+  binary_cases(cases, "Max", OpKind::kMax, [](double a, double b) { return std::max(a, b); });
+  binary_cases(cases, "Min", OpKind::kMin, [](double a, double b) { return std::min(a, b); });
+  {
+    CaseBuilder b("PRelu with one slope for every element", OpKind::kPRelu);
+    Values e;
+    for (float v : x4) e.push_back(v < 0 ? double(v) * double(0.25f) : double(v));
+    b.output(b.node(OpKind::kPRelu, {b.input("x", s4, x4), b.constant("slope", {1}, {0.25f})}).at(0), e);
+    cases.push_back(b.take());
+  }
+
   binary_cases(cases, "Sub", OpKind::kSub, [](double a, double b) { return a - b; });
   binary_cases(cases, "Div", OpKind::kDiv, [](double a, double b) { return a / b; });
   // Pow: a scalar exponent 2 (LayerNorm's variance), also fused; exponents
