@@ -59,7 +59,14 @@
   X(kNeg, neg_op)                                                                            \
   X(kAbs, abs_op)                                                                            \
   X(kMax, max_op) /* binary; variadic Max is a chain of them */                              \
-  X(kMin, min_op) /* binary; variadic Min is a chain of them */
+  X(kMin, min_op) /* binary; variadic Min is a chain of them */                              \
+  X(kLogSoftmax, log_softmax_op)                                                             \
+  X(kReduceSum, reduce_sum_op)                                                               \
+  X(kReduceMax, reduce_max_op)                                                               \
+  X(kReduceMin, reduce_min_op)                                                               \
+  X(kReduceProd, reduce_prod_op)                                                             \
+  X(kTile, tile_op)                                                                          \
+  X(kConvTranspose, conv_transpose_op) /* 2-D; a conv unit that never merges */
 
 namespace ios::ir {
 
