@@ -112,7 +112,10 @@ struct Case {
 
 // Inputs that ONNX turned from attributes into tensors in later opsets.
 bool is_attribute_input(const std::string& op, int index) {
-  if (op == "Reshape" || op == "Split" || op == "Tile" || op == "ReduceSum") return index == 1;
+  if (op == "Reshape" || op == "Split" || op == "Tile" || op == "ReduceSum" || op == "Squeeze" ||
+      op == "Unsqueeze") {
+    return index == 1;
+  }
   if (op == "Slice") return index >= 1;
   if (op == "Pad" || op == "Clip") return index == 1 || index == 2;
   if (op == "Pow") return index == 1;  // not an attribute in ONNX, but ios needs the exponent constant

@@ -1,6 +1,7 @@
 // The activations of networks outside torchvision as the importer reads
 // them: Mish (ONNX 18) and PyTorch's x * tanh(softplus(x)) made one node,
-// variadic Sum, Mean, Max and Min as chains of binary operators, and the
+// variadic Sum, Mean, Max and Min as chains of binary operators, Squeeze and
+// Unsqueeze of an activation as a Reshape, and the
 // attribute and slope checks that name the node.
 #include <catch2/catch.hpp>
 
@@ -126,4 +127,20 @@ TEST_CASE("hostile activation attributes and PRelu slopes are refused naming the
     b.output("y", 4);
     CHECK(import_error(b.save("mish17.onnx")).find("mish") != std::string::npos);
   }
+}
+
+TEST_CASE("Squeeze and Unsqueeze of an activation import as a Reshape", "[onnx][activations]") {
+  // PyTorch's AvgPool1d: Unsqueeze to N,C,1,L, a 2-D pool, Squeeze back.
+  ModelBuilder b(13);
+  b.input("x", {2, 3, 8});
+  b.int_weight("axes", {1}, {2});
+  b.node("Unsqueeze", {"x", "axes"}, {"u"}, "unsqueeze");
+  auto& pool = b.node("AveragePool", {"u"}, {"p"}, "pool");
+  ModelBuilder::ints(pool, "kernel_shape", {1, 2});
+  ModelBuilder::ints(pool, "strides", {1, 2});
+  b.node("Squeeze", {"p", "axes"}, {"y"}, "squeeze");
+  b.output("y", 3);
+  const auto model = ios::onnx::import_model(b.save("squeeze.onnx"));
+  CHECK(count(model.graph, OpKind::kReshape) == 2);
+  CHECK(model.graph.tensor(model.graph.outputs()[0]).shape == ios::ir::Shape{2, 3, 4});
 }
