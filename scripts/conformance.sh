@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs ONNX's backend node tests (Debian package libonnx-testdata) through
+# Runs ONNX's backend node tests and its PyTorch suites (Debian package
+# libonnx-testdata) through
 # ios-optimize and ios-run after scripts/build.sh; see docs/testing.md.
 #
 #   scripts/conformance.sh                 run, print failures and the totals
@@ -17,5 +18,6 @@ for a in "$@"; do
 done
 bin="$build/test/ios_conformance"
 [ -x "$bin" ] || { echo "conformance: $bin is missing; run scripts/build.sh first" >&2; exit 2; }
-exec "$bin" --known-limitations test/conformance/known_limitations.txt \
+suites=/usr/share/libonnx-testdata/data
+exec "$bin" --suite "$suites/pytorch-converted" --suite "$suites/pytorch-operator" --known-limitations test/conformance/known_limitations.txt \
   --jobs "$(nproc)" "${args[@]}"

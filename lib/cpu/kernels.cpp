@@ -494,6 +494,10 @@ void global_average_pool(const ConstView& x, const View& y) {
 }
 
 void reduce_mean(const ir::ReduceAttrs& attrs, const ConstView& x_view, const View& y_view) {
+  reduce(ir::OpKind::kReduceMean, attrs, x_view, y_view);
+}
+
+void reduce(ir::OpKind op, const ir::ReduceAttrs& attrs, const ConstView& x_view, const View& y_view) {
   std::vector<float> storage;
   const ConstView x = densify(x_view, storage);
   DenseOutput out(y_view);
@@ -515,20 +519,108 @@ void reduce_mean(const ir::ReduceAttrs& attrs, const ConstView& x_view, const Vi
       stride *= x.shape[d];
     }
   }
-  IOS_ASSERT(stride == out.view().size(), "ReduceMean: {} -> {}", ir::to_string(x.shape), ir::to_string(y_view.shape));
-  std::vector<double> sums(static_cast<size_t>(stride), 0.0);
+  IOS_ASSERT(stride == out.view().size(), "{}: {} -> {}", ir::op_name(op), ir::to_string(x.shape),
+             ir::to_string(y_view.shape));
+  // Sums and products in double (the float64 truth rounded once); max and
+  // min compare as std::max/std::min do, like the element-wise Max and Min.
+  using K = ir::OpKind;
+  const double init = op == K::kReduceProd  ? 1.0
+                      : op == K::kReduceMax ? -std::numeric_limits<double>::infinity()
+                      : op == K::kReduceMin ? std::numeric_limits<double>::infinity()
+                                            : 0.0;
+  std::vector<double> sums(static_cast<size_t>(stride), init);
   std::vector<int64_t> index(rank, 0);
   const int64_t total = x.size();
   for (int64_t i = 0; i < total; ++i) {
     int64_t o = 0;
     for (size_t d = 0; d < rank; ++d) o += index[d] * out_strides[d];
-    sums[static_cast<size_t>(o)] += x.data[i];
+    double& acc = sums[static_cast<size_t>(o)];
+    const double v = x.data[i];
+    switch (op) {
+      case K::kReduceProd: acc *= v; break;
+      case K::kReduceMax: acc = acc < v ? v : acc; break;
+      case K::kReduceMin: acc = v < acc ? v : acc; break;
+      default: acc += v; break;
+    }
     for (size_t d = rank; d-- > 0;) {
       if (++index[d] < x.shape[d]) break;
       index[d] = 0;
     }
   }
-  for (size_t i = 0; i < sums.size(); ++i) out.view().data[i] = static_cast<float>(sums[i] / static_cast<double>(count));
+  const double divisor = op == K::kReduceMean ? static_cast<double>(count) : 1.0;
+  for (size_t i = 0; i < sums.size(); ++i) out.view().data[i] = static_cast<float>(sums[i] / divisor);
+  out.finish();
+}
+
+// ConvTranspose as the scatter of every input element through its weights
+// [C_in, C_out / group, kh, kw], accumulated in double: the float64 truth
+// rounded once.
+void conv_transpose2d(const ir::ConvTransposeAttrs& a, const ConstView& x_view, const float* weight,
+                      const float* bias, const View& y_view) {
+  std::vector<float> storage;
+  const ConstView x = densify(x_view, storage);
+  check_rank("ConvTranspose", x.shape, 4);
+  check_rank("ConvTranspose", y_view.shape, 4);
+  DenseOutput out(y_view);
+  const int64_t n = x.dim(0), cin = x.dim(1), h = x.dim(2), w = x.dim(3);
+  const ir::Shape& ys = out.view().shape;
+  const int64_t cout = ys[1], oh = ys[2], ow = ys[3];
+  const int64_t cin_g = cin / a.group, cout_g = cout / a.group, kh = a.kernel[0], kw = a.kernel[1];
+  IOS_ASSERT(ys[0] == n && cin_g * a.group == cin && cout_g * a.group == cout, "ConvTranspose: {} -> {}",
+             ir::to_string(x.shape), ir::to_string(ys));
+  const int64_t plane = oh * ow;
+  std::vector<double> acc(static_cast<size_t>(cout * plane));
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t m = 0; m < cout; ++m) {
+      std::fill(acc.begin() + m * plane, acc.begin() + (m + 1) * plane, bias ? static_cast<double>(bias[m]) : 0.0);
+    }
+    for (int64_t ci = 0; ci < cin; ++ci) {
+      const float* xc = x.data + (b * cin + ci) * h * w;
+      const int64_t group = ci / cin_g;
+      for (int64_t co = 0; co < cout_g; ++co) {
+        const float* wk = weight + (ci * cout_g + co) * kh * kw;
+        double* ym = acc.data() + (group * cout_g + co) * plane;
+        for (int64_t i = 0; i < h; ++i) {
+          for (int64_t j = 0; j < w; ++j) {
+            const double xv = xc[i * w + j];
+            for (int64_t u = 0; u < kh; ++u) {
+              const int64_t r = i * a.stride[0] - a.pads[0] + u * a.dilation[0];
+              if (r < 0 || r >= oh) continue;
+              for (int64_t v = 0; v < kw; ++v) {
+                const int64_t c = j * a.stride[1] - a.pads[1] + v * a.dilation[1];
+                if (c >= 0 && c < ow) ym[r * ow + c] += xv * wk[u * kw + v];
+              }
+            }
+          }
+        }
+      }
+    }
+    float* yb = out.view().data + b * cout * plane;
+    for (size_t k = 0; k < acc.size(); ++k) yb[k] = static_cast<float>(acc[k]);
+  }
+  out.finish();
+}
+
+void tile(const std::vector<int64_t>& repeats, const ConstView& x_view, const View& y_view) {
+  std::vector<float> storage;
+  const ConstView x = densify(x_view, storage);
+  DenseOutput out(y_view);
+  const size_t rank = x.shape.size();
+  IOS_ASSERT(repeats.size() == rank, "Tile: {} repeats for {}", repeats.size(), ir::to_string(x.shape));
+  std::vector<int64_t> x_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) x_strides[d - 1] = x_strides[d] * x.shape[d];
+  const ir::Shape& ys = out.view().shape;
+  std::vector<int64_t> index(rank, 0);
+  const int64_t total = out.view().size();
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d) src += (index[d] % x.shape[d]) * x_strides[d];
+    out.view().data[i] = x.data[src];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < ys[d]) break;
+      index[d] = 0;
+    }
+  }
   out.finish();
 }
 
@@ -648,7 +740,11 @@ void matmul(const KernelContext& ctx, const ConstView& a_view, const ConstView& 
   out.finish();
 }
 
-void softmax(int64_t axis, const ConstView& x_view, const View& y_view) {
+void softmax(int64_t axis, const ConstView& x_view, const View& y_view) { softmax(axis, false, x_view, y_view); }
+
+// LogSoftmax as x - max - log(sum(exp(x - max))), the sum in double, so that
+// no probability underflows to a log of 0.
+void softmax(int64_t axis, bool log, const ConstView& x_view, const View& y_view) {
   std::vector<float> storage;
   const ConstView x = densify(x_view, storage);
   IOS_ASSERT(x.shape == y_view.shape && axis >= 0 && axis < x.rank(), "Softmax: axis {} on {}", axis,
@@ -666,6 +762,14 @@ void softmax(int64_t axis, const ConstView& x_view, const View& y_view) {
       float mx = -std::numeric_limits<float>::infinity();
       for (int64_t j = 0; j < len; ++j) mx = std::max(mx, in[j * inner]);
       double sum = 0.0;
+      if (log) {
+        for (int64_t j = 0; j < len; ++j) sum += std::exp(static_cast<double>(in[j * inner]) - mx);
+        const double log_sum = std::log(sum);
+        for (int64_t j = 0; j < len; ++j) {
+          dst[j * inner] = static_cast<float>(static_cast<double>(in[j * inner]) - mx - log_sum);
+        }
+        continue;
+      }
       for (int64_t j = 0; j < len; ++j) {
         dst[j * inner] = std::exp(in[j * inner] - mx);
         sum += dst[j * inner];
@@ -873,10 +977,22 @@ void run_global_average_pool(const KernelContext&, const ir::Node& node, std::sp
   global_average_pool(in[0], out[0]);
 }
 
-void run_reduce_mean(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+void run_reduce(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
                      std::span<const View> out) {
   need(node, in, out, 1, 1);
-  reduce_mean(node.attr<ir::ReduceAttrs>(), in[0], out[0]);
+  reduce(node.op, node.attr<ir::ReduceAttrs>(), in[0], out[0]);
+}
+
+void run_conv_transpose(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
+                        std::span<const View> out) {
+  need(node, in, out, 2, 1);
+  conv_transpose2d(node.attr<ir::ConvTransposeAttrs>(), in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr,
+                   out[0]);
+}
+
+void run_tile(const KernelContext&, const ir::Node& node, std::span<const ConstView> in, std::span<const View> out) {
+  need(node, in, out, 1, 1);
+  tile(node.attr<ir::TileAttrs>().repeats, in[0], out[0]);
 }
 
 void run_copy(const KernelContext&, const ir::Node& node, std::span<const ConstView> in, std::span<const View> out) {
@@ -905,7 +1021,7 @@ void run_matmul(const KernelContext& ctx, const ir::Node& node, std::span<const 
 void run_softmax(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
                  std::span<const View> out) {
   need(node, in, out, 1, 1);
-  softmax(node.attr<ir::AxisAttrs>().axis, in[0], out[0]);
+  softmax(node.attr<ir::AxisAttrs>().axis, node.op == ir::OpKind::kLogSoftmax, in[0], out[0]);
 }
 
 void run_pad(const KernelContext&, const ir::Node& node, std::span<const ConstView> in, std::span<const View> out) {
@@ -950,7 +1066,12 @@ KernelTable make_kernel_table() {
   set(K::kMaxPool, run_max_pool);
   set(K::kAveragePool, run_average_pool);
   set(K::kGlobalAveragePool, run_global_average_pool);
-  set(K::kReduceMean, run_reduce_mean);
+  for (K reduction : {K::kReduceMean, K::kReduceSum, K::kReduceMax, K::kReduceMin, K::kReduceProd}) {
+    set(reduction, run_reduce);
+  }
+  set(K::kTile, run_tile);
+  set(K::kConvTranspose, run_conv_transpose);
+  set(K::kLogSoftmax, run_softmax);
   set(K::kFlatten, run_copy);  // Flatten and Reshape: the same elements in the same order
   set(K::kReshape, run_copy);
   set(K::kTranspose, run_transpose);

@@ -51,6 +51,11 @@ void max_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y);
 void average_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y);
 void global_average_pool(const ConstView& x, const View& y);
 void reduce_mean(const ir::ReduceAttrs& attrs, const ConstView& x, const View& y);
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin or ReduceProd (`op`) over attrs.axes.
+void reduce(ir::OpKind op, const ir::ReduceAttrs& attrs, const ConstView& x, const View& y);
+void tile(const std::vector<int64_t>& repeats, const ConstView& x, const View& y);
+void conv_transpose2d(const ir::ConvTransposeAttrs& attrs, const ConstView& x, const float* weight,
+                      const float* bias, const View& y);
 // Flatten and Reshape: the same elements in the same order.
 void copy(const ConstView& x, const View& y);
 void transpose(const std::vector<int64_t>& perm, const ConstView& x, const View& y);
@@ -63,6 +68,7 @@ void gemm(const KernelContext& ctx, const ir::GemmAttrs& attrs, const ConstView&
 void matmul(const KernelContext& ctx, const ConstView& a, const ConstView& b, const View& y);
 // Softmax along one axis (ONNX opset 13 semantics).
 void softmax(int64_t axis, const ConstView& x, const View& y);
+void softmax(int64_t axis, bool log, const ConstView& x, const View& y);  // log: LogSoftmax
 void pad(const ir::PadAttrs& attrs, const ConstView& x, const View& y);
 
 // --- Dispatch ---------------------------------------------------------------

@@ -224,7 +224,7 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
       base += c * p.x_strides[d];
       out += c * p.y_strides[d];
     }
-    float acc = 0.0f;
+    float acc = p.op == kReduceProd ? 1.0f : p.op == kReduceMax ? -INFINITY : p.op == kReduceMin ? INFINITY : 0.0f;
     for (int64_t j = 0; j < p.count; ++j) {
       int64_t r = j, off = base;
       for (int d = p.rank - 1; d >= 0; --d) {
@@ -232,9 +232,15 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
         off += (r % p.dims[d]) * p.x_strides[d];
         r /= p.dims[d];
       }
-      acc += p.x[off];
+      const float v = p.x[off];
+      switch (p.op) {  // max and min compare as std::max/std::min (ir/elementwise.h)
+        case kReduceProd: acc *= v; break;
+        case kReduceMax: acc = acc < v ? v : acc; break;
+        case kReduceMin: acc = v < acc ? v : acc; break;
+        default: acc += v; break;
+      }
     }
-    p.y[out] = acc / static_cast<float>(p.count);
+    p.y[out] = p.op == kReduceMean ? acc / static_cast<float>(p.count) : acc;
   }
 }
 

@@ -163,7 +163,9 @@ cudaError_t resize(const ResizeParams& params, cudaStream_t stream);
 
 // Mean over the dimensions flagged in `reduced`; y indexed by out_strides
 // over the input's dimensions (0 for reduced ones).
+enum ReduceOp : int { kReduceMean = 0, kReduceSum, kReduceMax, kReduceMin, kReduceProd };
 struct ReduceParams {
+  int op = kReduceMean;
   int rank = 1;
   int64_t dims[kMaxDims] = {};
   bool reduced[kMaxDims] = {};

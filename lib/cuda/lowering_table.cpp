@@ -20,6 +20,8 @@ void lower_split(Lowerer&, Launch&, NodeId, const Chain&);        // op_copy.cpp
 void lower_elementwise(Lowerer&, Launch&, NodeId, const Chain&);  // op_elementwise.cpp
 // One output written at value y, where the chain ends; the chain runs after it in place.
 void lower_slice(Lowerer&, Launch&, NodeId, int y);         // op_copy.cpp
+void lower_tile(Lowerer&, Launch&, NodeId, int y);          // op_copy.cpp
+void lower_conv_transpose(Lowerer&, Launch&, NodeId, int y);  // op_conv_transpose.cpp
 void lower_transpose(Lowerer&, Launch&, NodeId, int y);     // op_copy.cpp
 void lower_reshape_node(Lowerer&, Launch&, NodeId, int y);  // op_copy.cpp
 void lower_pool(Lowerer&, Launch&, NodeId, int y);          // op_pool.cpp
@@ -45,6 +47,13 @@ const std::map<OpKind, OpLowering>& table() {
       {OpKind::kAveragePool, into(lower_pool)},
       {OpKind::kGlobalAveragePool, into(lower_pool)},
       {OpKind::kReduceMean, into(lower_reduce)},
+      {OpKind::kReduceSum, into(lower_reduce)},
+      {OpKind::kReduceMax, into(lower_reduce)},
+      {OpKind::kReduceMin, into(lower_reduce)},
+      {OpKind::kReduceProd, into(lower_reduce)},
+      {OpKind::kTile, into(lower_tile)},
+      {OpKind::kConvTranspose, into(lower_conv_transpose)},
+      {OpKind::kLogSoftmax, into(lower_softmax)},
       {OpKind::kFlatten, into(lower_reshape_node)},
       {OpKind::kReshape, into(lower_reshape_node)},
       {OpKind::kTranspose, into(lower_transpose)},

@@ -167,6 +167,51 @@ void lower_slice(Lowerer& lw, Launch& launch, NodeId n, int y) {
   emit(launch, std::move(op));
 }
 
+namespace {
+
+// Tile as strided copies that read the input with stride 0 along a repeat:
+// a repeated axis of length d is the pair (repeat, d) of the output, the
+// input's strides (0, s). Beyond the copy kernel's kMaxDims dimensions the
+// first repeated axis is peeled into one copy per repeat.
+void emit_tile(Launch& launch, int x, int y, const ir::Shape& xs, const std::vector<int64_t>& x_strides,
+               const std::vector<int64_t>& y_strides, const std::vector<int64_t>& repeats, int64_t y_offset) {
+  CopyOp op;
+  op.src = x;
+  op.dst = y;
+  op.dst_offset = y_offset;
+  size_t peel = repeats.size();
+  for (size_t d = 0; d < xs.size(); ++d) {
+    if (repeats[d] > 1) {
+      if (peel == repeats.size()) peel = d;
+      op.dims.push_back(repeats[d]);
+      op.src_strides.push_back(0);
+      op.dst_strides.push_back(xs[d] * y_strides[d]);
+    }
+    op.dims.push_back(xs[d]);
+    op.src_strides.push_back(x_strides[d]);
+    op.dst_strides.push_back(y_strides[d]);
+  }
+  if (op.dims.size() <= static_cast<size_t>(kernels::kMaxDims) || peel == repeats.size()) {
+    emit(launch, std::move(op));
+    return;
+  }
+  std::vector<int64_t> rest = repeats;
+  rest[peel] = 1;
+  for (int64_t k = 0; k < repeats[peel]; ++k) {
+    emit_tile(launch, x, y, xs, x_strides, y_strides, rest, y_offset + k * xs[peel] * y_strides[peel]);
+  }
+}
+
+}  // namespace
+
+void lower_tile(Lowerer& lw, Launch& launch, NodeId n, int y) {
+  const ir::Graph& g = lw.graph();
+  const ir::Node& node = g.node(n);
+  const int x = lw.value_for(node.inputs[0]);
+  emit_tile(launch, x, y, lw.val(x).shape, lw.val(x).strides(), lw.val(y).strides(), node.attr<ir::TileAttrs>().repeats,
+            0);
+}
+
 void lower_split(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>& chain) {
   const ir::Graph& g = lw.graph();
   IOS_ASSERT(chain.empty(), "Split '{}' has an epilogue", g.node(n).name);

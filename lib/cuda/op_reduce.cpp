@@ -1,6 +1,7 @@
 // ReduceMean: over H and W of a 4-D tensor a global average pool (cuDNN,
 // op_pool.cpp); over any other axes (an unfused layer normalization's
-// trailing ones) the backend's own kernel.
+// trailing ones) the backend's own kernel, which also computes ReduceSum,
+// ReduceMax, ReduceMin and ReduceProd over any axes.
 #include <algorithm>
 #include <numeric>
 
@@ -14,13 +15,24 @@ namespace {
 using ir::NodeId;
 using ReduceGpuOp = OwnKernelGpuOp<kernels::ReduceParams, kernels::reduce_mean>;
 
-// Mean over `axes` of x (any rank); y holds the kept dimensions.
+const char* reduce_name(int op) {
+  switch (op) {
+    case kernels::kReduceSum: return "reduce-sum";
+    case kernels::kReduceMax: return "reduce-max";
+    case kernels::kReduceMin: return "reduce-min";
+    case kernels::kReduceProd: return "reduce-prod";
+    default: return "reduce-mean";
+  }
+}
+
+// The reduction `op` over `axes` of x (any rank); y holds the kept dimensions.
 class ReduceOp final : public Operation {
  public:
   int x = -1, y = -1;
   std::vector<int64_t> axes;
+  int op = kernels::kReduceMean;
 
-  ReduceOp(int x_, int y_, std::vector<int64_t> axes_) : x(x_), y(y_), axes(std::move(axes_)) {}
+  ReduceOp(int x_, int y_, std::vector<int64_t> axes_, int op_) : x(x_), y(y_), axes(std::move(axes_)), op(op_) {}
 
   void uses(Uses& u) const override {
     u.read(x);
@@ -28,13 +40,14 @@ class ReduceOp final : public Operation {
   }
 
   std::string describe(const Program& p) const override {
-    return "reduce-mean " + p.value_name(x) + " -> " + p.value_name(y);
+    return std::string(reduce_name(op)) + " " + p.value_name(x) + " -> " + p.value_name(y);
   }
 
   std::unique_ptr<GpuOp> launch(const Binding& b) const override {
     const Value& xv = b.value(x);
     const Value& yv = b.value(y);
     kernels::ReduceParams rp;
+    rp.op = op;
     rp.rank = static_cast<int>(xv.shape.size());
     fill_dims(rp.dims, xv.shape, "a reduce input");
     fill_dims(rp.x_strides, xv.strides(), "a reduce input");
@@ -58,7 +71,7 @@ class ReduceOp final : public Operation {
     }
     rp.x = b.in(x);
     rp.y = b.out(y);
-    return std::make_unique<ReduceGpuOp>(rp, "own reduce-mean");
+    return std::make_unique<ReduceGpuOp>(rp, std::string("own ") + reduce_name(op));
   }
 };
 
@@ -76,11 +89,17 @@ void lower_reduce(Lowerer& lw, Launch& launch, NodeId n, int y) {
   }
   for (int64_t& a : axes) a = normalize_axis(a, xs.size());
   std::sort(axes.begin(), axes.end());
-  if (xs.size() == 4 && axes == std::vector<int64_t>{2, 3}) {  // a global average pool
+  using K = ir::OpKind;
+  const int op = node.op == K::kReduceSum    ? kernels::kReduceSum
+                 : node.op == K::kReduceMax  ? kernels::kReduceMax
+                 : node.op == K::kReduceMin  ? kernels::kReduceMin
+                 : node.op == K::kReduceProd ? kernels::kReduceProd
+                                             : kernels::kReduceMean;
+  if (op == kernels::kReduceMean && xs.size() == 4 && axes == std::vector<int64_t>{2, 3}) {  // a global average pool
     lw.global_average_pool(launch, x, y);
     return;
   }
-  emit(launch, ReduceOp(x, y, axes));
+  emit(launch, ReduceOp(x, y, axes, op));
 }
 
 }  // namespace ios::cuda

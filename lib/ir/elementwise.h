@@ -47,6 +47,12 @@ IOS_HOST_DEVICE inline double erf_of(double x) { return ::erf(x); }
 IOS_HOST_DEVICE inline float exp_of(float x) { return ::expf(x); }
 IOS_HOST_DEVICE inline double exp_of(double x) { return ::exp(x); }
 
+// log(1 + e^x) without overflow for large x (e^x is inf beyond 88) and
+// without the loss of log1p's precision for very negative x.
+IOS_HOST_DEVICE inline float softplus_of(float x) {
+  return x > 20.0f ? x : ::log1pf(::expf(x));
+}
+
 // --- Unary: y = f(x, params). ---------------------------------------------
 
 struct Relu {
@@ -94,6 +100,44 @@ struct Gelu {  // p0 = 0: x/2 (1 + erf(x/sqrt(2))); p0 = 1: the tanh approximati
   }
 };
 
+// Activations with alpha (p0) and, for Selu, gamma (p1); ONNX's definitions.
+struct LeakyRelu {
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const { return x < 0.0f ? p.p0 * x : x; }
+};
+struct Elu {
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const { return x < 0.0f ? p.p0 * ::expm1f(x) : x; }
+};
+struct Selu {
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const {
+    return p.p1 * (x <= 0.0f ? p.p0 * ::expm1f(x) : x);
+  }
+};
+struct Celu {  // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const {
+    return x < 0.0f ? p.p0 * ::expm1f(x / p.p0) : x;
+  }
+};
+struct ThresholdedRelu {
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const { return x > p.p0 ? x : 0.0f; }
+};
+struct Softplus {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return softplus_of(x); }
+};
+struct Softsign {
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return x / (1.0f + ::fabsf(x)); }
+};
+struct Mish {  // x * tanh(softplus(x))
+  IOS_HOST_DEVICE float operator()(float x, const Params&) const { return x * ::tanhf(softplus_of(x)); }
+};
+struct Neg {
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T x, const Params&) const { return -x; }
+};
+struct Abs {
+  template <typename T>
+  IOS_HOST_DEVICE T operator()(T x, const Params&) const { return x < T(0) ? -x : x; }
+};
+
 // --- Binary: y = f(a, b), operands broadcast by the kernel. ------------------
 
 struct Add {
@@ -118,6 +162,16 @@ struct Pow {  // b: the constant exponent; a square (LayerNorm's variance) is a 
   IOS_HOST_DEVICE float operator()(float a, float b) const { return b == 2.0f ? a * a : ::powf(a, b); }
 };
 
+struct PRelu {  // a: x, b: the slope
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return a < 0.0f ? a * b : a; }
+};
+struct Max {
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return max_of(a, b); }
+};
+struct Min {
+  IOS_HOST_DEVICE float operator()(float a, float b) const { return min_of(a, b); }
+};
+
 // Calls visit(F{}) with the functor of unary operator `op`; returns false
 // (calling nothing) when `op` is not a unary element-wise operator with math
 // here. Kernels dispatch once per tensor and loop inside `visit`.
@@ -135,6 +189,16 @@ IOS_HOST_DEVICE bool visit_unary(OpKind op, Visitor&& visit) {
     case OpKind::kErf: visit(Erf{}); return true;
     case OpKind::kExp: visit(Exp{}); return true;
     case OpKind::kGelu: visit(Gelu{}); return true;
+    case OpKind::kLeakyRelu: visit(LeakyRelu{}); return true;
+    case OpKind::kElu: visit(Elu{}); return true;
+    case OpKind::kSelu: visit(Selu{}); return true;
+    case OpKind::kCelu: visit(Celu{}); return true;
+    case OpKind::kThresholdedRelu: visit(ThresholdedRelu{}); return true;
+    case OpKind::kSoftplus: visit(Softplus{}); return true;
+    case OpKind::kSoftsign: visit(Softsign{}); return true;
+    case OpKind::kMish: visit(Mish{}); return true;
+    case OpKind::kNeg: visit(Neg{}); return true;
+    case OpKind::kAbs: visit(Abs{}); return true;
     default: return false;
   }
 }
@@ -147,6 +211,9 @@ IOS_HOST_DEVICE bool visit_binary(OpKind op, Visitor&& visit) {
     case OpKind::kSub: visit(Sub{}); return true;
     case OpKind::kDiv: visit(Div{}); return true;
     case OpKind::kPow: visit(Pow{}); return true;
+    case OpKind::kPRelu: visit(PRelu{}); return true;
+    case OpKind::kMax: visit(Max{}); return true;
+    case OpKind::kMin: visit(Min{}); return true;
     default: return false;
   }
 }

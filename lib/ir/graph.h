@@ -148,7 +148,7 @@ struct SliceAttrs {  // normalized: one entry per sliced axis, clamped to the sh
   }
 };
 
-struct ReduceAttrs {  // ReduceMean
+struct ReduceAttrs {  // ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd; no axes: every axis
   std::vector<int64_t> axes;
   bool keepdims = true;
 
@@ -251,10 +251,49 @@ struct GeluAttrs {  // approximate = "tanh": 0.5x(1 + tanh(sqrt(2/pi)(x + 0.0447
   ew::Params ew_params() const { return {tanh ? 1.0f : 0.0f, 0.0f}; }  // ew::Gelu's
 };
 
+struct ConvTransposeAttrs {  // 2-D; weights [C_in, C_out / group, kh, kw]
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> stride{1, 1};
+  std::array<int64_t, 2> dilation{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // removed from the full output: H_begin, W_begin, H_end, W_end
+  std::array<int64_t, 2> output_padding{0, 0};
+  int64_t group = 1;
+
+  bool operator==(const ConvTransposeAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = ConvTransposeAttrs;
+    return std::tuple{field("k", &A::kernel, FieldText::kDims), field("s", &A::stride, FieldText::kDims),
+                      field("d", &A::dilation, FieldText::kDims), field("p", &A::pads),
+                      field("op", &A::output_padding), field("g", &A::group)};
+  }
+};
+
+struct TileAttrs {  // one repeat count (>= 1) per input axis
+  std::vector<int64_t> repeats;
+
+  bool operator==(const TileAttrs&) const = default;
+  static constexpr auto fields() { return std::tuple{field("repeats", &TileAttrs::repeats)}; }
+};
+
+// The scalar parameters of an activation: LeakyRelu's, Elu's, Celu's and
+// ThresholdedRelu's alpha; Selu's alpha and gamma (in beta).
+struct ActivationAttrs {
+  float alpha = 0.0f;
+  float beta = 0.0f;
+
+  bool operator==(const ActivationAttrs&) const = default;
+  static constexpr auto fields() {
+    using A = ActivationAttrs;
+    return std::tuple{field("alpha", &A::alpha), field("beta", &A::beta)};
+  }
+  ew::Params ew_params() const { return {alpha, beta}; }
+};
+
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
                            TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
-                           LayerNormAttrs, GeluAttrs>;
+                           LayerNormAttrs, GeluAttrs, ActivationAttrs, TileAttrs,
+                           ConvTransposeAttrs>;
 
 // Calls f(name, value, text) for every field of attribute struct `a`, in
 // the order of its fields().

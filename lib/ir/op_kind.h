@@ -45,7 +45,28 @@
   X(kExp, exp_op)                                                                            \
   X(kResize, resize_op)         /* ONNX Resize, and Upsample of opsets 7-9 */                \
   X(kLayerNorm, layer_norm_op)  /* ONNX LayerNormalization (17); PyTorch's form is fused */  \
-  X(kGelu, gelu_op)             /* ONNX Gelu (20), and the erf/tanh chains written for it */
+  X(kGelu, gelu_op)             /* ONNX Gelu (20), and the erf/tanh chains written for it */ \
+  /* Activations of networks outside torchvision (YOLO, U-Net, audio CNNs, HRNet). */        \
+  X(kLeakyRelu, leaky_relu_op)                                                               \
+  X(kPRelu, prelu_op) /* binary: the slope is input 1, broadcast to x */                     \
+  X(kElu, elu_op)                                                                            \
+  X(kSelu, selu_op)                                                                          \
+  X(kCelu, celu_op)                                                                          \
+  X(kSoftplus, softplus_op)                                                                  \
+  X(kSoftsign, softsign_op)                                                                  \
+  X(kMish, mish_op) /* ONNX Mish (18), and x * tanh(softplus(x)) */                          \
+  X(kThresholdedRelu, thresholded_relu_op)                                                   \
+  X(kNeg, neg_op)                                                                            \
+  X(kAbs, abs_op)                                                                            \
+  X(kMax, max_op) /* binary; variadic Max is a chain of them */                              \
+  X(kMin, min_op) /* binary; variadic Min is a chain of them */                              \
+  X(kLogSoftmax, log_softmax_op)                                                             \
+  X(kReduceSum, reduce_sum_op)                                                               \
+  X(kReduceMax, reduce_max_op)                                                               \
+  X(kReduceMin, reduce_min_op)                                                               \
+  X(kReduceProd, reduce_prod_op)                                                             \
+  X(kTile, tile_op)                                                                          \
+  X(kConvTranspose, conv_transpose_op) /* 2-D; a conv unit that never merges */
 
 namespace ios::ir {
 

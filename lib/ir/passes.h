@@ -78,6 +78,14 @@ int fuse_layer_norm(Graph& graph);
 // has x's shape. Anything else stays as the element-wise nodes it was.
 int fuse_gelu(Graph& graph);
 
+// Replaces Mish as exporters write it before opset 18 (and as the importer
+// expands ONNX Mish, which libonnx 1.12 does not know), x * tanh(softplus(x))
+// with the product in either order, by one Mish node, so that the producer's
+// unit takes it as one epilogue step. Rule: Softplus and Tanh outputs read
+// once, by the next node of the chain, and no graph output; the Softplus
+// reads the same x as the Mul; the result has x's shape.
+int fuse_mish(Graph& graph);
+
 // Removes nodes none of whose outputs is read or is a graph output (left
 // behind by folding); repeats until nothing changes.
 int remove_dead_nodes(Graph& graph);
@@ -88,11 +96,12 @@ struct PassStats {
   int concats_flattened = 0;
   int layer_norms_fused = 0;
   int gelus_fused = 0;
+  int mishes_fused = 0;
   int dead_removed = 0;
 };
 
 // The importer's pipeline, in this order: fold_batchnorm, fold_pad,
-// flatten_concat, fuse_layer_norm, fuse_gelu, remove_dead_nodes.
+// flatten_concat, fuse_layer_norm, fuse_gelu, fuse_mish, remove_dead_nodes.
 PassStats run_import_passes(Graph& graph);
 
 }  // namespace ios::ir

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "ir/op_info.h"
+#include "ir/shape_inference.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
 #include "onnx/einsum.h"
@@ -243,6 +244,8 @@ class Builder {
     if (op_type == "Gather") return add_gather(node);
     if (op_type == "Einsum") return add_einsum(node);
     if (op_type == "InstanceNormalization") return add_instance_norm(node);
+    if (op_type == "Sum" || op_type == "Mean" || op_type == "Max" || op_type == "Min") return add_variadic(node);
+    if (op_type == "Squeeze" || op_type == "Unsqueeze") return add_squeeze(node);
     const ir::OpInfo* info = ir::find_onnx_op(op_type);
     if (!info) fail(node, "operator {} is not supported; supported operators: {}", op_type, supported_ops_list());
     const bool legacy = op_type != info->onnx_name;  // Upsample, imported as Resize
@@ -433,6 +436,65 @@ class Builder {
     }
   }
 
+  // Squeeze and Unsqueeze of an activation (PyTorch's 1-D pooling around a
+  // 2-D one, an index x[:, i] then squeezed) only drop or add axes of length
+  // 1: a Reshape to the output shape ONNX's inference gave. Of constants
+  // they were folded before.
+  void add_squeeze(const NodeProto& node) {
+    only_first_output(node);
+    if (node.input_size() < 1 || node.input(0).empty()) fail(node, "has no data input (input 0)");
+    const std::string data_name = resolve(node.input(0));
+    if (!ids_.count(data_name)) {
+      fail(node, "{} of the constant '{}' was not folded; its axes must be constant", node.op_type(), data_name);
+    }
+    const ir::TensorId x = input_tensor(node, data_name);
+    const std::string& out = output_name(node);
+    const ir::Shape shape = shape_of(out, &node);
+    if (ir::num_elements(shape) != ir::num_elements(graph_.tensor(x).shape)) {
+      fail(node, "output shape {} holds other elements than the input's {}", ir::to_string(shape),
+           ir::to_string(graph_.tensor(x).shape));
+    }
+    lowered_step(node, ir::OpKind::kReshape, {x}, ir::ReshapeAttrs{shape}, shape, out);
+  }
+
+  // Sum, Mean, Max and Min of any number of operands, broadcast together:
+  // a chain of the binary Add, Max or Min ((a + b) + c ...), Mean's sum then
+  // times 1/n. One operand is the operand itself.
+  void add_variadic(const NodeProto& node) {
+    const std::string& op_type = node.op_type();
+    only_first_output(node);
+    if (node.input_size() < 1) fail(node, "{} needs at least one input", op_type);
+    std::vector<ir::TensorId> operands;
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (node.input(i).empty()) fail(node, "input {} is empty", i);
+      operands.push_back(input_tensor(node, node.input(i)));
+    }
+    const std::string& out = output_name(node);
+    const bool mean = op_type == "Mean";
+    if (operands.size() == 1) {
+      if (graph_.tensor(operands[0]).is_constant()) fail(node, "{} of one constant is not supported", op_type);
+      alias_[out] = graph_.tensor(operands[0]).name;
+      return;
+    }
+    const ir::OpKind kind = op_type == "Max" ? ir::OpKind::kMax : op_type == "Min" ? ir::OpKind::kMin : ir::OpKind::kAdd;
+    ir::TensorId t = operands[0];
+    for (size_t k = 1; k < operands.size(); ++k) {
+      const auto shape = ir::broadcast_shapes(graph_.tensor(t).shape, graph_.tensor(operands[k]).shape);
+      if (!shape) {
+        fail(node, "input {} has shape {}, which does not broadcast with {}", k, ir::to_string(graph_.tensor(operands[k]).shape),
+             ir::to_string(graph_.tensor(t).shape));
+      }
+      const bool last = k + 1 == operands.size() && !mean;
+      t = lowered_step(node, kind, {t, operands[k]}, {}, *shape,
+                       last ? out : unused_name(fmt::format("{}/{}_{}", out, op_type, k)));
+    }
+    if (mean) {
+      const ir::TensorId scale =
+          add_weight(out + "/mean_scale", {1}, {1.0f / static_cast<float>(operands.size())});
+      lowered_step(node, ir::OpKind::kMul, {t, scale}, {}, graph_.tensor(t).shape, out);
+    }
+  }
+
   const std::string& output_name(const NodeProto& node) const {
     if (node.output_size() < 1 || node.output(0).empty()) fail(node, "output 0 has no name");
     if (ids_.count(node.output(0))) fail(node, "output '{}' is produced twice", node.output(0));
@@ -507,6 +569,7 @@ class Builder {
 
 bool is_supported_op(const std::string& op_type) {
   return op_type == "Identity" || op_type == "Dropout" || op_type == "Einsum" || op_type == "InstanceNormalization" ||
+         op_type == "Sum" || op_type == "Mean" || op_type == "Squeeze" || op_type == "Unsqueeze" ||
          ir::find_onnx_op(op_type) != nullptr;
 }
 
@@ -521,7 +584,9 @@ std::string supported_ops_list() {
     }
   }
   out += "Identity, Dropout, Einsum of one or two operands without sums over one operand (imported as "
-         "Transpose, Reshape and MatMul), InstanceNormalization (imported as LayerNormalization), Gather of an "
+         "Transpose, Reshape and MatMul), InstanceNormalization (imported as LayerNormalization), Sum, Mean and Max and Min of "
+         "several inputs (imported as chains of Add, Max or Min), Squeeze and Unsqueeze of an activation "
+         "(imported as a Reshape), Gather of an "
          "activation at one constant index (imported as a Slice), and "
          "shape arithmetic on constants (Constant, Shape, Gather, Unsqueeze, Squeeze, Concat, Cast, Reshape, "
          "Slice, ... which are folded at import)";

@@ -767,6 +767,10 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
     log->debug("{}: IR version {}, opset {}: {} nodes rewritten to their opset-{} form", path,
                versions.ir_version, versions.opset, versions.nodes_rewritten, kCheckerMaxOpset);
   }
+  if (versions.converted) {
+    log->debug("{}: opset {} converted to opset {} by ONNX's version converter", path, versions.opset,
+               kConvertedOpset);
+  }
   onnx_call(path, "the ONNX checker rejected the model", [&] { ::onnx::checker::check_model(model); });
 
   ImportedModel result;
@@ -830,11 +834,11 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
   log->debug("{}: ONNX shape inference: the whole graph once, then {} nodes in {} later rounds", path,
              frontier_nodes, fold_rounds - 1);
   log->debug("{}: {} ONNX nodes, {} folded at import in {} rounds; IR: {} nodes, {} tensors; {} BatchNorm and {} "
-             "Pad folded, {} Concat flattened, {} layer normalizations fused, {} GELU chains fused, {} dead "
-             "nodes removed; {} LayerNormalization nodes",
+             "Pad folded, {} Concat flattened, {} layer normalizations fused, {} GELU chains fused, {} Mish "
+             "chains fused, {} dead nodes removed; {} LayerNormalization nodes",
              path, nodes_before, folded, fold_rounds, result.graph.num_nodes(), result.graph.num_tensors(),
              stats.batchnorm_folded, stats.pads_folded, stats.concats_flattened, stats.layer_norms_fused,
-             stats.gelus_fused, stats.dead_removed, layer_norms);
+             stats.gelus_fused, stats.mishes_fused, stats.dead_removed, layer_norms);
   return result;
 }
 

@@ -4,6 +4,7 @@
 #include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
 
 #include <algorithm>
 #include <cmath>
@@ -92,7 +93,7 @@ class Adapter {
         if (find_attribute(node, "num_outputs")) need_shapes.push_back(k);
       } else if (op == "Resize") {
         rewritten += resize_attributes(node);
-      } else if (op == "Gelu") {
+      } else if (op == "Gelu" || op == "Mish") {
         gelus.push_back(k);
       }
     }
@@ -346,12 +347,37 @@ class Adapter {
     for (int k = 0; k < static_cast<int>(nodes.size()); ++k) {
       if (next < gelus.size() && gelus[next] == k) {
         ++next;
-        for (NodeProto& n : gelu_chain(nodes[static_cast<size_t>(k)])) *graph_.add_node() = std::move(n);
+        const NodeProto& node = nodes[static_cast<size_t>(k)];
+        for (NodeProto& n : node.op_type() == "Mish" ? mish_chain(node) : gelu_chain(node)) {
+          *graph_.add_node() = std::move(n);
+        }
       } else {
         *graph_.add_node() = std::move(nodes[static_cast<size_t>(k)]);
       }
     }
     return static_cast<int>(gelus.size());
+  }
+
+  // Mish (opset 18) likewise: x * tanh(softplus(x)), PyTorch's export of
+  // nn.Mish before opset 18, which ir::fuse_mish makes one node again.
+  std::vector<NodeProto> mish_chain(const NodeProto& mish) {
+    if (mish.input_size() != 1 || mish.output_size() != 1 || mish.input(0).empty()) {
+      fail(mish, "Mish needs one input and one output");
+    }
+    std::vector<NodeProto> chain;
+    auto add = [&](const char* op, std::vector<std::string> in, const std::string& out) {
+      NodeProto n;
+      n.set_name(mish.name());
+      n.set_op_type(op);
+      for (const std::string& i : in) n.add_input(i);
+      n.add_output(out);
+      chain.push_back(std::move(n));
+    };
+    const std::string softplus = fresh_name(mish, "Softplus"), tanh = fresh_name(mish, "Tanh");
+    add("Softplus", {mish.input(0)}, softplus);
+    add("Tanh", {softplus}, tanh);
+    add("Mul", {mish.input(0), tanh}, mish.output(0));
+    return chain;
   }
 
   std::vector<NodeProto> gelu_chain(const NodeProto& gelu) {
@@ -419,6 +445,83 @@ void check_element_types(const GraphProto& graph, const std::string& file) {
   }
 }
 
+// PRelu before opset 7 applies a slope of C values per channel (axis 1);
+// from opset 7 the slope broadcasts by numpy's rule, which would apply it
+// along the last axis, and the version converter leaves it as it is. Such a
+// constant slope becomes [C, 1, ...] here, an initializer of its own.
+void per_channel_prelu_slopes(ModelProto& model, const std::string& file) {
+  GraphProto& graph = *model.mutable_graph();
+  std::unordered_map<std::string, int64_t> ranks;
+  auto add_rank = [&](const ::onnx::ValueInfoProto& v) {
+    if (v.type().has_tensor_type() && v.type().tensor_type().has_shape()) {
+      ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+    }
+  };
+  for (const auto& v : graph.input()) add_rank(v);
+  for (const auto& v : graph.value_info()) add_rank(v);
+  std::unordered_map<std::string, int> initializers;
+  for (int k = 0; k < graph.initializer_size(); ++k) initializers[graph.initializer(k).name()] = k;
+  for (NodeProto& node : *graph.mutable_node()) {
+    if (node.op_type() != "PRelu" || !default_domain(node.domain()) || node.input_size() != 2) continue;
+    const auto init = initializers.find(node.input(1));
+    if (init == initializers.end()) {
+      user_error("{}: node {}: the slope of an opset-{} PRelu is computed at run time; ios needs it constant to read "
+                 "its per-channel form (re-export with opset 7 or later)", file, node_label(node), default_opset(model));
+    }
+    const TensorProto slope = graph.initializer(init->second);
+    const auto rank = ranks.find(node.input(0));
+    if (slope.dims_size() != 1 || slope.dims(0) == 1 || rank == ranks.end() || rank->second < 3) continue;
+    TensorProto channels = slope;
+    channels.set_name(node.input(1) + "/per_channel");
+    for (int64_t d = 2; d < rank->second; ++d) channels.add_dims(1);
+    // Before IR 4 every initializer is a graph input too.
+    if (model.ir_version() < 4) {
+      auto* input = graph.add_input();
+      input->set_name(channels.name());
+      auto* type = input->mutable_type()->mutable_tensor_type();
+      type->set_elem_type(channels.data_type());
+      for (int64_t d : channels.dims()) type->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    node.set_input(1, channels.name());
+    *graph.add_initializer() = std::move(channels);
+  }
+}
+
+// Opsets 1-6 to opset 9 through ONNX's version converter (opset_adapter.h).
+// The converter trusts its input (it asserts on structure the checker
+// verifies), so the model passes libonnx's checker at its own opset first;
+// what it cannot convert is a UserError naming the file.
+void convert_to_min_opset(ModelProto& model, int64_t opset, const std::string& file) {
+  auto converter_failed = [&](const std::exception& e) {
+    const std::string what = e.what();
+    user_error("{}: opset {} is older than ios reads (from {}), and ONNX's version converter could not convert "
+               "it: {}; re-export the model with opset {} or later", file, opset, kMinOpset,
+               what.substr(0, what.find('\n')), kMinOpset);
+  };
+  try {
+    ::onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    user_error("{}: the ONNX checker rejected the model: {}", file, what.substr(0, what.find('\n')));
+  }
+  // The broadcast adapters read their operands' shapes from the graph's
+  // value_info; a lenient inference leaves unknown what it cannot infer.
+  ModelProto inferred = model;
+  try {
+    const ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
+                                                /*enable_data_propagation=*/false);
+    ::onnx::shape_inference::InferShapes(inferred, ::onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    converter_failed(e);
+  }
+  per_channel_prelu_slopes(inferred, file);
+  try {
+    model = ::onnx::version_conversion::ConvertVersion(inferred, static_cast<int>(kConvertedOpset));
+  } catch (const std::exception& e) {
+    converter_failed(e);
+  }
+}
+
 }  // namespace
 
 AdaptedVersions adapt_to_checker_versions(ModelProto& model, const std::string& file) {
@@ -432,6 +535,10 @@ AdaptedVersions adapt_to_checker_versions(ModelProto& model, const std::string& 
   if (result.opset > kMaxOpset) {
     user_error("{}: opset {} is newer than ios reads (up to {}); re-export with opset_version={} or lower",
                file, result.opset, kMaxOpset, kMaxOpset);
+  }
+  if (result.opset < kMinOpset) {
+    convert_to_min_opset(model, result.opset, file);
+    result.converted = true;
   }
   if (result.opset > kCheckerMaxOpset) {
     // Initializers added for rewritten forms must not precede the checks of

@@ -16,12 +16,27 @@
 //       Cast `saturate` (19, float8 only)       -> dropped
 //       Gelu (20)                               -> its erf or tanh chain, which
 //                                                  ir::fuse_gelu makes one node again
+//       Mish (18)                               -> x * tanh(softplus(x)), which
+//                                                  ir::fuse_mish makes one node again
 //     every other change in 18-21 to an operator ios reads only adds element
 //     types (bfloat16, float8, int4), which the checks on stored tensors and
 //     inputs refuse.
 // What the rewrite cannot establish (an axes input computed at run time, an
-// unknown rank) is a UserError naming the node. A model at IR <= 8 and opset
-// <= 17 passes through untouched.
+// unknown rank) is a UserError naming the node.
+//
+// Models older than the operators' forms ios reads: opsets 1-6, what ONNX's
+// own PyTorch test suites and early exporters (IR 3) wrote. Opset 7 changed
+// the element-wise operators from the `broadcast` attribute to numpy
+// broadcasting and dropped the `is_test` / `consumed_inputs` attributes of
+// BatchNormalization, Dropout and the activations; ONNX's version converter
+// (libonnx's onnx/version_converter, whose adapters cover exactly these
+// changes) rewrites such a model to opset 9 after libonnx's checker accepted
+// it at its own opset. Opset 9 rather than 7: PyTorch's opset-6 exports hold
+// int64 Constants (a Reshape target, Tile's repeats), which the Constant
+// schema accepts only from opset 9. One opset-6 form the converter leaves alone is
+// rewritten before it: PRelu's 1-D slope of C values, per channel before
+// opset 7, becomes a [C, 1, ...] constant. A model at IR <= 8 and opset 7-17 passes through
+// untouched.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -37,15 +52,19 @@ inline constexpr int64_t kCheckerMaxOpset = 17;
 // What ios reads (through the rewrite).
 inline constexpr int64_t kMaxIrVersion = 10;
 inline constexpr int64_t kMaxOpset = 21;
+// Older models are converted to kConvertedOpset first (ONNX's version converter).
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kConvertedOpset = 9;
 
 struct AdaptedVersions {
   int64_t ir_version = 0;  // as the file declares them
   int64_t opset = 0;
   int nodes_rewritten = 0;
+  bool converted = false;  // converted to kConvertedOpset by ONNX's version converter
 };
 
-// Rewrites `model` (already through check_tensors and with static input
-// shapes) into its IR 8 / opset 17 form. Throws UserError naming `file` for
+// Rewrites `model` (already through check_tensors) into its IR 8 / opset
+// 7-17 form. Throws UserError naming `file` for
 // versions newer than ios reads and for forms without an opset-17 equivalent.
 AdaptedVersions adapt_to_checker_versions(::onnx::ModelProto& model, const std::string& file);
 

@@ -12,6 +12,11 @@
 //   wrong    an output beyond tolerance (exit 4) or of the wrong shape
 //   crash    a signal, a time-out or an internal error (exit 1)
 //
+// ONNX's PyTorch suites of the same package (pytorch-converted,
+// pytorch-operator: modules and operators exported by PyTorch at opset 6,
+// given with --suite) run the same way and are reported in their own
+// section of docs/operators.md, every refusal with its reason.
+//
 // The run fails on any wrong or crash, and on any refused test whose
 // operators ios supports unless its message matches a reviewed entry of the
 // known-limitations file. With --write-docs / --check-docs it writes or
@@ -34,6 +39,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -83,6 +89,7 @@ struct NodeInfo {
 // One node test, as read from its model.onnx (in the parent).
 struct Case {
   std::string name;  // directory name without "test_"
+  std::string suite;  // "node", or the folder name of a --suite (pytorch-converted)
   fs::path dir;
   std::vector<NodeInfo> nodes;
   std::vector<std::string> inputs, outputs;  // graph inputs (not initializers) and outputs
@@ -105,7 +112,10 @@ struct Case {
 
 // Inputs that ONNX turned from attributes into tensors in later opsets.
 bool is_attribute_input(const std::string& op, int index) {
-  if (op == "Reshape" || op == "Split") return index == 1;
+  if (op == "Reshape" || op == "Split" || op == "Tile" || op == "ReduceSum" || op == "Squeeze" ||
+      op == "Unsqueeze") {
+    return index == 1;
+  }
   if (op == "Slice") return index >= 1;
   if (op == "Pad" || op == "Clip") return index == 1 || index == 2;
   if (op == "Pow") return index == 1;  // not an attribute in ONNX, but ios needs the exponent constant
@@ -129,8 +139,9 @@ std::string strip_test_prefix(const std::string& name) {
   return name.rfind("test_", 0) == 0 ? name.substr(5) : name;
 }
 
-Case read_case(const fs::path& dir) {
+Case read_case(const fs::path& dir, const std::string& suite) {
   Case c;
+  c.suite = suite;
   c.dir = dir;
   c.name = strip_test_prefix(dir.filename().string());
   ::onnx::ModelProto model;
@@ -491,12 +502,93 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
   return out;
 }
 
+// A refusal's reason as the document gives it: the known limitation's name,
+// or the message without the file name and the supported-operator list.
+std::string refusal_reason(const Result& result, std::vector<Limitation>& limitations) {
+  if (const Limitation* l = find_limitation(limitations, result.reason)) return l->key;
+  std::string text = result.reason;
+  if (const size_t list = text.find("; supported operators:"); list != std::string::npos) text.resize(list);
+  if (text.rfind("model.onnx: ", 0) == 0) text = text.substr(12);
+  // "node making '3' (Tile): operator Tile is not supported": the tensor
+  // names of PyTorch's exports are numbers that say nothing.
+  static const std::regex node_prefix("^node [^(]*\\(([A-Za-z0-9]+)\\): ");
+  std::smatch m;
+  if (std::regex_search(text, m, node_prefix)) {
+    const std::string rest = m.suffix().str();
+    text = rest.rfind("operator ", 0) == 0 ? rest : m[1].str() + ": " + rest;
+  }
+  return text;
+}
+
+// The section of docs/operators.md on the suites given with --suite.
+void pytorch_suites_doc(std::ostringstream& doc, const std::vector<Case>& cases,
+                        const std::vector<CaseResults>& results, std::vector<Limitation>& limitations) {
+  std::map<std::string, std::map<Outcome, int>> by_suite;
+  std::map<Outcome, int> totals, variant_totals;
+  int num_tests = 0, num_variants = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].suite == "node") continue;
+    const Outcome o = results[i].cpu.outcome;
+    if (cases[i].constant_variant) {
+      ++variant_totals[o];
+      ++num_variants;
+      continue;
+    }
+    ++by_suite[cases[i].suite][o];
+    ++totals[o];
+    ++num_tests;
+  }
+  if (by_suite.empty()) return;
+  std::vector<std::string> suite_names;
+  for (const auto& [suite, counts] : by_suite) suite_names.push_back("`" + suite + "`");
+  doc << "\n## ONNX's PyTorch test suites\n\n"
+      << "The same package's " << join(suite_names, " and ")
+      << " suites (PyTorch modules and operators exported\n"
+      << "by PyTorch at IR 3 / opset 6, with inputs and expected outputs) run the same way. Models\n"
+      << "older than opset 7 are converted to opset 9 by ONNX's version converter at import\n"
+      << "(`lib/onnx/opset_adapter.h`). Of " << num_tests << " tests, **" << totals[Outcome::kPass]
+      << " pass**, " << totals[Outcome::kRefused] << " are refused with exit 2, "
+      << totals[Outcome::kWrong] << " give a wrong answer, " << totals[Outcome::kCrash] << " crash";
+  if (num_variants > 0) {
+    doc << " (and of " << num_variants << " constant-inputs variant" << (num_variants > 1 ? "s" : "")
+        << ", " << variant_totals[Outcome::kPass] << " pass)";
+  }
+  doc << ".\n\n| suite | tests | pass | refused | wrong | crash |\n|---|---|---|---|---|---|\n";
+  for (auto& [suite, counts] : by_suite) {
+    doc << "| " << suite << " | "
+        << counts[Outcome::kPass] + counts[Outcome::kRefused] + counts[Outcome::kWrong] +
+               counts[Outcome::kCrash]
+        << " | " << counts[Outcome::kPass] << " | " << counts[Outcome::kRefused] << " | "
+        << counts[Outcome::kWrong] << " | " << counts[Outcome::kCrash] << " |\n";
+  }
+  for (const auto& [suite, counts] : by_suite) {
+    std::vector<std::string> passed;
+    std::map<std::string, std::vector<std::string>> not_passed;  // by reason or outcome
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (cases[i].suite != suite) continue;
+      const std::string name = "`" + cases[i].label() + "`";
+      const Result& r = results[i].cpu;
+      if (r.outcome == Outcome::kPass) {
+        passed.push_back(name);
+      } else if (r.outcome == Outcome::kRefused) {
+        not_passed["refused, " + refusal_reason(r, limitations)].push_back(name);
+      } else {
+        not_passed[outcome_name(r.outcome)].push_back(name);
+      }
+    }
+    doc << "\n`" << suite << "` (names without `test_`):\n\n- pass: "
+        << (passed.empty() ? "none" : join(passed, ", ")) << "\n";
+    for (const auto& [why, names] : not_passed) doc << "- " << why << ": " << join(names, ", ") << "\n";
+  }
+}
+
 // docs/operators.md from the CPU results: deterministic, no timings.
 std::string operators_doc(const std::vector<Case>& cases, const std::vector<CaseResults>& results,
                           std::vector<Limitation>& limitations) {
   std::map<Outcome, int> totals, variant_totals;
   int num_tests = 0, num_variants = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].suite != "node") continue;
     ++(cases[i].constant_variant ? variant_totals : totals)[results[i].cpu.outcome];
     ++(cases[i].constant_variant ? num_variants : num_tests);
   }
@@ -507,6 +599,7 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
   std::map<std::string, OpEntry> single;  // single-node tests by operator
   std::vector<size_t> multi;
   for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].suite != "node") continue;
     if (cases[i].nodes.size() != 1) {
       multi.push_back(i);
       continue;
@@ -621,6 +714,7 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
       << multi.size() << " node tests are graphs of several nodes (mostly functions expanded into\n"
       << "primitive operators); they pass where ios supports every node: "
       << (multi_passed.empty() ? "none" : join(multi_passed, ", ")) << ".\n";
+  pytorch_suites_doc(doc, cases, results, limitations);
   return doc.str();
 }
 
@@ -637,6 +731,7 @@ bool gpu_usable() {
 
 struct Options {
   fs::path data = "/usr/share/libonnx-testdata/data/node";
+  std::vector<fs::path> suites;  // --suite: more folders of tests (ONNX's PyTorch suites)
   fs::path limitations;
   fs::path write_docs, check_docs;
   std::string filter;
@@ -647,8 +742,8 @@ struct Options {
 int usage(const std::string& message) {
   std::cerr
       << "ios-conformance: error: " << message
-      << "\nusage: ios_conformance [--data DIR] --known-limitations FILE [--write-docs FILE | "
-         "--check-docs FILE] [--filter SUBSTRING] [--jobs N] [-v]\n";
+      << "\nusage: ios_conformance [--data DIR] [--suite DIR]... --known-limitations FILE "
+         "[--write-docs FILE | --check-docs FILE] [--filter SUBSTRING] [--jobs N] [-v]\n";
   return 2;
 }
 
@@ -662,6 +757,8 @@ int run_main(int argc, char** argv) {
     };
     if (arg == "--data")
       o.data = value();
+    else if (arg == "--suite")
+      o.suites.emplace_back(value());
     else if (arg == "--known-limitations")
       o.limitations = value();
     else if (arg == "--write-docs")
@@ -689,19 +786,32 @@ int run_main(int argc, char** argv) {
   std::vector<Limitation> limitations = read_limitations(o.limitations);
   ios::set_verbosity(ios::Verbosity::kQuiet);
 
-  std::vector<Case> cases;
-  for (const auto& entry : fs::directory_iterator(o.data)) {
-    if (!entry.is_directory() || !fs::exists(entry.path() / "model.onnx")) continue;
-    if (!o.filter.empty() && entry.path().filename().string().find(o.filter) == std::string::npos)
-      continue;
-    cases.push_back(read_case(entry.path()));
-    if (cases.back().all_supported && !cases.back().attribute_inputs.empty()) {
-      cases.push_back(cases.back());
-      cases.back().constant_variant = true;
+  for (const fs::path& suite : o.suites) {
+    if (!fs::is_directory(suite)) {
+      return usage(suite.string() +
+                   ": no tests here; install the Debian package libonnx-testdata (scripts/setup.sh does)");
     }
   }
-  std::sort(cases.begin(), cases.end(),
-            [](const Case& a, const Case& b) { return a.label() < b.label(); });
+  std::vector<Case> cases;
+  std::vector<std::pair<fs::path, std::string>> folders = {{o.data, "node"}};
+  for (const fs::path& suite : o.suites) folders.emplace_back(suite, suite.filename().string());
+  for (const auto& [folder, suite] : folders) {
+    for (const auto& entry : fs::directory_iterator(folder)) {
+      if (!entry.is_directory() || !fs::exists(entry.path() / "model.onnx")) continue;
+      if (!o.filter.empty() && entry.path().filename().string().find(o.filter) == std::string::npos)
+        continue;
+      cases.push_back(read_case(entry.path(), suite));
+      if (cases.back().all_supported && !cases.back().attribute_inputs.empty()) {
+        cases.push_back(cases.back());
+        cases.back().constant_variant = true;
+      }
+    }
+  }
+  // The node tests first, then the suites by name; each by label.
+  std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) {
+    return std::make_tuple(a.suite != "node", a.suite, a.label()) <
+           std::make_tuple(b.suite != "node", b.suite, b.label());
+  });
   if (cases.empty()) return usage("no node tests selected in " + o.data.string());
 
   const bool with_cuda = gpu_usable();
@@ -712,11 +822,14 @@ int run_main(int argc, char** argv) {
 
   // Verdicts.
   int failures = 0;
-  std::map<Outcome, int> cpu_totals, cuda_totals;
+  // Per suite ("node" first), tests apart from constant-inputs variants.
+  std::map<std::string, std::map<Outcome, int>> cpu_totals, cuda_totals;
+  std::map<std::string, long> num_tests, num_variants;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
-    ++cpu_totals[results[i].cpu.outcome];
-    if (results[i].cuda) ++cuda_totals[results[i].cuda->outcome];
+    ++(c.constant_variant ? num_variants : num_tests)[c.suite];
+    ++cpu_totals[c.suite][results[i].cpu.outcome];
+    if (results[i].cuda) ++cuda_totals[c.suite][results[i].cuda->outcome];
     for (const auto& [backend, result] :
          {std::pair<std::string, std::optional<Result>>{"cpu", results[i].cpu},
           {"cuda", results[i].cuda}}) {
@@ -751,13 +864,14 @@ int run_main(int argc, char** argv) {
     return fmt::format("{} pass, {} refused, {} wrong, {} crash", t[Outcome::kPass],
                        t[Outcome::kRefused], t[Outcome::kWrong], t[Outcome::kCrash]);
   };
-  const auto variants = std::count_if(cases.begin(), cases.end(),
-                                      [](const Case& c) { return c.constant_variant; });
-  std::cout << fmt::format(
-      "{} node tests and {} constant-inputs variants in {:.1f} s: cpu: {}; cuda: {}\n",
-      static_cast<long>(cases.size()) - variants, variants, seconds,
-      totals_line(cpu_totals),
-      with_cuda ? totals_line(cuda_totals) : std::string("skipped (no usable GPU)"));
+  for (const auto& [folder, suite] : folders) {
+    if (!num_tests.count(suite) && !num_variants.count(suite)) continue;
+    std::cout << fmt::format("{}: {} tests and {} constant-inputs variants: cpu: {}; cuda: {}\n", suite,
+                             num_tests[suite], num_variants[suite], totals_line(cpu_totals[suite]),
+                             with_cuda ? totals_line(cuda_totals[suite])
+                                       : std::string("skipped (no usable GPU)"));
+  }
+  std::cout << fmt::format("{} runs in {:.1f} s\n", cases.size(), seconds);
 
   if (!o.write_docs.empty() || !o.check_docs.empty()) {
     for (Limitation& l : limitations) l.matched = 0;

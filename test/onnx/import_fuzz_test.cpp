@@ -6,9 +6,12 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "onnx/importer.h"
+#include "model_builder.h"
 #include "test_paths.h"
 
 TEST_CASE("corrupted ONNX files fail cleanly", "[onnx][fuzz]") {
@@ -47,4 +50,63 @@ TEST_CASE("corrupted ONNX files fail cleanly", "[onnx][fuzz]") {
   }
   fs::remove(path);
   CHECK(rejected > 500);
+}
+
+// The opset-6 path (ONNX's checker at the file's opset, then its version
+// converter, which asserts on what it does not expect) under the same
+// corruptions: a PyTorch-style opset-6 model with the forms the converter
+// rewrites (Add's broadcast, BatchNormalization's is_test, PRelu's
+// per-channel slope).
+TEST_CASE("corrupted opset-6 ONNX files fail cleanly through the version converter", "[onnx][fuzz]") {
+  namespace fs = std::filesystem;
+  ios::test::ModelBuilder b(6);
+  b.model.set_ir_version(3);
+  b.input("x", {1, 3, 4, 4});
+  const auto weight = [&](const std::string& name, const std::vector<int64_t>& dims) {
+    b.ramp_weight(name, dims);
+    b.input(name, dims);  // before IR 4 every initializer is a graph input too
+  };
+  weight("w", {3, 3, 3, 3});
+  b.node("Conv", {"x", "w"}, {"c"}, "conv");
+  weight("bias", {2});  // along the last axis of the convolution's [1, 3, 2, 2]
+  ios::test::ModelBuilder::integer(b.node("Add", {"c", "bias"}, {"a"}, "add"), "broadcast", 1);
+  for (const char* name : {"scale", "shift", "mean", "var"}) weight(name, {3});
+  ios::test::ModelBuilder::integer(b.node("BatchNormalization", {"a", "scale", "shift", "mean", "var"}, {"n"}, "bn"),
+                                   "is_test", 1);
+  weight("slope", {3});
+  b.node("PRelu", {"n", "slope"}, {"y"}, "prelu");
+  b.output("y", 4);
+  const std::string good = b.bytes();
+  const fs::path path = fs::temp_directory_path() / "ios-import-fuzz-opset6.onnx";
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << good;
+  }
+  REQUIRE(ios::onnx::import_model(path.string()).graph.num_nodes() >= 3);
+  std::mt19937 rng(11);
+  int rejected = 0;
+  for (int trial = 0; trial < 500; ++trial) {
+    std::string bytes = good;
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits && !bytes.empty(); ++e) {
+      const size_t pos = rng() % bytes.size();
+      switch (rng() % 3) {
+        case 0: bytes[pos] = static_cast<char>(rng() & 0xff); break;
+        case 1: bytes.erase(pos, 1 + rng() % 8); break;
+        case 2: bytes.insert(pos, 1, static_cast<char>(rng() & 0xff)); break;
+      }
+    }
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    try {
+      ios::onnx::import_model(path.string());
+    } catch (const ios::UserError& e) {
+      ++rejected;
+      REQUIRE(std::string(e.what()).find(path.string()) != std::string::npos);
+    }
+  }
+  fs::remove(path);
+  CHECK(rejected > 100);
 }

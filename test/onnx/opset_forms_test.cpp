@@ -231,3 +231,48 @@ TEST_CASE("opset-18 forms with missing inputs or outputs are named errors and ne
     CHECK(message.find("the ONNX checker rejected the model") != std::string::npos);
   }
 }
+
+TEST_CASE("opset 6 models are converted to opset 9 by ONNX's version converter", "[onnx][opset]") {
+  // PyTorch's opset-6 exports: Add with the broadcast attribute (trailing
+  // axes), BatchNormalization with is_test; before IR 4 every initializer is
+  // a graph input too.
+  auto opset6 = [](bool axis_broadcast) {
+    ModelBuilder b(6);
+    b.model.set_ir_version(3);
+    b.input("x", {2, 3, 4, 4});
+    const std::vector<int64_t> bias_dims = axis_broadcast ? std::vector<int64_t>{3} : std::vector<int64_t>{4};
+    b.ramp_weight("bias", bias_dims);
+    b.input("bias", bias_dims);
+    auto& add = b.node("Add", {"x", "bias"}, {"a"}, "bias_add");
+    ModelBuilder::integer(add, "broadcast", 1);
+    if (axis_broadcast) ModelBuilder::integer(add, "axis", 1);
+    for (const char* name : {"scale", "shift", "mean", "var"}) {
+      b.weight(name, {3}, {1.0f, 0.5f, 2.0f});
+      b.input(name, {3});
+    }
+    auto& bn = b.node("BatchNormalization", {"a", "scale", "shift", "mean", "var"}, {"y"}, "bn");
+    ModelBuilder::integer(bn, "is_test", 1);
+    b.output("y", 4);
+    return b;
+  };
+  const auto model = ios::onnx::import_model(opset6(false).save("opset6.onnx"));
+  const auto& bias_add = only_node(model.graph, ios::ir::OpKind::kAdd);
+  CHECK(model.graph.tensor(bias_add.inputs[1]).shape == ios::ir::Shape{4});
+  CHECK(model.graph.tensor(model.graph.outputs()[0]).shape == ios::ir::Shape{2, 3, 4, 4});
+
+  SECTION("a broadcast along a leading axis, which the converter does not rewrite, is refused in one line") {
+    const std::string message = import_error(opset6(true).save("opset6_axis.onnx"));
+    CHECK(message.find("opset6_axis.onnx: opset 6 is older than ios reads (from 7)") != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+  SECTION("a model the opset-6 checker rejects is named, not converted") {
+    ModelBuilder c(6);
+    c.model.set_ir_version(3);
+    c.input("x", {2, 3});
+    c.node("Relu", {"x", "x"}, {"y"}, "two_inputs");
+    c.output("y", 2);
+    const std::string message = import_error(c.save("opset6_bad.onnx"));
+    CHECK(message.find("opset6_bad.onnx: the ONNX checker rejected the model") != std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+}

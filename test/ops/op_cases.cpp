@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "exec/plan.h"
 #include "ir/shape_inference.h"
@@ -608,6 +611,35 @@ std::vector<OpCase> make_cases() {
     cases.push_back(b.take());
   }
 
+  // The activations of networks outside torchvision, with ONNX's definitions
+  // in float64 (softplus as log1p(exp(x)): no overflow on the ramp).
+  const auto act = [](float alpha, float beta = 0.0f) { return ir::ActivationAttrs{alpha, beta}; };
+  const auto softplus = [](double v) { return std::log1p(std::exp(v)); };
+  unary_case(cases, "LeakyRelu", OpKind::kLeakyRelu, act(0.1f), [](double v) { return v < 0 ? double(0.1f) * v : v; });
+  unary_case(cases, "Elu", OpKind::kElu, act(0.7f), [](double v) { return v < 0 ? double(0.7f) * std::expm1(v) : v; });
+  unary_case(cases, "Selu", OpKind::kSelu, act(1.6732632f, 1.050701f), [](double v) {
+    return double(1.050701f) * (v <= 0 ? double(1.6732632f) * std::expm1(v) : v);
+  });
+  unary_case(cases, "Celu", OpKind::kCelu, act(2.0f), [](double v) { return v < 0 ? 2.0 * std::expm1(v / 2.0) : v; });
+  unary_case(cases, "ThresholdedRelu", OpKind::kThresholdedRelu, act(0.5f), [](double v) { return v > 0.5 ? v : 0.0; });
+  unary_case(cases, "Softplus", OpKind::kSoftplus, {}, softplus, -25.0f, 25.0f);
+  unary_case(cases, "Softsign", OpKind::kSoftsign, {}, [](double v) { return v / (1.0 + std::abs(v)); });
+  unary_case(cases, "Mish", OpKind::kMish, {}, [&](double v) { return v * std::tanh(softplus(v)); }, -25.0f, 25.0f);
+  unary_case(cases, "Neg", OpKind::kNeg, {}, [](double v) { return -v; });
+  unary_case(cases, "Abs", OpKind::kAbs, {}, [](double v) { return std::abs(v); });
+  // PRelu's slope per channel ([3, 1, 1] and [1, 3, 1, 1]), on either side and
+  // fused; Max and Min likewise.
+  binary_cases(cases, "PRelu", OpKind::kPRelu, [](double a, double b) { return a < 0 ? a * b : a; });
+  binary_cases(cases, "Max", OpKind::kMax, [](double a, double b) { return std::max(a, b); });
+  binary_cases(cases, "Min", OpKind::kMin, [](double a, double b) { return std::min(a, b); });
+  {
+    CaseBuilder b("PRelu with one slope for every element", OpKind::kPRelu);
+    Values e;
+    for (float v : x4) e.push_back(v < 0 ? double(v) * double(0.25f) : double(v));
+    b.output(b.node(OpKind::kPRelu, {b.input("x", s4, x4), b.constant("slope", {1}, {0.25f})}).at(0), e);
+    cases.push_back(b.take());
+  }
+
   binary_cases(cases, "Sub", OpKind::kSub, [](double a, double b) { return a - b; });
   binary_cases(cases, "Div", OpKind::kDiv, [](double a, double b) { return a / b; });
   // Pow: a scalar exponent 2 (LayerNorm's variance), also fused; exponents
@@ -772,6 +804,161 @@ std::vector<OpCase> make_cases() {
       }
     CaseBuilder b("Softmax", OpKind::kSoftmax);
     b.output(b.node(OpKind::kSoftmax, {b.input("x", s4, x4)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  // LogSoftmax over channels, and over the last axis with values whose
+  // probabilities underflow float32 (differences of 120).
+  for (bool wide : {false, true}) {
+    ir::AxisAttrs a;
+    a.axis = wide ? 3 : 1;
+    const std::vector<float> x = wide ? ramp(n4, -60.0f, 60.0f) : x4;
+    Values e(static_cast<size_t>(n4));
+    const int64_t len = wide ? 2 : 3, inner = wide ? 1 : 4, outer = n4 / (len * inner);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double mx = -1e300, sum = 0.0;
+        for (int64_t j = 0; j < len; ++j) mx = std::max(mx, double(x[static_cast<size_t>((o * len + j) * inner + i)]));
+        for (int64_t j = 0; j < len; ++j) sum += std::exp(double(x[static_cast<size_t>((o * len + j) * inner + i)]) - mx);
+        for (int64_t j = 0; j < len; ++j) {
+          const auto k = static_cast<size_t>((o * len + j) * inner + i);
+          e[k] = double(x[k]) - mx - std::log(sum);
+        }
+      }
+    CaseBuilder b(wide ? "LogSoftmax over the last axis, probabilities below float32's range" : "LogSoftmax",
+                  OpKind::kLogSoftmax);
+    b.output(b.node(OpKind::kLogSoftmax, {b.input("x", s4, x)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+  // Reductions over any axes of x [2, 3, 2, 2], in float64: channels with
+  // keepdims, batch and width without, and every axis.
+  {
+    const std::vector<std::pair<OpKind, std::string>> kinds = {{OpKind::kReduceSum, "ReduceSum"},
+                                                                {OpKind::kReduceMax, "ReduceMax"},
+                                                                {OpKind::kReduceMin, "ReduceMin"},
+                                                                {OpKind::kReduceProd, "ReduceProd"},
+                                                                {OpKind::kReduceMean, "ReduceMean"}};
+    const std::vector<float> x = ramp(n4, -1.5f, 1.25f);  // products stay small
+    for (const auto& [kind, name] : kinds) {
+      for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0, 3}, std::vector<int64_t>{}}) {
+        ir::ReduceAttrs r;
+        r.axes = axes;
+        r.keepdims = axes.size() == 1;
+        std::vector<bool> reduced(4, axes.empty());
+        for (int64_t d : axes) reduced[static_cast<size_t>(d)] = true;
+        std::map<std::vector<int64_t>, std::vector<double>> groups;  // kept coordinates -> values
+        for (int64_t i = 0; i < n4; ++i) {
+          const std::vector<int64_t> c{i / 12, (i / 4) % 3, (i / 2) % 2, i % 2};
+          std::vector<int64_t> key;
+          for (size_t d = 0; d < 4; ++d) key.push_back(reduced[d] ? 0 : c[d]);
+          groups[key].push_back(x[static_cast<size_t>(i)]);
+        }
+        Values e;
+        for (const auto& [key, values] : groups) {
+          double acc = kind == OpKind::kReduceProd ? 1.0 : kind == OpKind::kReduceMax ? -1e300 : kind == OpKind::kReduceMin ? 1e300 : 0.0;
+          for (double v : values) {
+            if (kind == OpKind::kReduceProd) acc *= v;
+            else if (kind == OpKind::kReduceMax) acc = std::max(acc, v);
+            else if (kind == OpKind::kReduceMin) acc = std::min(acc, v);
+            else acc += v;
+          }
+          e.push_back(kind == OpKind::kReduceMean ? acc / double(values.size()) : acc);
+        }
+        const std::string over = axes.empty() ? " over every axis" : axes.size() == 1 ? " over channels" : " over batch and width";
+        if (kind == OpKind::kReduceMean && axes.size() != 1) continue;  // the other ReduceMean cases are above
+        CaseBuilder b(name + over, kind);
+        b.output(b.node(kind, {b.input("x", s4, x)}, r).at(0), e);
+        cases.push_back(b.take());
+      }
+    }
+  }
+  // ConvTranspose: the scatter of each input element through its weights
+  // [C_in, C_out / group, kh, kw] in float64. U-Net's up-sampling (stride 2,
+  // pads 1, output_padding 1, bias), and grouped and dilated with a Relu
+  // epilogue in its unit.
+  for (bool grouped : {false, true}) {
+    ir::ConvTransposeAttrs a;
+    a.kernel = {3, 3};
+    a.stride = grouped ? std::array<int64_t, 2>{1, 1} : std::array<int64_t, 2>{2, 2};
+    a.dilation = grouped ? std::array<int64_t, 2>{2, 2} : std::array<int64_t, 2>{1, 1};
+    a.pads = grouped ? std::array<int64_t, 4>{2, 2, 2, 2} : std::array<int64_t, 4>{1, 1, 1, 1};
+    a.output_padding = grouped ? std::array<int64_t, 2>{0, 0} : std::array<int64_t, 2>{1, 1};
+    a.group = grouped ? 2 : 1;
+    const int64_t cin = grouped ? 4 : 2, h = grouped ? 4 : 3, cout_g = grouped ? 1 : 3, cout = cout_g * a.group;
+    const int64_t oh = a.stride[0] * (h - 1) + a.output_padding[0] + (a.kernel[0] - 1) * a.dilation[0] + 1 -
+                       a.pads[0] - a.pads[2];
+    const ir::Shape xs{1, cin, h, h};
+    const auto x = ramp(cin * h * h, -1.0f, 1.2f);
+    const auto w = ramp(cin * cout_g * 9, -0.6f, 0.5f);
+    const std::vector<float> bias{0.1f, -0.2f, 0.3f};
+    std::vector<double> y(static_cast<size_t>(cout * oh * oh), 0.0);
+    for (int64_t m = 0; m < cout && !grouped; ++m)
+      for (int64_t k = 0; k < oh * oh; ++k) y[static_cast<size_t>(m * oh * oh + k)] = bias[static_cast<size_t>(m)];
+    for (int64_t ci = 0; ci < cin; ++ci)
+      for (int64_t co = 0; co < cout_g; ++co)
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < h; ++j)
+            for (int64_t u = 0; u < 3; ++u)
+              for (int64_t v = 0; v < 3; ++v) {
+                const int64_t r = i * a.stride[0] - a.pads[0] + u * a.dilation[0];
+                const int64_t c = j * a.stride[1] - a.pads[1] + v * a.dilation[1];
+                if (r < 0 || r >= oh || c < 0 || c >= oh) continue;
+                const int64_t m = (ci / (cin / a.group)) * cout_g + co;
+                y[static_cast<size_t>((m * oh + r) * oh + c)] +=
+                    double(x[static_cast<size_t>((ci * h + i) * h + j)]) * w[static_cast<size_t>(((ci * cout_g + co) * 3 + u) * 3 + v)];
+              }
+    Values e(y.begin(), y.end());
+    if (grouped) {
+      for (double& v : e) v = std::max(0.0, v);
+      CaseBuilder b("ConvTranspose grouped and dilated, Relu fused", OpKind::kConvTranspose);
+      const auto t = b.node(OpKind::kConvTranspose, {b.input("x", xs, x), b.constant("w", {cin, cout_g, 3, 3}, w)}, a,
+                            1, "ct");
+      b.output(b.node(OpKind::kRelu, {t.at(0)}).at(0), e);
+      b.expect_units(1);
+      cases.push_back(b.take());
+    } else {
+      CaseBuilder b("ConvTranspose", OpKind::kConvTranspose);
+      b.output(b.node(OpKind::kConvTranspose,
+                      {b.input("x", xs, x), b.constant("w", {cin, cout_g, 3, 3}, w), b.constant("b", {cout}, bias)}, a)
+                   .at(0),
+               e);
+      cases.push_back(b.take());
+    }
+  }
+  // Tile [2, 3, 2, 2] by [1, 2, 1, 3], and [3, 4] by [2, 1, ...] on rank 6
+  // with every axis repeated (the CUDA lowering peels repeats into copies).
+  {
+    const ir::Shape xs = s4;
+    const std::vector<int64_t> repeats{1, 2, 1, 3};
+    ir::Shape ys = xs;
+    for (size_t d = 0; d < 4; ++d) ys[d] *= repeats[d];
+    Values e;
+    for (int64_t n = 0; n < ys[0]; ++n)
+      for (int64_t c = 0; c < ys[1]; ++c)
+        for (int64_t h = 0; h < ys[2]; ++h)
+          for (int64_t w = 0; w < ys[3]; ++w) e.push_back(x4[at4(xs, n % 2, c % 3, h % 2, w % 2)]);
+    CaseBuilder b("Tile", OpKind::kTile);
+    b.output(b.node(OpKind::kTile, {b.input("x", xs, x4)}, ir::TileAttrs{repeats}).at(0), e);
+    cases.push_back(b.take());
+  }
+  {
+    const ir::Shape xs{1, 2, 1, 2, 1, 2};
+    const std::vector<float> x = ramp(8, -1.0f, 1.0f);
+    const std::vector<int64_t> repeats{2, 2, 2, 2, 2, 2};
+    Values e;
+    for (int64_t i = 0; i < 64 * 8; ++i) {
+      // Output coordinates over [2, 4, 2, 4, 2, 4], each taken modulo the input's.
+      int64_t rest = i, src = 0, scale = 1;
+      const int64_t out_dims[6] = {2, 4, 2, 4, 2, 4};
+      for (int d = 5; d >= 0; --d) {
+        const int64_t coord = rest % out_dims[d];
+        rest /= out_dims[d];
+        src += (coord % xs[static_cast<size_t>(d)]) * scale;
+        scale *= xs[static_cast<size_t>(d)];
+      }
+      e.push_back(x[static_cast<size_t>(src)]);
+    }
+    CaseBuilder b("Tile of rank 6, every axis repeated", OpKind::kTile);
+    b.output(b.node(OpKind::kTile, {b.input("x", xs, x)}, ir::TileAttrs{repeats}).at(0), e);
     cases.push_back(b.take());
   }
   add_attention_cases(cases);

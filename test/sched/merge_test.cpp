@@ -404,3 +404,39 @@ TEST_CASE("check_merge: Gemm with transB on a 2-D input", "[merge]") {
   CHECK(w.bias == std::vector<float>{10.0f, 11.0f, 12.0f, 0.0f, 0.0f});
   CHECK_THAT(check_merge(units, {0, 2}).reason, Catch::Contains("alpha"));
 }
+
+TEST_CASE("check_merge: transposed convolutions form conv units but never merge", "[merge]") {
+  Graph g;
+  Tensor xt;
+  xt.name = "X";
+  xt.shape = {1, 4, 8, 8};
+  const TensorId x = g.add_tensor(xt);
+  g.inputs() = {x};
+  // Two 2x up-samplings of X (U-Net's decoder) and a 1x1 convolution of X.
+  std::vector<TensorId> outs;
+  for (const char* name : {"up_a", "up_b"}) {
+    Node up;
+    up.name = name;
+    up.op = OpKind::kConvTranspose;
+    ios::ir::ConvTransposeAttrs a;
+    a.kernel = {2, 2};
+    a.stride = {2, 2};
+    up.attrs = a;
+    up.inputs = {x, add_const(g, std::string(name) + ".w", {4, 3, 2, 2}, 1.0f)};
+    Tensor out;
+    out.name = std::string(name) + ".out";
+    out.shape = {1, 3, 16, 16};
+    up.outputs = {g.add_tensor(out)};
+    outs.push_back(up.outputs[0]);
+    g.add_node(up);
+  }
+  outs.push_back(add_conv(g, x, "c1x1", 2, {1, 1}, {0, 0, 0, 0}, 1, true, 1.0f, {}));
+  g.outputs() = outs;
+  const UnitGraph units = UnitGraph::form(g);
+  REQUIRE(units.size() == 3);
+  for (UnitId u = 0; u < 3; ++u) CHECK(units.unit(u).kind == UnitKind::kConv);
+  const MergeCheck two_ups = check_merge(units, {0, 1});
+  CHECK_FALSE(two_ups.spec.has_value());
+  CHECK(two_ups.reason.find("is a conv unit, not a convolution") != std::string::npos);
+  CHECK_FALSE(check_merge(units, {0, 2}).spec.has_value());
+}

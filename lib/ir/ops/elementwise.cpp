@@ -3,9 +3,11 @@
 // table (ir/op_info.h): ONNX names, attribute parsers, traits and work
 // (docs/architecture.md, "Adding an operator").
 
+#include <cmath>
 #include <string>
 
 #include "ir/op_definition.h"
+#include "ir/shape_inference.h"
 
 namespace ios::ir::ops {
 namespace {
@@ -49,6 +51,52 @@ Attrs parse_gelu(const AttributeReader& r, const Shapes&) {
     r.fail("Gelu approximate '{}' is not supported; use 'none' or 'tanh'", approximate);
   }
   return GeluAttrs{approximate == "tanh"};
+}
+
+// alpha, checked finite; `positive`: also > 0 (Celu divides by it).
+float activation_alpha(const AttributeReader& r, float fallback, bool positive = false) {
+  const float alpha = r.get_float("alpha", fallback);
+  if (!std::isfinite(alpha) || (positive && !(alpha > 0.0f))) {
+    r.fail("alpha {} is not a {}number; give a finite alpha{}", alpha, positive ? "positive " : "finite ",
+           positive ? " > 0" : "");
+  }
+  return alpha;
+}
+
+Attrs parse_leaky_relu(const AttributeReader& r, const Shapes&) {
+  return ActivationAttrs{activation_alpha(r, 0.01f), 0.0f};
+}
+
+Attrs parse_elu(const AttributeReader& r, const Shapes&) { return ActivationAttrs{activation_alpha(r, 1.0f), 0.0f}; }
+
+Attrs parse_celu(const AttributeReader& r, const Shapes&) {
+  return ActivationAttrs{activation_alpha(r, 1.0f, true), 0.0f};
+}
+
+Attrs parse_thresholded_relu(const AttributeReader& r, const Shapes&) {
+  return ActivationAttrs{activation_alpha(r, 1.0f), 0.0f};
+}
+
+Attrs parse_selu(const AttributeReader& r, const Shapes&) {
+  // ONNX's defaults: the constants of the SELU paper, as float32.
+  const float alpha = activation_alpha(r, 1.67326319217681884765625f);
+  const float gamma = r.get_float("gamma", 1.05070102214813232421875f);
+  if (!std::isfinite(gamma)) r.fail("gamma {} is not a finite number; give a finite gamma", gamma);
+  return ActivationAttrs{alpha, gamma};
+}
+
+// PRelu's slope broadcasts to x one way: the output has x's shape (a slope
+// per channel is [C, 1, 1] for NCHW, [C, 1] for NCL, or one value).
+Attrs parse_prelu(const AttributeReader& r, const Shapes& in) {
+  if (in.size() == 2) {
+    const auto out = broadcast_shapes(in[0], in[1]);
+    if (!out || *out != in[0]) {
+      r.fail("the slope has shape {}, which does not broadcast to the input's {}; give one slope, one per "
+             "channel ([C, 1, 1] for N,C,H,W) or a slope of the input's trailing shape",
+             to_string(in[1]), to_string(in[0]));
+    }
+  }
+  return std::monostate{};
 }
 
 }  // namespace
@@ -118,5 +166,54 @@ OpInfo gelu_op() {
   // FLOPs per output: the erf (or tanh) polynomial and 3 products.
   return work(op(OpKind::kGelu, "Gelu", 20, parse_gelu, same_as_input, unary()), 8);
 }
+
+}  // namespace ios::ir::ops
+
+namespace ios::ir::ops {
+
+// FLOPs per output: a compare and a product (and exp for the exponential
+// ones, counted like Exp's 1 plus the rest).
+OpInfo leaky_relu_op() {
+  return work(op(OpKind::kLeakyRelu, "LeakyRelu", 6, parse_leaky_relu, same_as_input, unary()), 2);
+}
+
+OpInfo prelu_op() {
+  return work(inputs(op(OpKind::kPRelu, "PRelu", 7, parse_prelu, broadcast, binary()), two), 2);
+}
+
+OpInfo elu_op() { return work(op(OpKind::kElu, "Elu", 6, parse_elu, same_as_input, unary()), 3); }
+
+OpInfo selu_op() { return work(op(OpKind::kSelu, "Selu", 6, parse_selu, same_as_input, unary()), 4); }
+
+OpInfo celu_op() { return work(op(OpKind::kCelu, "Celu", 12, parse_celu, same_as_input, unary()), 4); }
+
+OpInfo softplus_op() {
+  // FLOPs per output: exp and log1p.
+  return work(op(OpKind::kSoftplus, "Softplus", 1, nullptr, same_as_input, unary()), 4);
+}
+
+OpInfo softsign_op() {
+  return work(op(OpKind::kSoftsign, "Softsign", 1, nullptr, same_as_input, unary()), 3);
+}
+
+OpInfo mish_op() {
+  // FLOPs per output: Softplus's, Tanh's and a product.
+  return work(op(OpKind::kMish, "Mish", 18, nullptr, same_as_input, unary()), 10);
+}
+
+OpInfo thresholded_relu_op() {
+  return work(
+      op(OpKind::kThresholdedRelu, "ThresholdedRelu", 10, parse_thresholded_relu, same_as_input, unary()), 1);
+}
+
+OpInfo neg_op() { return work(op(OpKind::kNeg, "Neg", 6, nullptr, same_as_input, unary()), 1); }
+
+OpInfo abs_op() { return work(op(OpKind::kAbs, "Abs", 6, nullptr, same_as_input, unary()), 1); }
+
+// Max and Min of two operands; the importer makes a chain of them for more
+// (onnx/graph_builder.cpp). Opset 6's form (equal shapes) is a case of 8's.
+OpInfo max_op() { return work(inputs(op(OpKind::kMax, "Max", 6, nullptr, broadcast, binary()), two), 1); }
+
+OpInfo min_op() { return work(inputs(op(OpKind::kMin, "Min", 6, nullptr, broadcast, binary()), two), 1); }
 
 }  // namespace ios::ir::ops

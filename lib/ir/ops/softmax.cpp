@@ -1,4 +1,4 @@
-// Softmax over one axis.
+// Softmax and LogSoftmax over one axis.
 //
 // Its entries in the operator table (ir/op_info.h), with their attribute
 // parsers, shape functions and work (docs/architecture.md, "Adding an
@@ -18,9 +18,9 @@ Attrs parse_softmax(const AttributeReader& r, const Shapes& in) {
   for (int64_t d = axis + 1; opset < 13 && d < rank; ++d) {
     if (x[static_cast<size_t>(d)] != 1) {
       r.fail(
-          "Softmax-{} normalizes over axes {}.. flattened; ios supports one axis (re-export with "
+          "{}-{} normalizes over axes {}.. flattened; ios supports one axis (re-export with "
           "opset 13)",
-          opset, axis);
+          r.op_type(), opset, axis);
     }
   }
   return AxisAttrs{axis};
@@ -39,6 +39,13 @@ OpInfo softmax_op() {
   return work(
       op(OpKind::kSoftmax, "Softmax", 1, parse_softmax, softmax_shapes, anchor(OpClass::kSoftmax)),
       5);
+}
+
+OpInfo log_softmax_op() {
+  // FLOPs per output: Softmax's, the log instead of the divide.
+  return work(op(OpKind::kLogSoftmax, "LogSoftmax", 1, parse_softmax, softmax_shapes,
+                 anchor(OpClass::kSoftmax)),
+              5);
 }
 
 }  // namespace ios::ir::ops
