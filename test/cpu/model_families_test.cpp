@@ -15,13 +15,15 @@
 // error). ONNX Runtime (CPU, graph optimizations disabled) is run on the same
 // input, and every registered scheduler's schedule must run on the CPU
 // executor with at most twice ONNX Runtime's error against that truth: rms
-// and max absolute error both.
+// and max absolute error both. The activation arena each schedule reports
+// must be the one the executor allocates (docs/schedulers.md, *Memory*).
 #include <catch2/catch.hpp>
 
 #include <map>
 #include <set>
 
 #include "exec/compare.h"
+#include "exec/schedule_memory.h"
 #include "model_test_util.h"
 #include "sched/merge.h"
 
@@ -102,8 +104,13 @@ void check_family_model(const std::string& file) {
   for (const auto& entry : sched::scheduler_registry()) {
     const auto t1 = std::chrono::steady_clock::now();
     const auto schedule = make_schedule(entry.name, "", graph, cost);
-    const auto ours = run_cpu_outputs(graph, schedule, model.inputs[0].first, input);
+    cpu::MemoryPlanStats memory;
+    const auto ours = run_cpu_outputs(graph, schedule, model.inputs[0].first, input, &memory);
     REQUIRE(ours.size() == truths.size());
+    // The activation arena the schedule reports (ios-optimize, the schedule
+    // file) is the arena this backend allocates, on every family.
+    INFO(file << " scheduled by " << entry.name);
+    CHECK(exec::schedule_memory(graph, schedule).arena_bytes == memory.buffer_bytes);
     for (const auto& [name, truth] : truths) {
       const Error error = error_against(ours.at(name), truth, file + " " + name + " " + entry.name);
       const Error& ort_error = ort_errors.at(name);

@@ -141,8 +141,10 @@ inline cost::SimulatedCostModel simulated_cost(const sched::UnitGraph& graph) {
 inline std::map<std::string, exec::HostTensor> run_cpu_outputs(const sched::UnitGraph& graph,
                                                                const sched::Schedule& schedule,
                                                                const std::string& input_name,
-                                                               const exec::HostTensor& input) {
+                                                               const exec::HostTensor& input,
+                                                               cpu::MemoryPlanStats* stats = nullptr) {
   cpu::CpuExecutor executor(graph, exec::lower(graph, schedule), cpu::ExecutorOptions{2});
+  if (stats) *stats = executor.memory_stats();
   return executor.run({{input_name, input}});
 }
 
