@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/schedule_memory.h"
+#include "sched/schedule_io.h"
 
 namespace ios::optimize {
 namespace {
@@ -235,16 +236,7 @@ std::string render_json(const OptimizeReport& r) {
     }
   }
   if (r.memory) {
-    const sched::MemoryInfo& m = *r.memory;
-    doc["memory"] = {{"peak_bytes", m.peak_bytes()},
-                     {"arena_bytes", m.arena_bytes},
-                     {"live_peak_bytes", m.live_peak_bytes},
-                     {"inputs_bytes", m.inputs_bytes},
-                     {"outputs_bytes", m.outputs_bytes},
-                     {"weights_bytes", m.weights_bytes},
-                     {"merged_weights_bytes", m.merged_weights_bytes},
-                     {"workspace_bytes", m.workspace_bytes},
-                     {"workspaces", m.workspaces_predicted ? "predicted" : "measured"}};
+    doc["memory"] = sched::memory_to_json(*r.memory);
     if (r.memory_limit > 0) {
       doc["memory"]["limit_bytes"] = r.memory_limit;
       doc["memory"]["search_bound_bytes"] = r.memory_search_bound;

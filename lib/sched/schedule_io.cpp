@@ -161,6 +161,18 @@ MemoryInfo read_memory(const Reader& memory) {
 
 }  // namespace
 
+json memory_to_json(const MemoryInfo& m) {
+  return {{"peak_bytes", m.peak_bytes()},
+          {"arena_bytes", m.arena_bytes},
+          {"live_peak_bytes", m.live_peak_bytes},
+          {"inputs_bytes", m.inputs_bytes},
+          {"outputs_bytes", m.outputs_bytes},
+          {"weights_bytes", m.weights_bytes},
+          {"merged_weights_bytes", m.merged_weights_bytes},
+          {"workspace_bytes", m.workspace_bytes},
+          {"workspaces", m.workspaces_predicted ? "predicted" : "measured"}};
+}
+
 std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
   json doc;
   doc["format"] = "ios-schedule";
@@ -187,15 +199,7 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
   doc["predicted_latency_ms"] = schedule.predicted_latency_ms;
   if (schedule.memory) {
     const MemoryInfo& m = *schedule.memory;
-    doc["memory"] = {{"peak_bytes", m.peak_bytes()},
-                     {"arena_bytes", m.arena_bytes},
-                     {"live_peak_bytes", m.live_peak_bytes},
-                     {"inputs_bytes", m.inputs_bytes},
-                     {"outputs_bytes", m.outputs_bytes},
-                     {"weights_bytes", m.weights_bytes},
-                     {"merged_weights_bytes", m.merged_weights_bytes},
-                     {"workspace_bytes", m.workspace_bytes},
-                     {"workspaces", m.workspaces_predicted ? "predicted" : "measured"}};
+    doc["memory"] = memory_to_json(m);
     if (m.limit_bytes > 0) doc["memory"]["limit_bytes"] = m.limit_bytes;
   }
   doc["created"] = now_utc();

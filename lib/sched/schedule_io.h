@@ -21,6 +21,10 @@ inline constexpr uint64_t kMaxScheduleFileBytes = uint64_t{64} << 20;
 // Serializes a schedule (must be valid for `graph`).
 std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph);
 
+// A schedule's memory as the file's `memory` object records it (without the
+// limit, which only a search under one has); --report-json shows the same.
+nlohmann::json memory_to_json(const MemoryInfo& memory);
+
 // Writes atomically (core/file_io.h): an interrupted run never leaves a
 // truncated schedule. Creates the folder.
 void write_schedule(const std::string& path, const Schedule& schedule, const UnitGraph& graph);
