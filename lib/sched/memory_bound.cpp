@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "sched/ios_dp.h"  // stage_mask
 
 namespace ios::sched {
 namespace {
@@ -81,14 +82,7 @@ int64_t BlockMemory::peak(const BlockDag& dag, const std::vector<Stage>& stages)
   uint64_t done = 0;
   int64_t most = 0;
   for (const Stage& stage : stages) {
-    uint64_t mask = 0;
-    for (const auto& group : stage.groups) {
-      for (UnitId u : group) {
-        const auto it = std::find(dag.units.begin(), dag.units.end(), u);
-        IOS_ASSERT(it != dag.units.end(), "unit {} is not in the block", u);
-        mask |= bit(static_cast<int>(it - dag.units.begin()));
-      }
-    }
+    const uint64_t mask = stage_mask(dag, stage);
     most = std::max(most, stage_bytes(done, mask));
     done |= mask;
   }
