@@ -17,6 +17,8 @@
 #include "cpu/kernels.h"
 #include "cpu/reference.h"
 #include "exec/memory_layout.h"
+#include "ir/element_types.h"
+#include "ir/op_info.h"
 #include "exec/schedule_memory.h"
 
 namespace ios::cpu {
@@ -48,7 +50,17 @@ constexpr int64_t kAddressSpaceMargin = 256 * kMiB;
 
 std::string mib(int64_t bytes) { return fmt::format("{} MiB", (bytes + kMiB - 1) / kMiB); }
 
-int64_t tensor_bytes(const ir::Tensor& t) {
+// Rounds every element of `v` to `type`: what storing it in that type keeps.
+void round_view(const View& v, ir::ElementType type) {
+  if (!ir::is_half(type)) return;
+  const int64_t item = v.item_size();
+  for (int64_t n = 0; n < v.batch(); ++n) {
+    float* p = v.item(n);
+    for (int64_t k = 0; k < item; ++k) p[k] = ir::round_to(p[k], type);
+  }
+}
+
+int64_t host_bytes(const ir::Tensor& t) {  // floats, whatever the type
   return ir::num_elements(t.shape) * static_cast<int64_t>(sizeof(float));
 }
 
@@ -111,18 +123,31 @@ void CpuExecutor::check_memory(const MemoryBudget& budget) const {
   for (const ir::Tensor& t : ir_.tensors()) {
     if (t.is_constant()) weights += static_cast<int64_t>(t.data->size() * sizeof(float));
   }
-  for (ir::TensorId id : ir_.inputs()) inputs += tensor_bytes(ir_.tensor(id));
-  for (ir::TensorId id : ir_.outputs()) outputs += tensor_bytes(ir_.tensor(id));
+  const int64_t arena_bytes = arena_elements_ * static_cast<int64_t>(sizeof(float));
+  for (ir::TensorId id : ir_.inputs()) inputs += host_bytes(ir_.tensor(id));
+  for (ir::TensorId id : ir_.outputs()) outputs += host_bytes(ir_.tensor(id));
   const std::string what =
-      fmt::format("activations {}, outputs {}, weights {}, inputs {}", mib(stats_.buffer_bytes),
+      fmt::format("activations {}, outputs {}, weights {}, inputs {}", mib(arena_bytes),
                   mib(outputs), mib(weights), mib(inputs));
-  check_memory_budget(stats_.buffer_bytes + outputs, weights + inputs, what, budget, threads_);
+  check_memory_budget(arena_bytes + outputs, weights + inputs, what, budget, threads_);
 }
 
 // The plan's launches in issue order, flattened into IR nodes; a merged
 // kernel becomes one merged convolution (or matrix product, which also fills
 // its members' product outputs) followed by its members' epilogues.
 void CpuExecutor::build_program(const exec::ExecPlan& plan) {
+  rounds_ = ir::count_types(ir_).any_half();
+  // Whether node n's output is stored by a kernel: not a link inside an
+  // in-place element-wise chain, and not an element-wise node whose chain
+  // follows in the same kernel (cuda/op_elementwise.cpp).
+  std::vector<char> stored(ir_.num_nodes(), 1);
+  for (size_t n = 0; n < ir_.num_nodes(); ++n) {
+    const std::vector<ir::NodeId>& chain = storage_.epilogue(static_cast<ir::NodeId>(n));
+    if (chain.empty()) continue;
+    if (ir::is_elementwise(ir_.node(static_cast<ir::NodeId>(n)).op)) stored[n] = 0;
+    for (size_t i = 0; i + 1 < chain.size(); ++i) stored[static_cast<size_t>(chain[i])] = 0;
+  }
+  auto stores_output = [&](ir::NodeId n) { return stored[static_cast<size_t>(n)] != 0; };
   std::vector<int> unit_runs(static_cast<size_t>(graph_.size()), 0);
   std::vector<int> node_runs(ir_.num_nodes(), 0);
   for (const exec::Step& step : plan.steps) {
@@ -137,7 +162,7 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
     if (!kernel.merged) {
       for (sched::UnitId u : kernel.units) {
         for (ir::NodeId n : graph_.unit(u).nodes) {
-          program_.push_back(Instr{n, -1});
+          program_.push_back(Instr{n, -1, stores_output(n)});
           ++node_runs[static_cast<size_t>(n)];
         }
       }
@@ -157,8 +182,10 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
       // The storage plan placed a merged product's epilogue like an unmerged
       // unit's and a merged convolution's on its slice; both run node by node.
       ++node_runs[static_cast<size_t>(unit.anchor)];
+      // One element-wise kernel runs a merged convolution's epilogues.
+      const bool product = merged_.back().spec->kind == sched::MergeKind::kMatMul;
       for (size_t i = 1; i < unit.nodes.size(); ++i) {
-        program_.push_back(Instr{unit.nodes[i], -1});
+        program_.push_back(Instr{unit.nodes[i], -1, product ? stores_output(unit.nodes[i]) : i + 1 == unit.nodes.size()});
         ++node_runs[static_cast<size_t>(unit.nodes[i])];
       }
     }
@@ -185,14 +212,15 @@ void CpuExecutor::place_storages(const exec::ExecPlan& plan) {
   // so the figure ios-optimize reports is the arena allocated here.
   constexpr int64_t kAlignment = exec::kArenaAlignment;
   const exec::MemoryLayout layout = exec::plan_memory(requests, order, kAlignment);
+  layout_bytes_per_float_ = ir::count_types(ir_).any_half() ? 2 : static_cast<int64_t>(sizeof(float));
   storage_offsets_.resize(requests.size());
   std::set<int64_t> places;
   for (size_t s = 0; s < requests.size(); ++s) {
-    IOS_ASSERT(layout.offsets[s] % static_cast<int64_t>(sizeof(float)) == 0, "storage {} misaligned", s);
-    storage_offsets_[s] = layout.offsets[s] / static_cast<int64_t>(sizeof(float));
+    IOS_ASSERT(layout.offsets[s] % layout_bytes_per_float_ == 0, "storage {} misaligned", s);
+    storage_offsets_[s] = layout.offsets[s] / layout_bytes_per_float_;
     places.insert(layout.offsets[s]);
   }
-  arena_elements_ = layout.total_bytes / static_cast<int64_t>(sizeof(float));
+  arena_elements_ = (layout.total_bytes + layout_bytes_per_float_ - 1) / layout_bytes_per_float_;
   stats_.storages = static_cast<int>(requests.size());
   stats_.buffers = static_cast<int>(places.size());
   stats_.buffer_bytes = layout.total_bytes;
@@ -227,6 +255,7 @@ void CpuExecutor::execute(const Instr& instr) {
     }
     conv2d(ctx, const_view_of(m.spec->input), m.weights.weight.data(), m.weights.bias.data(), m.spec->conv,
            View(data_of(m.region), m.region.shape, m.region.batch_stride));
+    round_outputs(instr);
     return;
   }
   const ir::Node& node = ir_.node(instr.node);
@@ -237,6 +266,18 @@ void CpuExecutor::execute(const Instr& instr) {
   out.reserve(node.outputs.size());
   for (ir::TensorId t : node.outputs) out.push_back(view_of(t));
   run_node(ctx, node, in, out);
+  round_outputs(instr);
+}
+
+void CpuExecutor::round_outputs(const Instr& instr) {
+  if (!rounds_ || !instr.rounds) return;
+  if (instr.merged >= 0) {
+    const Merged& m = merged_[static_cast<size_t>(instr.merged)];
+    const ir::ElementType type = storage_.storages().at(static_cast<size_t>(m.region.storage)).type;
+    round_view(View(data_of(m.region), m.region.shape, m.region.batch_stride), type);
+    return;
+  }
+  for (ir::TensorId t : ir_.node(instr.node).outputs) round_view(view_of(t), ir_.tensor(t).type);
 }
 
 // One product of the shared input with the assembled weights [K, sum N_i]
@@ -256,6 +297,7 @@ void CpuExecutor::execute_merged_product(const Merged& m) {
     float* row = all.data + r * total;
     for (int64_t c = 0; c < total; ++c) row[c] += m.weights.bias[static_cast<size_t>(c)];
   }
+  if (rounds_) round_view(all, storage_.storages().at(static_cast<size_t>(m.region.storage)).type);
   for (const sched::MergeMember& member : spec.members) {
     const View y = view_of(ir_.node(graph_.unit(member.unit).anchor).outputs.at(0));
     const int64_t n = member.out_channels;
@@ -279,6 +321,7 @@ std::map<std::string, exec::HostTensor> CpuExecutor::run(const std::map<std::str
     const exec::HostTensor& given = inputs.at(ir_.tensor(id).name);
     const View dst = view_of(id);
     std::memcpy(dst.data, given.data.data(), given.data.size() * sizeof(float));
+    round_view(dst, ir_.tensor(id).type);  // what the upload to a 16-bit input stores
   }
   for (const Instr& instr : program_) execute(instr);
   std::map<std::string, exec::HostTensor> outputs;

@@ -11,6 +11,12 @@
 // merged convolutions' slices, in-place epilogues) and places the storages
 // in one arena by the plan's happens-before order; the arena persists
 // across run() calls.
+//
+// Element types: values are held as float whatever the tensor's type; a
+// 16-bit tensor holds floats rounded to its type (ir/element_type.h) wherever
+// the CUDA backend stores one: every output a kernel writes, after the whole
+// of an in-place element-wise chain (one CUDA kernel computes the chain in
+// registers), and every graph input. Arithmetic is float32 as on the GPU.
 #pragma once
 
 #include <cstdint>
@@ -102,6 +108,7 @@ class CpuExecutor {
   struct Instr {
     ir::NodeId node = ir::kNone;
     int merged = -1;
+    bool rounds = true;  // its outputs are stored: rounded to their types (16-bit models only)
   };
 
   void build_program(const exec::ExecPlan& plan);
@@ -111,6 +118,7 @@ class CpuExecutor {
   View view_of(ir::TensorId tensor);
   ConstView const_view_of(ir::TensorId tensor);
   void execute(const Instr& instr);
+  void round_outputs(const Instr& instr);
   void execute_merged_product(const Merged& merged);
 
   const sched::UnitGraph& graph_;
@@ -120,6 +128,12 @@ class CpuExecutor {
   std::vector<Merged> merged_;
   exec::StoragePlan storage_;
   std::vector<int64_t> storage_offsets_;  // elements into arena_, per storage
+  // Bytes of the arena layout per float of arena_: 4, or 2 when the model
+  // has 16-bit tensors (their storages take 2 bytes per element in the
+  // layout, which the device allocates; a float32 storage's byte range then
+  // maps to twice the floats it needs, so placements stay disjoint).
+  int64_t layout_bytes_per_float_ = 4;
+  bool rounds_ = false;  // the model has 16-bit tensors
   int64_t arena_elements_ = 0;
   std::vector<float> arena_;  // allocated on first run
   MemoryPlanStats stats_;

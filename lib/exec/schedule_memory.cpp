@@ -14,7 +14,6 @@ namespace ios::exec {
 
 namespace {
 
-constexpr int64_t kFloat = static_cast<int64_t>(sizeof(float));
 
 // The predicted workspace of launch `k`: the largest of its convolutions'.
 int64_t launch_workspace(const sched::UnitGraph& units, const ExecPlan& plan, const StoragePlan& storage,
@@ -45,13 +44,13 @@ sched::MemoryInfo schedule_memory(const sched::UnitGraph& graph, const ExecPlan&
                             plan.steps);
   sched::MemoryInfo info;
   info.arena_bytes = plan_memory(requests, order, kArenaAlignment).total_bytes;
-  for (ir::TensorId t : storage.inputs()) info.inputs_bytes += ir::num_elements(g.tensor(t).shape) * kFloat;
-  for (ir::TensorId t : storage.outputs()) info.outputs_bytes += ir::num_elements(g.tensor(t).shape) * kFloat;
+  for (ir::TensorId t : storage.inputs()) info.inputs_bytes += ir::tensor_bytes(g.tensor(t));
+  for (ir::TensorId t : storage.outputs()) info.outputs_bytes += ir::tensor_bytes(g.tensor(t));
 
   info.live_peak_bytes = live_peak_bytes(requests, order, kArenaAlignment);
 
   for (const ir::Tensor& t : g.tensors()) {
-    if (t.is_constant() && t.data) info.weights_bytes += static_cast<int64_t>(t.data->size()) * kFloat;
+    if (t.is_constant() && t.data) info.weights_bytes += ir::tensor_bytes(t);
   }
   for (size_t k = 0; k < plan.kernels.size(); ++k) {
     if (!plan.kernels[k].merged) continue;
@@ -60,7 +59,8 @@ sched::MemoryInfo schedule_memory(const sched::UnitGraph& graph, const ExecPlan&
     if (spec.kind == sched::MergeKind::kConv) {
       elements = spec.out_channels * spec.in_channels * spec.conv.kernel[0] * spec.conv.kernel[1] + spec.out_channels;
     }
-    info.merged_weights_bytes += elements * kFloat;
+    const int merged_storage = storage.merged_region(static_cast<int>(k)).storage;
+    info.merged_weights_bytes += elements * ir::bytes_of(storage.storages().at(static_cast<size_t>(merged_storage)).type);
   }
   info.weights_bytes += info.merged_weights_bytes;
 

@@ -115,8 +115,8 @@ class StoragePlan::Builder {
 
   // --- Storages ---------------------------------------------------------------
 
-  int new_storage(const std::string& name, int64_t elements, bool persistent) {
-    out_.storages_.push_back({name, elements, persistent});
+  int new_storage(const std::string& name, int64_t elements, bool persistent, ir::ElementType type) {
+    out_.storages_.push_back({name, elements, persistent, type});
     return static_cast<int>(out_.storages_.size() - 1);
   }
 
@@ -140,7 +140,7 @@ class StoragePlan::Builder {
       const ir::Tensor& tensor = g_.tensor(t);
       IOS_ASSERT(!tensor.is_constant(), "constant '{}' used as an activation", tensor.name);
       const int s = new_storage(tensor.name, ir::num_elements(tensor.shape),
-                                out_.persistent_[static_cast<size_t>(t)]);
+                                out_.persistent_[static_cast<size_t>(t)], tensor.type);
       r = make_region(tensor.shape, s, 0, dense_layout(tensor.shape).batch_stride);
     }
     return r;
@@ -176,7 +176,8 @@ class StoragePlan::Builder {
         persistent |= out_.persistent_[static_cast<size_t>(member_output(m.unit))] != 0;
       std::string name = "merged";
       for (const auto& m : spec.members) name += ":" + ug_.unit(m.unit).id;
-      const int storage = new_storage(name, ir::num_elements(shape), persistent);
+      const int storage =
+          new_storage(name, ir::num_elements(shape), persistent, g_.tensor(member_output(spec.members.front().unit)).type);
       out_.merged_index_[k] = static_cast<int>(out_.merges_.size());
       out_.merges_.push_back(spec);
       out_.merged_regions_.push_back(make_region(shape, storage, 0, spec.out_channels * plane));
@@ -218,7 +219,7 @@ class StoragePlan::Builder {
     const ir::Shape shape = spec.output_shape(g_.tensor(first).shape);
     std::string name = "merged";
     for (const auto& m : spec.members) name += ":" + ug_.unit(m.unit).id;
-    const int storage = new_storage(name, ir::num_elements(shape), false);
+    const int storage = new_storage(name, ir::num_elements(shape), false, g_.tensor(first).type);
     out_.merged_index_[k] = static_cast<int>(out_.merges_.size());
     out_.merges_.push_back(spec);
     out_.merged_regions_.push_back(
@@ -290,6 +291,7 @@ class StoragePlan::Builder {
     if (node_unit_[static_cast<size_t>(m)] != node_unit_[static_cast<size_t>(first)]) return false;
     const ir::Node& node = g_.node(m);
     if (!is_in_place_elementwise(node.op) || done_.count(m)) return false;
+    if (g_.tensor(node.outputs[0]).type != tensor.type) return false;  // a Cast to another type
     if (g_.tensor(node.outputs[0]).shape != tensor.shape)
       return false;  // would broadcast the chain value
     int uses = 0;
@@ -443,8 +445,7 @@ int StoragePlan::add_scratch(std::string name, int64_t elements, int kernel) {
 std::vector<MemoryRequest> StoragePlan::memory_requests() const {
   std::vector<MemoryRequest> requests(storages_.size());
   for (size_t s = 0; s < storages_.size(); ++s) {
-    requests[s] = {storages_[s].elements * static_cast<int64_t>(sizeof(float)),
-                   storages_[s].persistent, users_[s]};
+    requests[s] = {storages_[s].bytes(), storages_[s].persistent, users_[s]};
   }
   return requests;
 }

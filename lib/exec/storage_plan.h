@@ -62,6 +62,11 @@ struct Storage {
   std::string name;  // the first tensor placed in it, or "merged:<unit ids>"
   int64_t elements = 0;
   bool persistent = false;
+  // Every tensor placed in a storage has its type: an in-place chain never
+  // changes the type (a type-changing Cast is no epilogue), Concat's inputs
+  // and a merge's members share theirs.
+  ir::ElementType type = ir::ElementType::kFloat32;
+  int64_t bytes() const { return elements * ir::bytes_of(type); }
 };
 
 class StoragePlan {

@@ -16,6 +16,7 @@
 
 #include <cmath>
 
+#include "ir/element_type.h"
 #include "ir/op_kind.h"
 
 #if defined(__CUDACC__)
@@ -138,6 +139,12 @@ struct Abs {
   IOS_HOST_DEVICE T operator()(T x, const Params&) const { return x < T(0) ? -x : x; }
 };
 
+struct Cast {  // p0: the target ElementType's number; the value as a tensor of it stores it
+  IOS_HOST_DEVICE float operator()(float x, const Params& p) const {
+    return round_to(x, static_cast<ElementType>(static_cast<int>(p.p0)));
+  }
+};
+
 // --- Binary: y = f(a, b), operands broadcast by the kernel. ------------------
 
 struct Add {
@@ -199,6 +206,7 @@ IOS_HOST_DEVICE bool visit_unary(OpKind op, Visitor&& visit) {
     case OpKind::kMish: visit(Mish{}); return true;
     case OpKind::kNeg: visit(Neg{}); return true;
     case OpKind::kAbs: visit(Abs{}); return true;
+    case OpKind::kCast: visit(Cast{}); return true;
     default: return false;
   }
 }

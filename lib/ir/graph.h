@@ -1,7 +1,8 @@
 // The ios intermediate representation: a static-shape dataflow graph of CNN
 // operators. The ONNX importer (lib/onnx) is the only code that builds it from
 // a file; everything downstream (unit formation, cost models, executors) reads
-// it. Tensors are NCHW float32 with fully static shapes.
+// it. Tensors are NCHW with fully static shapes and an element type
+// (ir/element_type.h): float32, float16 or bfloat16.
 #pragma once
 
 #include <array>
@@ -15,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "ir/element_type.h"
 #include "ir/elementwise.h"
 #include "ir/op_kind.h"
 #include "ir/resize_math.h"
@@ -289,11 +291,20 @@ struct ActivationAttrs {
   ew::Params ew_params() const { return {alpha, beta}; }
 };
 
+// Cast between float types: the output is the input rounded to `to`.
+struct CastAttrs {
+  ElementType to = ElementType::kFloat32;
+
+  bool operator==(const CastAttrs&) const = default;
+  static constexpr auto fields() { return std::tuple{field("to", &CastAttrs::to)}; }
+  ew::Params ew_params() const { return {static_cast<float>(static_cast<int>(to)), 0.0f}; }  // ew::Cast's
+};
+
 using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
                            AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
                            TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
                            LayerNormAttrs, GeluAttrs, ActivationAttrs, TileAttrs,
-                           ConvTransposeAttrs>;
+                           ConvTransposeAttrs, CastAttrs>;
 
 // Calls f(name, value, text) for every field of attribute struct `a`, in
 // the order of its fields().
@@ -345,9 +356,17 @@ struct Tensor {
   NodeId producer = kNone;           // kNone for graph inputs and weights
   std::vector<NodeId> consumers;     // kept up to date by Graph
   std::shared_ptr<const std::vector<float>> data;  // set for weights/constants
+  // How the tensor is stored. A weight's values are exactly representable in
+  // it (ir/element_types.h assigns types and rounds weights).
+  ElementType type = ElementType::kFloat32;
 
   bool is_constant() const { return data != nullptr; }
 };
+
+// Bytes the tensor takes in device memory: its elements at its type's size.
+inline int64_t tensor_bytes(const Tensor& t) {
+  return (t.is_constant() ? static_cast<int64_t>(t.data->size()) : num_elements(t.shape)) * bytes_of(t.type);
+}
 
 // An operator. Input order follows ONNX (Conv: X, W, [B]; Gemm: A, B, [C];
 // BatchNorm: X, scale, bias, mean, var). Optional inputs absent at the end.

@@ -58,6 +58,10 @@ std::string_view op_name(OpKind op) {
 }
 
 bool is_epilogue_candidate(const Graph& graph, const Node& node) {
+  if (node.op == OpKind::kCast && !node.inputs.empty() && !node.outputs.empty() &&
+      graph.tensor(node.inputs[0]).type != graph.tensor(node.outputs[0]).type) {
+    return false;
+  }
   switch (op_info(node.op).traits.elementwise) {
     case Elementwise::kUnary:
       return true;

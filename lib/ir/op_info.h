@@ -66,6 +66,11 @@ class AttributeReader {
   // Constant folded into one), not computed at run time.
   virtual bool input_is_constant(int index) const = 0;
 
+  // The element type an attribute names (Cast's `to`) as the file declared
+  // it, before the importer stored 16-bit tensors as float32
+  // (onnx/element_types.h); std::nullopt for any other type.
+  virtual std::optional<ElementType> element_type_attribute(std::string_view name) const = 0;
+
   // "<file>: node <label>", the start of every message about this node.
   virtual std::string where() const = 0;
 
@@ -151,7 +156,8 @@ inline bool is_elementwise(OpKind op) { return op_info(op).traits.elementwise !=
 
 // Whether `node` may join the unit of its input's producer as an epilogue
 // (or become an element-wise unit's epilogue): a unary element-wise
-// operator, or a binary one with exactly one activation operand.
+// operator, or a binary one with exactly one activation operand; not a Cast
+// that changes the element type.
 bool is_epilogue_candidate(const Graph& graph, const Node& node);
 
 // The scalar attributes an element-wise kernel applies (ir/elementwise.h):

@@ -66,7 +66,8 @@
   X(kReduceMin, reduce_min_op)                                                               \
   X(kReduceProd, reduce_prod_op)                                                             \
   X(kTile, tile_op)                                                                          \
-  X(kConvTranspose, conv_transpose_op) /* 2-D; a conv unit that never merges */
+  X(kConvTranspose, conv_transpose_op) /* 2-D; a conv unit that never merges */             \
+  X(kCast, cast_op) /* between float32, float16 and bfloat16 (ir/element_type.h) */
 
 namespace ios::ir {
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "onnx/attributes.h"
+#include "onnx/element_types.h"
 
 namespace ios::onnx {
 namespace {
@@ -274,9 +275,14 @@ ConstTensor decode_tensor(const TensorProto& proto, const std::string& file) {
 
 std::vector<float> decode_float_weights(const TensorProto& proto, const std::string& file) {
   check_location(proto, file);
+  if (proto.data_type() == TensorProto::FLOAT16 || proto.data_type() == TensorProto::BFLOAT16) {
+    TensorProto widened = proto;
+    widen_to_float(widened, file, "tensor");
+    return decode_float_weights(widened, file);
+  }
   if (proto.data_type() != TensorProto::FLOAT) {
-    user_error("{}: weight '{}' has element type {}; ios runs float32 models only, re-export "
-               "the model in float32", file, proto.name(), type_name(proto.data_type()));
+    user_error("{}: weight '{}' has element type {}; ios runs float32, float16 and bfloat16 "
+               "models only, re-export the model in one of them", file, proto.name(), type_name(proto.data_type()));
   }
   const int64_t elements = proto_num_elements(proto);
   if (elements < 0) {

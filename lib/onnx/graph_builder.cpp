@@ -23,8 +23,8 @@ using ::onnx::TensorProto;
 
 class Builder {
  public:
-  Builder(::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file)
-      : graph_proto_(model.graph()), shapes_(shapes), file_(file), opset_(default_opset(model)) {
+  Builder(::onnx::ModelProto& model, ShapeMap& shapes, const DeclaredTypes& declared, const std::string& file)
+      : graph_proto_(model.graph()), shapes_(shapes), declared_(declared), file_(file), opset_(default_opset(model)) {
     for (auto& t : *model.mutable_graph()->mutable_initializer()) initializers_[t.name()] = &t;
   }
 
@@ -115,6 +115,17 @@ class Builder {
       for (size_t k = 0; k < out.size(); ++k) out[k] = v->as_double(k);
       return out;
     }
+    std::optional<ir::ElementType> element_type_attribute(std::string_view name) const override {
+      if (node_.op_type() == "Cast" && name == "to" && node_.output_size() == 1) {
+        if (auto it = builder_.declared_.find(node_.output(0)); it != builder_.declared_.end()) return it->second;
+      }
+      switch (attr_int(node_, std::string(name), 0)) {
+        case TensorProto::FLOAT: return ir::ElementType::kFloat32;
+        case TensorProto::FLOAT16: return ir::ElementType::kFloat16;
+        case TensorProto::BFLOAT16: return ir::ElementType::kBFloat16;
+        default: return std::nullopt;
+      }
+    }
     bool input_is_constant(int index) const override {
       const std::string raw = input_or_empty(node_, index);
       return !raw.empty() && builder_.initializers_.count(builder_.resolve(raw)) > 0;
@@ -158,8 +169,8 @@ class Builder {
     const bool other_type_exponent = node.op_type() == "Pow" && node.input_size() > 1 &&
                                   resolve(node.input(1)) == name && init->second->data_type() != TensorProto::FLOAT;
     if (init->second->data_type() != TensorProto::FLOAT && !other_type_exponent) {
-      fail(node, "reads weight '{}' of type {}; ios runs float32 models only (integer tensors are "
-                 "allowed only in shape arithmetic), re-export the model in float32",
+      fail(node, "reads weight '{}' of type {}; ios runs float32, float16 and bfloat16 models only (integer tensors are "
+                 "allowed only in shape arithmetic), re-export the model in one of them",
            name, type_name(init->second->data_type()));
     }
     ir::Tensor t;
@@ -555,6 +566,7 @@ class Builder {
 
   const ::onnx::GraphProto& graph_proto_;
   ShapeMap& shapes_;
+  const DeclaredTypes& declared_;
   std::unordered_set<std::string> used_names_;  // filled by unused_name()
   const std::string& file_;
   int64_t opset_;
@@ -593,8 +605,9 @@ std::string supported_ops_list() {
   return out;
 }
 
-ir::Graph build_ir(::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file) {
-  return Builder(model, shapes, file).build();
+ir::Graph build_ir(::onnx::ModelProto& model, ShapeMap& shapes, const DeclaredTypes& declared,
+                   const std::string& file) {
+  return Builder(model, shapes, declared, file).build();
 }
 
 }  // namespace ios::onnx

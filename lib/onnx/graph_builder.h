@@ -14,6 +14,7 @@
 
 #include "ir/graph.h"
 #include "onnx/constant_folding.h"
+#include "onnx/element_types.h"
 
 namespace ios::onnx {
 
@@ -21,12 +22,15 @@ namespace ios::onnx {
 // the builder adds the shapes of the tensors it introduces itself (the
 // Slice output of a Gather it imports as Slice and Reshape), so that `shapes`
 // names every activation of the IR.
+// `declared` gives Cast nodes their 16-bit targets (onnx/element_types.h);
+// every IR tensor is float32 until ir::assign_element_types runs.
 // Throws UserError naming `file` and the node for unsupported operators,
 // non-constant attribute inputs, non-float32 weights and unsupported
 // attribute values. Each float32 weight larger than 4 KiB leaves `model`
 // (its data is released) once the IR holds it, so that the weights are in
 // memory once while the graph is built.
-ir::Graph build_ir(::onnx::ModelProto& model, ShapeMap& shapes, const std::string& file);
+ir::Graph build_ir(::onnx::ModelProto& model, ShapeMap& shapes, const DeclaredTypes& declared,
+                   const std::string& file);
 
 // ONNX op types that become IR nodes, plus Identity and Dropout.
 bool is_supported_op(const std::string& op_type);

@@ -26,12 +26,14 @@
 #include "core/json_limits.h"
 #include "core/log.h"
 #include "core/sha256.h"
+#include "ir/element_types.h"
 #include "ir/passes.h"
 #include "ir/shape_inference.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
 #include "onnx/constant_folding.h"
 #include "onnx/einsum.h"
+#include "onnx/element_types.h"
 #include "onnx/external_data.h"
 #include "onnx/graph_builder.h"
 #include "onnx/import_schemas.h"
@@ -562,7 +564,7 @@ InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
     }
     auto& tensor_type = *input.mutable_type()->mutable_tensor_type();
     if (tensor_type.elem_type() != ::onnx::TensorProto::FLOAT) {
-      user_error("{}: graph input '{}' has element type {}; ios runs float32 models only", path,
+      user_error("{}: graph input '{}' has element type {}; ios runs float32, float16 and bfloat16 models only", path,
                  input.name(), type_name(tensor_type.elem_type()));
     }
     ir::Shape dims;
@@ -761,6 +763,7 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
   auto log = logger("onnx");
   check_operators(model, path);
   check_tensors(model, path);
+  const DeclaredTypes declared = store_16bit_as_float(model, path);
   sort_nodes(*model.mutable_graph(), path);
   const AdaptedVersions versions = adapt_to_checker_versions(model, path);
   if (versions.nodes_rewritten > 0) {
@@ -821,13 +824,14 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
       }
     }
   }
-  result.graph = build_ir(model, shapes, path);
+  result.graph = build_ir(model, shapes, declared, path);
   check_tensor_sizes(result.graph, path);
   infer_ir_shapes(result.graph, path);
   cross_check(result.graph, shapes, path, "import");
   const ir::PassStats stats = ir::run_import_passes(result.graph);
   infer_ir_shapes(result.graph, path);
   cross_check(result.graph, shapes, path, "IR passes");
+  ir::assign_element_types(result.graph, declared, path);
 
   const auto layer_norms = std::count_if(result.graph.nodes().begin(), result.graph.nodes().end(),
                                          [](const ir::Node& n) { return n.op == ir::OpKind::kLayerNorm; });

@@ -492,11 +492,11 @@ void check_memory_floor(const OptimizeRun& r) {
   const ir::Graph& g = *r.units().ir();
   int64_t floor = 0;
   for (const ir::Tensor& t : g.tensors()) {
-    if (t.is_constant() && t.data) floor += static_cast<int64_t>(t.data->size() * sizeof(float));
+    if (t.is_constant() && t.data) floor += ir::tensor_bytes(t);
   }
-  for (ir::TensorId t : g.inputs()) floor += ir::num_elements(g.tensor(t).shape) * static_cast<int64_t>(sizeof(float));
+  for (ir::TensorId t : g.inputs()) floor += ir::tensor_bytes(g.tensor(t));
   for (ir::TensorId t : g.outputs()) {
-    if (!g.tensor(t).is_constant()) floor += ir::num_elements(g.tensor(t).shape) * static_cast<int64_t>(sizeof(float));
+    if (!g.tensor(t).is_constant()) floor += ir::tensor_bytes(g.tensor(t));
   }
   if (r.memory_limit < floor) {
     user_error("--memory-limit {} ({} bytes) is below what the model's weights, inputs and outputs alone take, {} "

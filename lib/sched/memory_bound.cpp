@@ -20,7 +20,7 @@ struct UnitTensors {
 };
 
 int64_t tensor_bytes(const ir::Graph& g, ir::TensorId t) {
-  return ir::num_elements(g.tensor(t).shape) * static_cast<int64_t>(sizeof(float));
+  return ir::tensor_bytes(g.tensor(t));
 }
 
 UnitTensors unit_tensors(const UnitGraph& graph) {

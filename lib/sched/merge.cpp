@@ -241,6 +241,17 @@ MergeCheck check_merge(const UnitGraph& graph, const std::vector<UnitId>& units)
     }
   }
   const Unit& first = graph.unit(units[0]);
+  // One kernel writes every member's output: they must share an element type.
+  for (UnitId u : units) {
+    const Unit& unit = graph.unit(u);
+    if (unit.anchor == ir::kNone || first.anchor == ir::kNone) break;
+    const ir::ElementType a = ir->tensor(ir->node(first.anchor).outputs.at(0)).type;
+    const ir::ElementType b = ir->tensor(ir->node(unit.anchor).outputs.at(0)).type;
+    if (a != b) {
+      return fail(fmt::format("units '{}' and '{}' compute in different element types ({} and {})", first.id, unit.id,
+                              ir::type_name(a), ir::type_name(b)));
+    }
+  }
   const bool products = is_product(*ir, first);
   for (UnitId u : units) {
     const Unit& unit = graph.unit(u);

@@ -1,6 +1,7 @@
 // The operator cases of the suite (op_suite.h). Expected values are computed
 // here in float64, from the ONNX definitions, never by a backend.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "exec/plan.h"
+#include "ir/element_types.h"
 #include "ir/shape_inference.h"
 #include "op_suite.h"
 #include "sched/schedule.h"
@@ -89,6 +91,76 @@ class CaseBuilder {
  private:
   OpCase case_;
 };
+
+// v rounded to a binary format with `mantissa_bits` stored mantissa bits and
+// smallest normal exponent `min_exponent`, to nearest with ties to even
+// (nearbyint in the default rounding mode): the float16 and bfloat16 truth,
+// computed in double, apart from ir/element_type.h's bit arithmetic.
+double round_to_format(double v, int mantissa_bits, int min_exponent) {
+  if (v == 0.0 || !std::isfinite(v)) return v;
+  const int e = std::max(std::ilogb(v), min_exponent);
+  const double ulp = std::ldexp(1.0, e - mantissa_bits);
+  return std::nearbyint(v / ulp) * ulp;
+}
+double round_to_half(double v) { return round_to_format(v, 10, -14); }
+double round_to_bfloat16(double v) { return round_to_format(v, 7, -126); }
+
+// Cast between the float types: to float16 and bfloat16 over normal and
+// subnormal ranges (exact: tolerance 0), and from a float16 input back to
+// float32. A Cast that changes the type is never an epilogue (it cannot run
+// in place), so it is a unit of its own even after a convolution.
+void cast_cases(std::vector<OpCase>& cases) {
+  const ir::Shape shape{2, 3, 2, 2};
+  struct Range {
+    const char* what;
+    float lo, hi;
+  };
+  for (const auto& [type, name, truth, ranges] :
+       {std::tuple{ir::ElementType::kFloat16, "float16", &round_to_half,
+                   std::vector<Range>{{"normal", -60000.0f, 50000.0f}, {"small", -3.3f, 2.9f}, {"subnormal", -3e-5f, 2e-5f}}},
+        std::tuple{ir::ElementType::kBFloat16, "bfloat16", &round_to_bfloat16,
+                   std::vector<Range>{{"normal", -1e30f, 3e29f}, {"small", -3.3f, 2.9f}, {"subnormal", -3e-39f, 2e-39f}}}}) {
+    for (const Range& range : ranges) {
+      const std::vector<float> x = ramp(ir::num_elements(shape), range.lo, range.hi);
+      Values e;
+      for (float v : x) e.push_back(truth(v));
+      CaseBuilder b(fmt::format("Cast to {} ({} values)", name, range.what), OpKind::kCast);
+      b.output(b.node(OpKind::kCast, {b.input("x", shape, x)}, ir::CastAttrs{type}).at(0), e);
+      OpCase c = b.take();
+      c.tolerance = 0.0;
+      ir::assign_element_types(c.graph, {}, c.name);
+      cases.push_back(std::move(c));
+    }
+  }
+  {
+    // x is a float16 input: the run stores it rounded; the Cast reads it back.
+    const std::vector<float> x = ramp(ir::num_elements(shape), -3.3f, 2.9f);
+    Values e;
+    for (float v : x) e.push_back(round_to_half(v));
+    CaseBuilder b("Cast of a float16 input to float32", OpKind::kCast);
+    b.output(b.node(OpKind::kCast, {b.input("x", shape, x)}, ir::CastAttrs{ir::ElementType::kFloat32}).at(0), e);
+    OpCase c = b.take();
+    c.tolerance = 0.0;
+    ir::assign_element_types(c.graph, {{"x", ir::ElementType::kFloat16}}, c.name);
+    cases.push_back(std::move(c));
+  }
+  {
+    CaseBuilder b("Cast to float16 after a convolution", OpKind::kCast);
+    const std::vector<float> x = ramp(ir::num_elements(shape), -3.3f, 2.9f);
+    std::vector<float> identity(9, 0.0f);
+    for (int ch = 0; ch < 3; ++ch) identity[static_cast<size_t>(ch * 3 + ch)] = 1.0f;
+    const auto conv = b.node(OpKind::kConv, {b.input("x", shape, x), b.constant("w", {3, 3, 1, 1}, identity)},
+                             ir::ConvAttrs{}, 1, "c");
+    Values e;
+    for (float v : x) e.push_back(round_to_half(v));
+    b.output(b.node(OpKind::kCast, {conv.at(0)}, ir::CastAttrs{ir::ElementType::kFloat16}).at(0), e);
+    b.expect_units(2);
+    OpCase c = b.take();
+    c.tolerance = 0.0;
+    ir::assign_element_types(c.graph, {}, c.name);
+    cases.push_back(std::move(c));
+  }
+}
 
 // A unary element-wise case on x [2, 3, 2, 2] spanning [lo, hi], alone and as
 // the epilogue of an identity 1x1 convolution (exact, so the expected values
@@ -998,6 +1070,7 @@ std::vector<OpCase> make_cases() {
 
   resize_cases(cases);
   layer_norm_cases(cases);
+  cast_cases(cases);
 
   std::stable_sort(cases.begin(), cases.end(), [](const OpCase& a, const OpCase& b) { return a.op < b.op; });
   return cases;

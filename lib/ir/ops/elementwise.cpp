@@ -77,6 +77,15 @@ Attrs parse_thresholded_relu(const AttributeReader& r, const Shapes&) {
   return ActivationAttrs{activation_alpha(r, 1.0f), 0.0f};
 }
 
+Attrs parse_cast(const AttributeReader& r, const Shapes&) {
+  const auto to = r.element_type_attribute("to");
+  if (!to) {
+    r.fail("Cast to element type {} on a tensor computed at run time; ios runs float32, float16 and "
+           "bfloat16 tensors only", r.get_int("to", 0));
+  }
+  return CastAttrs{*to};
+}
+
 Attrs parse_selu(const AttributeReader& r, const Shapes&) {
   // ONNX's defaults: the constants of the SELU paper, as float32.
   const float alpha = activation_alpha(r, 1.67326319217681884765625f);
@@ -207,6 +216,11 @@ OpInfo thresholded_relu_op() {
 }
 
 OpInfo neg_op() { return work(op(OpKind::kNeg, "Neg", 6, nullptr, same_as_input, unary()), 1); }
+
+// Cast between the float types (integer Casts are shape arithmetic, folded
+// at import). A Cast that changes the type is no epilogue: it reads and
+// writes elements of different sizes, so it cannot run in place.
+OpInfo cast_op() { return work(op(OpKind::kCast, "Cast", 6, parse_cast, same_as_input, unary()), 1); }
 
 OpInfo abs_op() { return work(op(OpKind::kAbs, "Abs", 6, nullptr, same_as_input, unary()), 1); }
 
