@@ -382,8 +382,8 @@ def main(argv=None):
     try:
         model = onnx.load(args.input)
     except Exception as e:  # protobuf's DecodeError and friends
-        print(f"convert_half: {args.input}: not an ONNX model ({str(e).splitlines()[0] if str(e) else type(e).__name__})",
-              file=sys.stderr)
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"convert_half: {args.input}: not an ONNX model ({why})", file=sys.stderr)
         return 2
     ops = None if args.op_block_list is None else [s.strip() for s in args.op_block_list.split(",") if s.strip()]
     names = [s.strip() for s in args.node_block_list.split(",") if s.strip()]
