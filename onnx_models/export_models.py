@@ -54,6 +54,7 @@ import torchvision.models as tvm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nets  # noqa: E402  (sibling module)
+import half_reference  # noqa: E402  (sibling module)
 
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
 # The IOS paper's RandWire graphs, committed next to this script.
@@ -414,9 +415,10 @@ def export_one(name, args, hw, out_path):
             f.write(data)
         os.replace(tmp, out_path)
         if args.truth:
-            write_truth(model, args, hw, out_path)
+            errors = write_truth(model, args, hw, out_path)
 
     inits = {i.name: i for i in proto.graph.initializer}
+    errors = errors if args.truth and not bad else None
     dw = 0
     for n in proto.graph.node:
         if n.op_type == "Conv":
@@ -426,7 +428,14 @@ def export_one(name, args, hw, out_path):
     return {"name": name, "path": out_path, "bytes": len(data), "nodes": len(proto.graph.node),
             "hist": hist, "bad": bad, "secs": time.time() - t0, "max_abs": max_abs,
             "sha256": hashlib.sha256(data).hexdigest(), "depthwise": dw,
-            "sources": getattr(model, "graph_sources", None)}
+            "sources": getattr(model, "graph_sources", None), "errors": errors,
+            "outputs": outputs}
+
+
+def error_vs_truth(value, truth):
+    """(rms, max-abs) of value - truth, computed in float64."""
+    d = value.astype(np.float64) - truth
+    return float(np.sqrt(np.mean(d * d))), float(np.abs(d).max())
 
 
 @torch.no_grad()
@@ -435,23 +444,45 @@ def write_truth(model, args, hw, out_path):
     (batch 2 for a symbolic batch) and the model's output computed in float64
     from the same weights, next to the model as <stem>.input.npy and
     <stem>.truth.npy (float32 input, float64 output); a model of several
-    outputs has <stem>.truth.<output name>.npy for each."""
+    outputs has <stem>.truth.<output name>.npy for each.
+
+    With --half-truth, also the independent half-precision runs on the same
+    input (half_reference.py), float32: <stem>.ref-bf16.npy (PyTorch's
+    bfloat16 CPU kernels) and <stem>.ref-fp16.npy (float16 emulated in
+    float32), <stem>.ref-bf16.<output name>.npy etc. for several outputs.
+    Returns {kind: [(rms, max-abs) per output]} of each reference against the
+    truth, and "bf16-how" (torch, or emulated and why), or None without
+    --half-truth."""
     batch = 2 if args.dynamic_batch else args.batch
     gen = torch.Generator().manual_seed(args.seed + 3)
     x = torch.randn(batch, 3, hw[0], hw[1], generator=gen)
-    truths = as_outputs(copy.deepcopy(model).double()(x.double()))
+    truths = [t.numpy() for t in as_outputs(copy.deepcopy(model).double()(x.double()))]
     names = output_names(model)
     stem = out_path[:-len(".onnx")]
-    files = [(".input.npy", x.numpy())]
-    if len(names) == 1:
-        files.append((".truth.npy", truths[0].numpy()))
-    else:
-        files += [(f".truth.{n}.npy", t.numpy()) for n, t in zip(names, truths)]
+
+    def per_output(kind, values):
+        if len(names) == 1:
+            return [(f".{kind}.npy", values[0])]
+        return [(f".{kind}.{n}.npy", v) for n, v in zip(names, values)]
+
+    files = [(".input.npy", x.numpy())] + per_output("truth", truths)
+    errors = None
+    if args.half_truth:
+        t0 = time.time()
+        bf16, how = half_reference.bf16_reference(model, x)
+        fp16 = half_reference.fp16_emulated_reference(model, x)
+        errors = {"bf16-how": how}
+        for kind, refs in (("ref-fp16", fp16), ("ref-bf16", bf16)):
+            refs = [r.numpy().astype(np.float32) for r in refs]
+            files += per_output(kind, refs)
+            errors[kind] = [error_vs_truth(r, t) for r, t in zip(refs, truths)]
+        errors["secs"] = time.time() - t0
     for suffix, value in files:
         tmp = stem + suffix + ".tmp"
         with open(tmp, "wb") as f:
             np.save(f, value)
         os.replace(tmp, stem + suffix)
+    return errors
 
 
 def report(r):
@@ -459,6 +490,13 @@ def report(r):
     extra = f" dwconv={r['depthwise']}" if r["depthwise"] else ""
     print(f"{r['name']:<15} {r['path']}  {r['bytes'] / 1e6:.1f} MB  nodes={r['nodes']}{extra}  "
           f"{r['secs']:.1f}s  max|out|={r['max_abs']:.3g}  [{hist}]", flush=True)
+    if r["errors"]:
+        for kind in ("ref-fp16", "ref-bf16"):
+            errs = "  ".join(f"{o}: rms={rms:.3g} max={mx:.3g}"
+                             for o, (rms, mx) in zip(r["outputs"], r["errors"][kind]))
+            how = (f"  [{r['errors']['bf16-how']}; both references {r['errors']['secs']:.1f}s]"
+                   if kind == "ref-bf16" else "")
+            print(f"  {kind} vs float64 truth: {errs}{how}", flush=True)
     if r["sources"] and any(s.startswith("generated") for s in r["sources"]):
         print(f"  note: randwire graph files not found, generated: {', '.join(r['sources'])}")
     if r["bad"]:
@@ -496,6 +534,10 @@ def main(argv=None):
     ap.add_argument("--truth", action="store_true",
                     help="also write <stem>.input.npy (seeded N(0,1), batch 2 with --dynamic-batch) and "
                          "<stem>.truth.npy (the model's output in float64 on that input)")
+    ap.add_argument("--half-truth", action="store_true",
+                    help="implies --truth; also write <stem>.ref-bf16.npy (PyTorch's bfloat16 on the CPU) "
+                         "and <stem>.ref-fp16.npy (float16 emulated in float32, half_reference.py): the "
+                         "model's half-precision outputs on the seeded input, float32")
     ap.add_argument("--randwire-graphs", default=DEFAULT_GRAPH_DIR,
                     help="folder with ws-N-K-P-stage.txt graphs (default: %(default)s; "
                          "missing files are generated with a fixed seed)")
@@ -507,6 +549,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.batch < 1:
         ap.error("--batch must be >= 1")
+    args.truth |= args.half_truth
     torch.set_num_threads(max(1, args.threads))
 
     if args.list:

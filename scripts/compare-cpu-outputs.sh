@@ -35,7 +35,11 @@ read -r -a schedulers <<<"${SCHEDULERS:-sequential greedy ios ios-parallel ios-m
 if [[ -n ${MODELS:-} ]]; then
     read -r -a models <<<"$MODELS"
 else
-    models=(onnx_models/generated/*.onnx)
+    models=()
+    for m in onnx_models/generated/*.onnx; do
+        # The typed half-precision copies (convert_half.py) are not float32 models.
+        case "$m" in *.fp16.onnx | *.bf16.onnx) ;; *) models+=("$m") ;; esac
+    done
 fi
 [[ -e ${models[0]} ]] || { echo "$0: no models in onnx_models/generated (run onnx_models/export_models.py)" >&2; exit 2; }
 

@@ -21,8 +21,15 @@ $py onnx_models/export_models.py --dynamic-batch --out-dir "$out" \
   --models inception_v3,squeezenet1_1,resnet50,mobilenet_v2,densenet121,googlenet
 $py onnx_models/export_models.py --dynamic-batch --out-dir "$out" --models randwire --image-size 64x64
 $py onnx_models/export_models.py --dynamic-batch --out-dir "$out" --models nasnet_a_large --image-size 99x99
+# The IOS paper's four networks at small sizes with a static batch of 1, with
+# their truths and half-precision references (--half-truth, below).
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models inception_v3 --image-size 75x75
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models squeezenet1_1,randwire \
+  --image-size 64x64
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models nasnet_a_large --image-size 99x99
 # The families deployed today, with a seeded input and the float64 truth
-# beside each file (--truth): every family at opset 13 with a symbolic batch
+# beside each file (--truth) and the independent bf16 and fp16 runs of the
+# model on that input (--half-truth: <stem>.ref-bf16.npy, .ref-fp16.npy): every family at opset 13 with a symbolic batch
 # and at opset 17 with a static one; ConvNeXt and the ViT-style encoder, whose
 # LayerNorm and class-token arithmetic differ between the opsets, also at
 # opset 13 with a static batch and opset 17 with a symbolic one. The
@@ -39,19 +46,30 @@ for opts in "--dynamic-batch" "--opset 17" "--batch 1" "--opset 17 --dynamic-bat
       convnext*) size=(--image-size 64x64) ;;
     esac
     # shellcheck disable=SC2086  # several words on purpose
-    $py onnx_models/export_models.py $opts --truth --out-dir "$out" --models "$models" "${size[@]}"
+    $py onnx_models/export_models.py $opts --truth --half-truth --out-dir "$out" --models "$models" "${size[@]}"
   done
 done
 # The next families as torchvision 0.14 exports them (opset 13, static batch
-# 1), with their truths: Swin-T at 112x112 (windows of 7 on padded feature
+# 1), with their truths and half-precision references: Swin-T at 112x112 (windows of 7 on padded feature
 # maps), MaxViT-T at 224x224 (its partitions need a multiple of 224), and the
 # detectors' raw heads, RetinaNet and FCOS at 128x128 (five pyramid levels
 # down to 1x1) and SSDlite at its 320x320.
-$py onnx_models/export_models.py --truth --out-dir "$out" --models swin_t --image-size 112x112
-$py onnx_models/export_models.py --truth --out-dir "$out" --models maxvit_t
-$py onnx_models/export_models.py --truth --out-dir "$out" --models retinanet_resnet50_fpn,fcos_resnet50_fpn \
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models swin_t --image-size 112x112
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models maxvit_t
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models retinanet_resnet50_fpn,fcos_resnet50_fpn \
   --image-size 128x128
-$py onnx_models/export_models.py --truth --out-dir "$out" --models ssdlite320_mobilenet_v3_large
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models ssdlite320_mobilenet_v3_large
+# Typed half-precision files of the acceptance set: <stem>.fp16.onnx and
+# <stem>.bf16.onnx (float32 inputs and outputs, Casts inside; the reduction
+# and normalisation ops stay float32, see convert_half.py), two at a time.
+half_start=$(date +%s)
+for stem in inception_v3-75x75 squeezenet1_1-64x64 randwire-64x64 nasnet_a_large-99x99 convnext_tiny-64x64 \
+  vit_style deeplabv3_resnet50-128x128-op17 fcn_resnet50-128x128-op17 swin_t-112x112 \
+  retinanet_resnet50_fpn-128x128 maxvit_t; do
+  for to in fp16 bf16; do echo "$out/$stem.onnx $out/$stem.$to.onnx --to $to"; done
+done | xargs -P 2 -L 1 "$py" onnx_models/convert_half.py
+echo "models: half-precision files converted in $(( $(date +%s) - half_start )) s"
 $py onnx_models/make_bad_models.py "$out/bad"
-echo "$hash" >"$stamp"
+echo "$hash" >"$stamp.tmp"  # a new file, then a rename: never write through a hard link
+mv "$stamp.tmp" "$stamp"
 echo "models: exported in $(( $(date +%s) - start )) s"

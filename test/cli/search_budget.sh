@@ -92,6 +92,9 @@ fi
 # --- every model: IOS no slower than greedy and sequential ------------------------------
 for model in "$IOS_MODELS_DIR"/*.onnx; do
   name=$(basename "$model" .onnx)
+  # The typed fp16 / bf16 copies of some models (onnx_models/convert_half.py)
+  # are the float32 graphs behind Casts: the half-precision tests take them.
+  case "$name" in *.fp16 | *.bf16) continue ;; esac
   expect_ok "$name greedy" -- "$OPT" "$model" --batch 1 --scheduler greedy --cost simulated \
     -o "$WORK/$name.g.json" --report-json "$WORK/$name.g.report" --quiet || continue
   expect_ok "$name ios" -- "$OPT" "$model" --batch 1 --cost simulated -o "$WORK/$name.i.json" \
