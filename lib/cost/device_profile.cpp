@@ -8,8 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
@@ -306,9 +306,8 @@ void validate_device_profile(const DeviceProfile& p, const std::string& source) 
   for (const auto& [field, peak] : {std::pair{"peak_fp16_tflops", p.peak_fp16_tflops},
                                     std::pair{"peak_bf16_tflops", p.peak_bf16_tflops}}) {
     if (peak && *peak > 0.0 && p.tensor_core_efficiency == 0.0) {
-      user_error(
-          "device profile {}: field 'tensor_core_efficiency' must be > 0 when '{}' is > 0",
-          source, field);
+      user_error("device profile {}: field 'tensor_core_efficiency' must be > 0 when '{}' is > 0",
+                 source, field);
     }
   }
 }

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "sched/signature.h"
 #include "ir/graph.h"
 #include "ir/precision.h"
 #include "ir/shape_inference.h"
+#include "sched/signature.h"
 #include "sched/unit_graph.h"
 
 namespace {

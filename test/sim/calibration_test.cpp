@@ -170,7 +170,8 @@ TEST_CASE("a fit to absurd measurements stays inside the accepted ranges", "[sim
   }
 }
 
-TEST_CASE("calibration of a 16-bit model fits the tensor-core efficiency", "[sim][calibration][half]") {
+TEST_CASE("calibration of a 16-bit model fits the tensor-core efficiency",
+          "[sim][calibration][half]") {
   // The float16 SqueezeNet: its convolutions run on the FP16 tensor cores
   // whatever the precision, so the tensor-core efficiency is fitted even at
   // --precision fp32, from stages whose signatures carry the type.
@@ -193,7 +194,8 @@ TEST_CASE("calibration of a 16-bit model fits the tensor-core efficiency", "[sim
   }
   CHECK(typed);
   const cost::CalibrationResult fit = cost::calibrate_profile(units, start, options, samples);
-  CHECK(std::find(fit.fitted.begin(), fit.fitted.end(), "tensor_core_efficiency") != fit.fitted.end());
+  CHECK(std::find(fit.fitted.begin(), fit.fitted.end(), "tensor_core_efficiency") !=
+        fit.fitted.end());
   CHECK(fit.fitted.size() == 6);
   CHECK(fit.mean_error_after < fit.mean_error_before);
   CHECK(fit.mean_error_after < 0.02);
