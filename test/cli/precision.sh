@@ -138,6 +138,46 @@ expect_error "int8 quantization" 2 "QuantizeLinear" -- "$OPT" "$M/quantized.onnx
 expect_error "float8 Cast" 2 "casts to element type 17 \(float8 or int4, IR 9-10\)" -- "$OPT" "$M/float8.onnx" -o "$WORK/x.json"
 [ ! -e "$WORK/x.json" ] && ok || fail "a refused model left a schedule"
 
+# --- --write-onnx: the converted graph for other runtimes ----------------------------------
+for p in fp16 bf16; do
+  expect_ok "--write-onnx $p" -- "$OPT" "$M/small.onnx" --precision $p -o "$WORK/w.json" --write-onnx "$WORK/small.ios-$p.onnx"
+  $PY - "$WORK/small.ios-$p.onnx" $p <<'EOF2' && ok || fail "--write-onnx $p: not the converted graph"
+import sys, onnx
+from onnx import TensorProto
+m = onnx.load(sys.argv[1])
+onnx.checker.check_model(m)
+half = TensorProto.FLOAT16 if sys.argv[2] == "fp16" else TensorProto.BFLOAT16
+assert m.producer_name == "ios-optimize --write-onnx", m.producer_name
+assert [t.data_type for t in m.graph.initializer if t.name.startswith("w")] == [half]
+casts = [n for n in m.graph.node if n.op_type == "Cast"]
+assert {c.attribute[0].i for c in casts} == {half, TensorProto.FLOAT}, casts
+assert m.graph.input[0].type.tensor_type.elem_type == TensorProto.FLOAT
+assert [o.name for o in m.graph.output] == ["output"]
+EOF2
+done
+# ONNX Runtime runs the float16 file ios wrote: its outputs are ios's CPU
+# reference's within a few float16 rounding steps (it rounds after every
+# ONNX node, ios after every kernel).
+rm -rf "$WORK/ref_out"
+expect_ok "ios-run fp16 outputs" -- "$RUN" "$M/small.onnx" "$WORK/fp16.json" --backend cpu --iterations 1 \
+  --input "$M/input.npy" --output-dir "$WORK/ref_out"
+if node "$IOS_SOURCE_DIR/tools/ort_run.js" "$WORK/small.ios-fp16.onnx" "$M/input.npy" "$WORK/ort.npy" 2>"$WORK/ort.err"; then
+  $PY -c 'import sys, numpy as np
+a, b = np.load(sys.argv[1]).astype(np.float64), np.load(sys.argv[2]).astype(np.float64)
+d = np.abs(a - b).max(); print("ios vs ONNX Runtime on the written fp16 file: max |diff|", d)
+sys.exit(0 if d <= 4 * 2.0**-10 * max(np.abs(a).max(), 1e-3) else 1)' "$WORK/ref_out/output.npy" "$WORK/ort.npy" && ok ||
+    fail "ONNX Runtime's run of the written fp16 file differs from ios's"
+else
+  fail "ONNX Runtime could not run the written fp16 file: $(tail -c 400 "$WORK/ort.err")"
+fi
+expect_error "--write-onnx without a conversion" 2 "^ios-optimize: error: --write-onnx writes the graph ios converts to half precision" -- \
+  "$OPT" "$M/small.onnx" -o "$WORK/x.json" --write-onnx "$WORK/x.onnx"
+expect_error "--write-onnx of a typed file" 2 "already typed" -- \
+  "$OPT" "$M/small.fp16.onnx" -o "$WORK/x.json" --write-onnx "$WORK/x.onnx"
+expect_error "--write-onnx over the model" 2 "write-onnx" -- \
+  "$OPT" "$M/small.onnx" --precision fp16 -o "$WORK/x.json" --write-onnx "$M/small.onnx"
+[ ! -e "$WORK/x.onnx" ] && [ ! -e "$WORK/x.json" ] && ok || fail "a refused --write-onnx left a file"
+
 # --- overflow at run time, named by node ----------------------------------------------------
 expect_ok "overflowing model converts" -- "$OPT" "$M/overflowing.onnx" --precision fp16 -o "$WORK/over.json"
 rm -rf "$WORK/over_out"
