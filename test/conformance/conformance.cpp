@@ -293,7 +293,13 @@ Result run_case(const Case& c, const fs::path& work, const std::string& backend)
   r.model_path = model.string();
   r.schedule_paths = schedules;
   r.backend = backend;
-  r.precision = "fp32";
+  // Strict FP32 math for float32 models; a typed model runs at its own
+  // 16-bit type, which its schedules record.
+  bool typed = false;
+  for (const auto& [name, type] : c.declared_types) {
+    typed |= type == ::onnx::TensorProto::FLOAT16 || type == ::onnx::TensorProto::BFLOAT16;
+  }
+  r.precision = typed ? "" : "fp32";
   r.warmup = 0;
   r.iterations = 1;
   r.threads = 1;
