@@ -347,8 +347,8 @@ TEST_CASE("an operation's launch gets the pointers of the values it declared onl
   cuda::Program p;
   for (int i = 0; i < 3; ++i) p.add_scratch("v" + std::to_string(i), {1, 4});
   std::vector<float> memory(12);
-  const std::vector<float*> values{memory.data(), memory.data() + 4, memory.data() + 8};
-  const std::vector<const float*> constants;
+  const std::vector<void*> values{memory.data(), memory.data() + 4, memory.data() + 8};
+  const std::vector<const void*> constants;
   cuda::Uses uses;
   uses.read(0);
   uses.write(1);
