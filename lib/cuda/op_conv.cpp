@@ -190,7 +190,8 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
     const ir::Node& add = g.node(chain[0]);
     const TensorId cur = node.outputs[0];
     const TensorId other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
-    if (!g.tensor(other).is_constant() && g.tensor(other).shape == g.tensor(cur).shape) {
+    if (!g.tensor(other).is_constant() && g.tensor(other).shape == g.tensor(cur).shape &&
+        g.tensor(other).type == g.tensor(cur).type) {
       op.z = lw.value_for(other);
       consumed = 2;
     }

@@ -123,6 +123,13 @@ void lower_conv_transpose(Lowerer& lw, Launch& launch, NodeId n, int y) {
                  "weights and bias", node.name, i);
     }
   }
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    if (lw.type_of(node.inputs[i]) != lw.type_of(node.inputs[0])) {
+      user_error("node '{}' (ConvTranspose): input {} is {} but the input is {}; the CUDA backend needs one element "
+                 "type per convolution",
+                 node.name, i, ir::type_name(lw.type_of(node.inputs[i])), ir::type_name(lw.type_of(node.inputs[0])));
+    }
+  }
   ConvTransposeOp op;
   op.x = lw.value_for(node.inputs[0]);
   op.y = y;
