@@ -372,7 +372,7 @@ PYBIND11_MODULE(ios, m) {
          const std::string& profile_db, const std::string& profile_budget,
          const std::string& precision, int max_block_units, double max_block_bound, int threads,
          const std::string& form, const std::string& launch, const py::object& memory_limit,
-         int max_streams) {
+         int max_streams, const std::vector<std::string>& keep_fp32, bool half_io) {
         ios::OptimizeOptions o;
         o.batch = batch;
         o.scheduler = scheduler;
@@ -385,6 +385,8 @@ PYBIND11_MODULE(ios, m) {
         o.profile_db = profile_db;
         o.profile_budget = profile_budget;
         o.precision = precision;
+        o.keep_fp32 = keep_fp32;
+        o.half_io = half_io;
         o.max_block_units = max_block_units;
         o.max_block_bound = max_block_bound;
         o.threads = threads;
@@ -401,9 +403,10 @@ PYBIND11_MODULE(ios, m) {
       py::arg("params") = "", py::arg("cost") = "auto", py::arg("device_profile") = py::none(),
       py::arg("time_limit") = py::none(), py::arg("input_shapes") = std::vector<std::string>{},
       py::arg("rewrite_batch") = false, py::arg("profile_db") = "", py::arg("profile_budget") = "",
-      py::arg("precision") = "tf32", py::arg("max_block_units") = 40,
+      py::arg("precision") = "", py::arg("max_block_units") = 40,
       py::arg("max_block_bound") = 9.0, py::arg("threads") = 0, py::arg("form") = "staged",
       py::arg("launch") = "graph", py::arg("memory_limit") = py::none(), py::arg("max_streams") = 0,
+      py::arg("keep_fp32") = std::vector<std::string>{}, py::arg("half_io") = false,
       "ios-optimize MODEL as a call; returns the Schedule (writes no file)");
 
   py::class_<Context, std::shared_ptr<Context>>(m, "Context",
@@ -444,7 +447,7 @@ PYBIND11_MODULE(ios, m) {
            py::arg("backend") = "cpu", py::arg("batch") = 0,
            py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
            py::arg("force") = false, py::arg("retarget") = false, py::arg("launch") = "",
-           py::arg("precision") = "tf32", py::arg("threads") = 0, py::arg("device_profile") = "")
+           py::arg("precision") = "", py::arg("threads") = 0, py::arg("device_profile") = "")
       .def(
           "__call__",
           [](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {

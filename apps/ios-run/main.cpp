@@ -82,8 +82,12 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
       {&ios::exec::BackendTraits::uses_threads, "--threads"},
       {&ios::exec::BackendTraits::uses_device_profile, "--device-profile"},
       {&ios::exec::BackendTraits::traces, "--trace"}};
+  // fp16 and bf16 choose the graph every backend runs; tf32 and fp32 only
+  // a float32 graph's math, which the CPU reference does not have.
+  const bool half_precision = o.precision == "fp16" || o.precision == "bf16";
   for (const auto& [trait, option] : uses) {
     if (backend.traits.*trait) continue;
+    if (half_precision && std::string_view(option) == "--precision") continue;
     std::vector<std::string> takers;
     for (const auto& entry : ios::backends::all()) {
       if (entry.traits.*trait) takers.push_back(entry.name);
@@ -147,8 +151,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph (--launch plain)")
       ->excludes("--launch");
-  app.add_option("--precision", o.precision, "convolution and matrix-product math: tf32 or fp32")
-      ->check(CLI::IsMember({"tf32", "fp32"}))->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "the precision each schedule records (default; tf32 without one); tf32 or fp32: a float32 graph's "
+                 "convolution and matrix-product math; fp16 or bf16 must match a half-precision schedule (or "
+                 "--retarget it to the other 16-bit type)")
+      ->check(CLI::IsMember({"tf32", "fp32", "fp16", "bf16"}));
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("-v,--verbose", o.verbose, "print the effective options and plan details");
   app.add_flag("-q,--quiet", o.quiet, "print errors and the final verdict only");

@@ -27,12 +27,16 @@ FROM_V100 = ["compute_efficiency", "memory_efficiency", "blocks_per_sm", "output
              "max_outputs_per_block", "split_k_length", "concurrency_interference",
              "cache_contention", "whole_waves", "winograd_speedup", "asymmetric_conv_efficiency"]
 
-# Spec sheets (SXM parts; dense FP32 and TF32 peaks at boost clock) and the
+# Spec sheets (SXM parts; dense FP32, TF32, FP16 and BF16 peaks at boost
+# clock: NVIDIA's H100 Tensor Core GPU datasheet, FP16/BF16 tensor 989.4 and
+# TF32 494.7 TFLOPS dense on the SXM5 part, the H200 the same compute; the
+# A100 Tensor Core GPU datasheet, FP16/BF16 tensor 312 and TF32 156) and the
 # estimates that no V100 measurement informs: per-call overheads of a current
 # driver and host, and the TF32 tensor-core efficiency (the V100 has none).
 H100 = {
     "description": "NVIDIA H100 SXM5 80GB",
     "sm_count": 132, "peak_fp32_tflops": 67.0, "peak_tf32_tflops": 494.7,
+    "peak_fp16_tflops": 989.4, "peak_bf16_tflops": 989.4,
     "mem_bandwidth_gbs": 3350, "l2_cache_mb": 50.0, "max_concurrent_kernels": 128,
     "launch_overhead_us": 3.0, "event_sync_overhead_us": 2.0, "host_launch_us": 4.0,
     "host_sync_us": 6.0, "tensor_core_efficiency": 0.35,
@@ -41,6 +45,7 @@ DEVICES = {
     "a100": {
         "description": "NVIDIA A100 SXM4 80GB",
         "sm_count": 108, "peak_fp32_tflops": 19.5, "peak_tf32_tflops": 156.0,
+        "peak_fp16_tflops": 312.0, "peak_bf16_tflops": 312.0,
         "mem_bandwidth_gbs": 2039, "l2_cache_mb": 40.0, "max_concurrent_kernels": 128,
         "launch_overhead_us": 3.5, "event_sync_overhead_us": 2.5, "host_launch_us": 5.0,
         "host_sync_us": 8.0, "tensor_core_efficiency": 0.4,
@@ -52,6 +57,7 @@ DEVICES = {
 
 # The order of the fields in the written files (that of the shipped ones).
 ORDER = ["name", "description", "sm_count", "peak_fp32_tflops", "peak_tf32_tflops",
+         "peak_fp16_tflops", "peak_bf16_tflops",
          "mem_bandwidth_gbs", "launch_overhead_us", "event_sync_overhead_us", "host_launch_us",
          "host_sync_us", "max_concurrent_kernels", "compute_efficiency", "tensor_core_efficiency",
          "memory_efficiency", "blocks_per_sm", "outputs_per_block", "max_outputs_per_block",
@@ -63,7 +69,7 @@ def derive(v100, name):
     spec = dict(DEVICES[name])
     profile = {"name": name}
     profile.update(spec)
-    profile["description"] = (spec["description"] + " (spec-sheet peaks; efficiency, sharing and per-shape "
+    profile["description"] = (spec["description"] + " (spec-sheet peaks, dense, from NVIDIA's datasheet; efficiency, sharing and per-shape "
                               "knobs carried over from the fitted v100, not fitted to measurements of this "
                               "GPU; overheads estimated: bench/published/derive.py)")
     for field in FROM_V100:

@@ -87,7 +87,12 @@ struct OptimizeOptions {
   std::optional<std::string> device_profile;
   std::string profile_db;          // --profile-db; empty: ~/.cache/ios/profile.sqlite
   std::string profile_budget;      // --profile-budget; empty: the program's default
-  std::string precision = "tf32";  // --precision tf32 | fp32
+  // --precision tf32 | fp32 (a float32 model's math) | fp16 | bf16
+  // (converted, or a typed model's own); empty: tf32, or a typed model's
+  // own 16-bit type.
+  std::string precision;
+  std::vector<std::string> keep_fp32;  // --keep-fp32: nodes or operator types kept float32 (fp16/bf16)
+  bool half_io = false;                // --half-io: inputs and outputs in the 16-bit type too
   int max_block_units = 40;        // --max-block-units
   double max_block_bound = 9.0;    // --max-block-bound
   // --time-limit in seconds (0: none); unset: the program's default (none
@@ -166,11 +171,15 @@ struct EngineOptions {
   bool rewrite_batch = false;
   std::vector<std::string> input_shapes;
   bool force = false;     // accept a schedule made for another model file (--force)
-  bool retarget = false;  // run a schedule made for another batch at this one (--retarget)
+  bool retarget = false;  // run a schedule made for another batch, or 16-bit type, at this one (--retarget)
   // graph | plain | synced (ios-run --launch); empty: what the schedule was
   // planned for, else graph. cuda only.
   std::string launch;
-  std::string precision = "tf32";  // tf32 | fp32; cuda only
+  // tf32 | fp32 | fp16 | bf16; empty: the precision the schedule records
+  // (tf32 without one). tf32 and fp32 change a float32 graph's math (cuda);
+  // fp16 and bf16 must match a half-precision schedule, or name the other
+  // 16-bit type with `retarget`.
+  std::string precision;
   int threads = 0;                 // cpu: threads per context, 0: all cores
   std::string device_profile;      // sim: a profile; empty: the schedule's device, else h100
 };

@@ -118,6 +118,22 @@ std::vector<double> nelder_mead(F&& f, std::vector<double> x0, double step, int 
   return simplex[static_cast<size_t>(std::min_element(value.begin(), value.end()) - value.begin())];
 }
 
+// Whether the tensor-core efficiency is fitted: with TF32 on a device that
+// has TF32 tensor cores (as before 16-bit types, whatever the graph), or when
+// a product of a 16-bit type runs on its type's tensor cores.
+bool fits_tensor_cores(const SimulatedCostModel& model) {
+  const DeviceProfile& p = model.profile();
+  if (model.options().precision == Precision::kTf32 && p.peak_tf32_tflops > 0.0) return true;
+  for (sched::UnitId u = 0; u < model.graph().size(); ++u) {
+    for (const KernelWork& k : model.work(u).kernels) {
+      if (k.matmul_like && ir::is_half(k.type) && tensor_core_peak_tflops(p, k.type) > 0.0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph,
@@ -191,7 +207,11 @@ CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceP
       {"compute_efficiency", &DeviceProfile::compute_efficiency},
       {"memory_efficiency", &DeviceProfile::memory_efficiency},
       {"concurrency_interference", &DeviceProfile::concurrency_interference}};
-  if (options.precision == Precision::kTf32 && start.peak_tf32_tflops > 0.0) {
+  // The tensor-core efficiency, where some kernel uses tensor cores: float32
+  // products with TF32, and the products of 16-bit graphs (always on their
+  // type's tensor cores where the device has them). One knob for every type.
+  SimulatedCostModel initial(graph, start, options);
+  if (fits_tensor_cores(initial)) {
     knobs.push_back({"tensor_core_efficiency", &DeviceProfile::tensor_core_efficiency});
   }
   std::vector<const FieldRange*> ranges;
@@ -207,7 +227,6 @@ CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceP
   };
 
   // Stages that launch nothing (a zero-copy concat) carry no information.
-  SimulatedCostModel initial(graph, start, options);
   std::vector<const StageSample*> usable;
   CalibrationResult result;
   for (const StageSample& s : samples) {

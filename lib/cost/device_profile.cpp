@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -85,7 +87,16 @@ class FieldReader {
   }
 
   // A number that may be absent (fields added after profiles were first
-  // written): `absent` then.
+  // written): nullopt then.
+  std::optional<double> maybe_number(const std::string& field) {
+    if (object_.find(field) == object_.end()) {
+      used_.insert(field);
+      return std::nullopt;
+    }
+    return number(field);
+  }
+
+  // A number that may be absent: `absent` then.
   double optional_number(const std::string& field, double absent) {
     if (object_.find(field) == object_.end()) {
       used_.insert(field);
@@ -184,6 +195,8 @@ const std::vector<FieldRange>& device_profile_ranges() {
       {"sm_count", 1, 10000, false, true},
       {"peak_fp32_tflops", 0.01, 10000, false, false},
       {"peak_tf32_tflops", 0.01, 100000, true, false},
+      {"peak_fp16_tflops", 0.01, 100000, true, false},
+      {"peak_bf16_tflops", 0.01, 100000, true, false},
       {"mem_bandwidth_gbs", 1, 100000, false, false},
       {"launch_overhead_us", 0, 1000, false, false},
       {"event_sync_overhead_us", 0, 1000, false, false},
@@ -252,6 +265,8 @@ void validate_device_profile(const DeviceProfile& p, const std::string& source) 
   check_range(source, "sm_count", static_cast<double>(p.sm_count));
   check_range(source, "peak_fp32_tflops", p.peak_fp32_tflops);
   check_range(source, "peak_tf32_tflops", p.peak_tf32_tflops);
+  if (p.peak_fp16_tflops) check_range(source, "peak_fp16_tflops", *p.peak_fp16_tflops);
+  if (p.peak_bf16_tflops) check_range(source, "peak_bf16_tflops", *p.peak_bf16_tflops);
   check_range(source, "mem_bandwidth_gbs", p.mem_bandwidth_gbs);
   check_range(source, "launch_overhead_us", p.launch_overhead_us);
   check_range(source, "event_sync_overhead_us", p.event_sync_overhead_us);
@@ -286,6 +301,27 @@ void validate_device_profile(const DeviceProfile& p, const std::string& source) 
         "'peak_tf32_tflops' is > 0",
         source);
   }
+  // An absent 16-bit peak is twice the TF32 one, so only a given one can
+  // ask for tensor cores here.
+  for (const auto& [field, peak] : {std::pair{"peak_fp16_tflops", p.peak_fp16_tflops},
+                                    std::pair{"peak_bf16_tflops", p.peak_bf16_tflops}}) {
+    if (peak && *peak > 0.0 && p.tensor_core_efficiency == 0.0) {
+      user_error("device profile {}: field 'tensor_core_efficiency' must be > 0 when '{}' is > 0",
+                 source, field);
+    }
+  }
+}
+
+double tensor_core_peak_tflops(const DeviceProfile& p, ir::ElementType type) {
+  switch (type) {
+    case ir::ElementType::kFloat16:
+      return p.peak_fp16_tflops.value_or(2.0 * p.peak_tf32_tflops);
+    case ir::ElementType::kBFloat16:
+      return p.peak_bf16_tflops.value_or(2.0 * p.peak_tf32_tflops);
+    case ir::ElementType::kFloat32:
+      break;
+  }
+  return p.peak_tf32_tflops;
 }
 
 std::vector<std::string> shipped_device_profiles() {
@@ -326,6 +362,8 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
   p.sm_count = r.integer("sm_count");
   p.peak_fp32_tflops = r.number("peak_fp32_tflops");
   p.peak_tf32_tflops = r.number("peak_tf32_tflops");
+  p.peak_fp16_tflops = r.maybe_number("peak_fp16_tflops");
+  p.peak_bf16_tflops = r.maybe_number("peak_bf16_tflops");
   p.mem_bandwidth_gbs = r.number("mem_bandwidth_gbs");
   p.launch_overhead_us = r.number("launch_overhead_us");
   p.event_sync_overhead_us = r.number("event_sync_overhead_us");
@@ -357,6 +395,8 @@ std::string device_profile_json(const DeviceProfile& p) {
   doc["sm_count"] = p.sm_count;
   doc["peak_fp32_tflops"] = p.peak_fp32_tflops;
   doc["peak_tf32_tflops"] = p.peak_tf32_tflops;
+  if (p.peak_fp16_tflops) doc["peak_fp16_tflops"] = *p.peak_fp16_tflops;
+  if (p.peak_bf16_tflops) doc["peak_bf16_tflops"] = *p.peak_bf16_tflops;
   doc["mem_bandwidth_gbs"] = p.mem_bandwidth_gbs;
   doc["launch_overhead_us"] = p.launch_overhead_us;
   doc["event_sync_overhead_us"] = p.event_sync_overhead_us;

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ir/element_type.h"
 
 namespace ios::cost {
 
@@ -18,6 +21,12 @@ struct DeviceProfile {
   int64_t sm_count = 0;
   double peak_fp32_tflops = 0.0;
   double peak_tf32_tflops = 0.0;  // 0: the device has no TF32 tensor cores
+  // Dense tensor-core peaks of float16 and bfloat16 products (fp32
+  // accumulation). Optional: absent, twice peak_tf32_tflops (the ratio of
+  // every NVIDIA part with both); 0: no tensor cores for that type (its
+  // products run at the FP32 rate). tensor_core_peak_tflops() resolves them.
+  std::optional<double> peak_fp16_tflops;
+  std::optional<double> peak_bf16_tflops;
   double mem_bandwidth_gbs = 0.0;
   double launch_overhead_us = 0.0;      // fixed cost of each kernel on its stream
   double event_sync_overhead_us = 0.0;  // latency of one cross-stream event wait
@@ -29,7 +38,7 @@ struct DeviceProfile {
   int64_t max_concurrent_kernels = 0;   // kernels resident at once across streams
   // Efficiency knobs (docs/cost-model.md, "Knobs").
   double compute_efficiency = 0.0;        // of peak FP32, reached by a kernel filling the device
-  double tensor_core_efficiency = 0.0;    // of peak TF32, same
+  double tensor_core_efficiency = 0.0;    // of peak TF32 (and FP16, BF16), same
   double memory_efficiency = 0.0;         // of peak bandwidth, same
   int64_t blocks_per_sm = 0;              // resident thread blocks per SM to fill it
   int64_t outputs_per_block = 0;          // output elements one thread block computes
@@ -71,6 +80,12 @@ struct FieldRange {
 };
 const std::vector<FieldRange>& device_profile_ranges();
 const FieldRange& device_profile_range(std::string_view field);
+
+// The dense tensor-core peak, TFLOP/s, of products whose tensors are
+// float16 (peak_fp16_tflops) or bfloat16 (peak_bf16_tflops), with the
+// fallback of an absent field: twice peak_tf32_tflops. 0: none. For float32
+// it is peak_tf32_tflops.
+double tensor_core_peak_tflops(const DeviceProfile& profile, ir::ElementType type);
 
 // Longest accepted `name` and `description`, in bytes.
 inline constexpr size_t kMaxProfileNameBytes = 128;

@@ -84,9 +84,14 @@ sim::KernelCost SimulatedCostModel::time_kernel(const KernelWork& k) const {
 
   // Roofline: compute on the SMs the kernel occupies, memory at the device's
   // usable bandwidth.
+  // Float32 products use TF32 tensor cores with Precision::kTf32; 16-bit
+  // ones always use their type's tensor cores (fp32 accumulation), and run
+  // at the FP32 rate on a device without them.
+  const bool half = ir::is_half(k.type);
+  const double tensor_peak_tflops = tensor_core_peak_tflops(p, k.type);
   const bool tensor_cores =
-      k.matmul_like && options_.precision == Precision::kTf32 && p.peak_tf32_tflops > 0.0;
-  double peak_flops_per_us = tensor_cores ? p.peak_tf32_tflops * 1e6 * p.tensor_core_efficiency
+      k.matmul_like && tensor_peak_tflops > 0.0 && (half || options_.precision == Precision::kTf32);
+  double peak_flops_per_us = tensor_cores ? tensor_peak_tflops * 1e6 * p.tensor_core_efficiency
                                           : p.peak_fp32_tflops * 1e6 * p.compute_efficiency;
   // Per-shape efficiency of the library's convolution kernels (FP32 ones:
   // tensor-core kernels take no Winograd path).

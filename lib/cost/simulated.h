@@ -18,7 +18,9 @@
 
 namespace ios::cost {
 
-// Math used by convolutions and GEMMs (element-wise work is always FP32).
+// Math used by float32 convolutions and GEMMs (element-wise work is always
+// FP32). Products of float16 or bfloat16 tensors always run on their type's
+// tensor cores where the device has them, whatever this says.
 enum class Precision { kFp32, kTf32 };
 std::string_view precision_name(Precision precision);  // "fp32" / "tf32"
 

@@ -31,6 +31,13 @@ double elements(const ir::Graph& g, ir::TensorId t) {
   return static_cast<double>(ir::num_elements(g.tensor(t).shape));
 }
 
+double bytes_per_element(ir::ElementType type) { return static_cast<double>(ir::bytes_of(type)); }
+
+// Bytes of a tensor in device memory, at its element type.
+double tensor_bytes(const ir::Graph& g, ir::TensorId t) {
+  return elements(g, t) * bytes_per_element(g.tensor(t).type);
+}
+
 bool node_matmul_like(const ir::Node& n) {
   if (n.op == OpKind::kConv) return n.attr<ir::ConvAttrs>().group == 1;
   return n.op == OpKind::kGemm || n.op == OpKind::kMatMul;
@@ -131,6 +138,7 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit_id) {
     kw.outputs = elements(g, n.outputs.at(0));
     kw.reduction = ir::node_reduction(g, n);
     kw.matmul_like = node_matmul_like(n);
+    kw.type = g.tensor(n.outputs.at(0)).type;
     if (n.op == OpKind::kConv) classify_conv(n.attr<ir::ConvAttrs>(), kw);
   }
   for (size_t i = 0; i < unit.nodes.size(); ++i) {
@@ -162,8 +170,8 @@ UnitWork unit_work(const sched::UnitGraph& graph, sched::UnitId unit_id) {
         if (leaves) written.insert(t);
       }
     }
-    for (ir::TensorId t : read) kw.bytes_read += elements(g, t) * kBytesPerElement;
-    for (ir::TensorId t : written) kw.bytes_written += elements(g, t) * kBytesPerElement;
+    for (ir::TensorId t : read) kw.bytes_read += tensor_bytes(g, t);
+    for (ir::TensorId t : written) kw.bytes_written += tensor_bytes(g, t);
   }
   return work;
 }
@@ -181,6 +189,11 @@ UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec&
   merged.reduction = static_cast<double>(spec.in_channels * kernel[0] * kernel[1]);
   classify_conv(spec.conv, merged);  // the zero-padded kernel: 1x3 + 3x1 make a 3x3
   double spatial = 0.0;  // N * Hout * Wout, equal for every member
+  // The merged weights and bias take the members' weight type, and the
+  // kernel computes in the members' output type (a merge needs equal ones).
+  const ir::Node& first = g.node(graph.unit(spec.members.front().unit).anchor);
+  const double weight_bytes = bytes_per_element(g.tensor(first.inputs.at(1)).type);
+  merged.type = g.tensor(first.outputs.at(0)).type;
   for (const auto& member : spec.members) {
     const UnitWork w = unit_work(graph, member.unit);
     IOS_ASSERT(w.kernels.size() == 1, "merge member '{}' launches {} kernels, expected 1",
@@ -202,7 +215,7 @@ UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec&
   const double out_channels = static_cast<double>(spec.out_channels);
   merged.flops += 2.0 * spatial * out_channels * merged.reduction;
   const double weights = out_channels * merged.reduction + out_channels;  // weight + bias
-  merged.bytes_read = (elements(g, spec.input) + weights) * kBytesPerElement;
+  merged.bytes_read = tensor_bytes(g, spec.input) + weights * weight_bytes;
   UnitWork work;
   work.kernels.push_back(std::move(merged));
   return work;
@@ -219,6 +232,10 @@ UnitWork merged_matmul_work(const sched::UnitGraph& graph, const sched::MergeSpe
   merged.what = "MatMul (merged)";
   merged.matmul_like = true;
   merged.reduction = static_cast<double>(spec.in_channels);
+  const ir::Node& first = g.node(graph.unit(spec.members.front().unit).anchor);
+  const double weight_bytes = bytes_per_element(g.tensor(first.inputs.at(1)).type);
+  merged.type = g.tensor(first.outputs.at(0)).type;
+  const double temporary_bytes = bytes_per_element(merged.type);
   for (const auto& member : spec.members) {
     const UnitWork w = unit_work(graph, member.unit);
     IOS_ASSERT(w.kernels.size() == 1, "merge member '{}' launches {} kernels, expected 1",
@@ -236,8 +253,9 @@ UnitWork merged_matmul_work(const sched::UnitGraph& graph, const sched::MergeSpe
   merged.flops += 2.0 * rows * columns * merged.reduction;
   const double weights = merged.reduction * columns + columns;  // weight + bias
   const double temporary = rows * columns;                      // written, then read by the copies
-  merged.bytes_read = (elements(g, spec.input) + weights + temporary) * kBytesPerElement;
-  merged.bytes_written += temporary * kBytesPerElement;
+  merged.bytes_read =
+      tensor_bytes(g, spec.input) + weights * weight_bytes + temporary * temporary_bytes;
+  merged.bytes_written += temporary * temporary_bytes;
   UnitWork work;
   work.kernels.push_back(std::move(merged));
   return work;

@@ -7,12 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "ir/element_type.h"
 #include "sched/merge.h"
 #include "sched/unit_graph.h"
 
 namespace ios::cost {
-
-inline constexpr double kBytesPerElement = 4.0;  // every tensor is float32
 
 // One kernel launch. Element-wise nodes fuse into the kernel of the compute
 // node before them (prologue ones into the first); views (Flatten, Reshape)
@@ -20,11 +19,17 @@ inline constexpr double kBytesPerElement = 4.0;  // every tensor is float32
 struct KernelWork {
   std::string what;            // the node that starts the kernel, e.g. "Conv", for messages
   double flops = 0.0;          // a multiply-add counts as 2
+  // Bytes at each tensor's element type (ir::bytes_of: 4 for float32, 2 for
+  // float16 and bfloat16).
   double bytes_read = 0.0;     // activations read from outside the kernel + weights
   double bytes_written = 0.0;  // tensors that leave the kernel
   double outputs = 0.0;        // output elements of the kernel's main node: the parallelism
   double reduction = 1.0;      // reduction length per output (Cin/g*kh*kw for a conv, K for a GEMM)
   bool matmul_like = false;    // Conv with group 1, Gemm, MatMul: may use tensor cores
+  // The element type of the main node's output: a matmul-like kernel of a
+  // 16-bit type runs on that type's tensor cores whatever the precision
+  // (float32 ones follow cost::Precision).
+  ir::ElementType type = ir::ElementType::kFloat32;
   // Convolution shapes libraries treat apart (DeviceProfile's per-shape knobs):
   bool winograd = false;    // 3x3, stride 1, dilation 1, group 1: cuDNN's Winograd kernels apply
   bool asymmetric = false;  // 1xk or kx1 (k > 1): below the efficiency of square kernels

@@ -79,11 +79,12 @@ inline std::string_view precision_name(Precision precision) {
   return precision == Precision::kFp32 ? "fp32" : "tf32";
 }
 
-// UserError on anything else.
+// UserError on anything else. fp16 and bf16 name a half-precision graph,
+// whose float32 regions compute in strict FP32.
 inline Precision parse_precision(std::string_view text) {
   if (text == "tf32") return Precision::kTf32;
-  if (text == "fp32") return Precision::kFp32;
-  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions) or fp32", text);
+  if (text == "fp32" || text == "fp16" || text == "bf16") return Precision::kFp32;
+  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions), fp32, fp16 or bf16", text);
 }
 
 struct EngineOptions {

@@ -217,12 +217,12 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
                                            options.launch) == sched::kLaunchModes.end()) {
     user_error("launch '{}': expected graph, plain or synced", options.launch);
   }
-  const cuda::Precision precision = cuda::parse_precision(options.precision);
+  if (!options.precision.empty()) (void)cuda::parse_precision(options.precision);
   if (options.threads < 0)
     user_error("threads {}: expected 0 (all cores) or more", options.threads);
 
-  const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
-                                     options.force};
+  const engine::ShapeRequest request{options.batch,    options.rewrite_batch, options.input_shapes,
+                                     options.force,    options.precision,     options.retarget};
   const std::string source = document != nullptr ? document->source : std::string();
   e.prepared = engine::import_for_schedule(model_path, request,
                                            document ? &document->document : nullptr, source);
@@ -244,8 +244,9 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
     e.outputs.push_back({graph.tensor(t).name, graph.tensor(t).shape, DataType::kFloat32});
   }
 
+  const std::string precision = options.precision.empty() ? e.prepared->precision.name : options.precision;
   if (e.entry->name == "cuda") {
-    e.cuda_options.precision = precision;
+    e.cuda_options.precision = cuda::parse_precision(precision);
     e.cuda_options.cuda_graph = e.launch == "graph";
     e.weights = std::make_unique<cuda::Engine>(*e.prepared->units, e.plan, e.cuda_options);
     e.cuda_options.weights_from = e.weights.get();
@@ -253,7 +254,7 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
   }
   exec::BackendOptions backend_options;
   backend_options.launch = e.launch;
-  backend_options.precision = options.precision;
+  backend_options.precision = precision;
   backend_options.threads = options.threads;
   backend_options.device_profile = options.device_profile;
   if (document != nullptr) backend_options.schedule_device = e.schedule.device.name;

@@ -1,7 +1,11 @@
 #include "engine/loading.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <filesystem>
 
+#include "core/error.h"
 #include "core/sha256.h"
 #include "sched/cost_model.h"
 #include "sched/schedule_io.h"
@@ -39,6 +43,36 @@ ScheduleHeader peek_header(const nlohmann::json& document) {
   return header;
 }
 
+std::string describe(const sched::PrecisionInfo& p) {
+  if (!p.is_half()) return p.name + " (a float32 graph)";
+  std::string text = p.name + (p.converted ? " (converted by ios" : " (the model's own types");
+  if (p.half_io) text += ", half-precision inputs and outputs";
+  if (!p.keep_fp32.empty()) text += fmt::format(", --keep-fp32 {}", fmt::join(p.keep_fp32, ","));
+  return text + ")";
+}
+
+// The precision a schedule runs at: as it records, or as --precision asks
+// where that computes the same graph (tf32 and fp32 differ in math only) or,
+// with --retarget, the same units in the other 16-bit type.
+model::PrecisionRequest precision_for(const sched::PrecisionInfo& recorded, const ShapeRequest& request,
+                                      const std::string& path) {
+  model::PrecisionRequest as_made{recorded.converted || !recorded.is_half() ? recorded.name : std::string(),
+                                  recorded.half_io, recorded.keep_fp32};
+  if (request.precision.empty() || request.precision == recorded.name) return as_made;
+  const bool half = request.precision == "fp16" || request.precision == "bf16";
+  if (!half && !recorded.is_half()) return {request.precision, false, {}};
+  if (half && recorded.is_half() && recorded.converted && request.retarget) {
+    return {request.precision, recorded.half_io, recorded.keep_fp32};
+  }
+  user_error("{}: the schedule was made for precision {} and --precision {} computes another graph; drop "
+             "--precision to run it as made{}",
+             path, describe(recorded), request.precision,
+             half && recorded.is_half() && recorded.converted
+                 ? fmt::format(", or pass --retarget to run its units at {}", request.precision)
+                 : fmt::format(", or make a schedule for {} with ios-optimize --precision {}", request.precision,
+                               request.precision));
+}
+
 }  // namespace
 
 std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& model_path,
@@ -57,7 +91,13 @@ std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& mod
       import_options.recorded_source = schedule_path;
     }
   }
-  return model::prepare_model(model_path, import_options);
+  model::PrecisionRequest precision{request.precision, false, {}};
+  if (document != nullptr) {
+    if (const auto recorded = sched::schedule_precision(*document, schedule_path)) {
+      precision = precision_for(*recorded, request, schedule_path);
+    }
+  }
+  return model::prepare_model(model_path, import_options, {}, precision);
 }
 
 sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohmann::json& document,
@@ -66,6 +106,16 @@ sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohma
   const ScheduleHeader header = peek_header(document);
   if (!header.sha256.empty())
     sched::check_model_hash(header.sha256, header.model_path, model, path, force);
+  if (const auto recorded = sched::schedule_precision(document, path)) {
+    const sched::PrecisionInfo& run = prepared.precision;
+    const bool retargeted = retarget && recorded->is_half() && run.is_half() && recorded->converted &&
+                            run.converted && recorded->half_io == run.half_io && recorded->keep_fp32 == run.keep_fp32;
+    if (!recorded->same_graph(run) && !retargeted) {
+      user_error("{}: the schedule was made for precision {} but the model runs at {}; run schedules of one "
+                 "precision together",
+                 path, describe(*recorded), describe(run));
+    }
+  }
   sched::Schedule schedule = sched::schedule_from_document(document, path, *prepared.units);
   sched::check_schedule_matches_model(schedule, model, path, force, retarget);
   return schedule;

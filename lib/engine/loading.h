@@ -26,6 +26,12 @@ struct ShapeRequest {
   bool rewrite_batch = false;
   std::vector<std::string> input_shapes;
   bool force = false;  // accept a schedule made for another model file
+  // --precision: empty runs each schedule at the precision it records;
+  // tf32 and fp32 change only a float32 graph's math; fp16 and bf16 must
+  // match a half-precision schedule's type unless `retarget` (the same units
+  // in the other 16-bit type).
+  std::string precision;
+  bool retarget = false;
 };
 
 // Imports the model at the shapes `request` gives, else those `document`
@@ -39,7 +45,8 @@ std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& mod
                                                           const std::string& schedule_path);
 
 // The schedule of `document` (read from `path`), validated against the
-// model: its hash (unless `force`), every unit once, dependencies, and its
+// model: its hash (unless `force`), its precision (the model's, or the other
+// 16-bit type with `retarget`), every unit once, dependencies, and its
 // batch (another only with `retarget`).
 sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohmann::json& document,
                               const std::string& path, bool force, bool retarget);

@@ -44,6 +44,8 @@ optimize::OptimizeOptions pipeline_options(const std::string& model_path,
   p.profile_db = o.profile_db;
   if (!o.profile_budget.empty()) p.profile_budget = o.profile_budget;
   p.precision = o.precision;
+  p.keep_fp32 = o.keep_fp32;
+  p.half_io = o.half_io;
   p.max_block_units = o.max_block_units;
   p.max_block_log10_bound = o.max_block_bound;
   if (o.time_limit_s) p.time_limit_s = *o.time_limit_s;
@@ -69,7 +71,7 @@ void check_options(const optimize::OptimizeOptions& p) {
     }
   };
   member("cost", p.cost, {"auto", "simulated", "measured"});
-  member("precision", p.precision, {"tf32", "fp32"});
+  if (!p.precision.empty()) member("precision", p.precision, {"tf32", "fp32", "fp16", "bf16"});
   member("form", p.form, {"staged", "streamed", "best"});
   member("launch", p.launch, sched::kLaunchModes);
   if (p.device_profile.empty())

@@ -84,7 +84,7 @@ ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options, c
     auto [it, inserted] = casts.emplace(std::make_pair(from, to), kNone);
     if (!inserted) return it->second;
     Tensor out;
-    out.name = fmt::format("{}/to_{}", graph.tensor(from).name, short_name(to));
+    out.name = fmt::format("{}/to_{}", graph.tensor(from).name, is_half(to) ? "half" : "float32");
     out.shape = graph.tensor(from).shape;
     const TensorId id = graph.add_tensor(std::move(out));
     Node cast;
@@ -112,7 +112,7 @@ ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options, c
   for (TensorId& out : graph.outputs()) {
     if (graph.tensor(out).producer == kNone || produced_type(out) == io) continue;
     const std::string name = graph.tensor(out).name;
-    graph.tensor(out).name = fmt::format("{}/{}", name, short_name(produced_type(out)));
+    graph.tensor(out).name = fmt::format("{}/{}", name, is_half(produced_type(out)) ? "half" : "float32");
     const TensorId cast = cast_of(out, io);
     graph.tensor(cast).name = name;
     graph.node(graph.tensor(cast).producer).name = name;

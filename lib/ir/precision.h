@@ -36,8 +36,10 @@ struct ConversionStats {
 };
 
 // Converts `graph`, which must be float32 throughout. Inserted Casts are
-// named "<tensor>/to_<fp16|bf16|fp32>"; a graph output kept float32 keeps its
-// name (the half producer's tensor takes "<name>/<fp16|bf16>"). Weights are
+// named "<tensor>/to_half" or "<tensor>/to_float32" (the same for fp16 and
+// bf16, so that a schedule's units name both conversions); a graph output
+// kept float32 keeps its name (the half producer's tensor takes
+// "<name>/half"). Weights are
 // rounded to their node's type. Throws UserError naming `source` for an
 // entry of keep_fp32 that names no node or operator type of the graph, and
 // for a weight beyond the 16-bit type's range (naming the node and the

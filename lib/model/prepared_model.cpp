@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "ir/element_types.h"
+#include "ir/precision.h"
 #include "sched/schedule_io.h"
 
 namespace ios::model {
@@ -57,9 +59,60 @@ onnx::ImportOptions shape_options(int64_t batch, bool rewrite_batch,
   return import_options;
 }
 
+sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& request, const std::string& path) {
+  sched::PrecisionInfo info;
+  const ir::TypeCounts before = ir::count_types(graph);
+  const bool half_request = request.name == "fp16" || request.name == "bf16";
+  if (!before.any_half()) {
+    info.name = request.name.empty() ? "tf32" : request.name;
+    if (!half_request) {
+      if (!request.keep_fp32.empty() || request.half_io) {
+        user_error("{}: --keep-fp32 and --half-io apply to a conversion to half precision; add --precision fp16 or "
+                   "--precision bf16",
+                   path);
+      }
+    } else {
+      ir::PrecisionOptions options;
+      options.type = request.name == "fp16" ? ir::ElementType::kFloat16 : ir::ElementType::kBFloat16;
+      options.half_io = request.half_io;
+      options.keep_fp32 = request.keep_fp32;
+      ir::convert_to_half(graph, options, path);
+      info.converted = true;
+      info.half_io = request.half_io;
+      info.keep_fp32 = request.keep_fp32;
+    }
+  } else {
+    // A typed model: its own types, in one 16-bit type.
+    const ir::Tensor* half = nullptr;
+    for (const ir::Tensor& t : graph.tensors()) {
+      if (!ir::is_half(t.type)) continue;
+      if (half && half->type != t.type) {
+        user_error("{}: the model mixes float16 ('{}') and bfloat16 ('{}') tensors; ios runs one 16-bit type per model",
+                   path, half->name, t.name);
+      }
+      if (!half) half = &t;
+    }
+    const std::string own = half->type == ir::ElementType::kFloat16 ? "fp16" : "bf16";
+    if (!request.name.empty() && request.name != own) {
+      user_error("{}: the model is typed {} (tensor '{}' is {}); --precision {} would not compute it as written: "
+                 "drop --precision, or give the float32 model to convert",
+                 path, own, half->name, ir::type_name(half->type), request.name);
+    }
+    if (!request.keep_fp32.empty() || request.half_io) {
+      user_error("{}: --keep-fp32 and --half-io apply to a conversion, but the model is already typed {}; drop them",
+                 path, own);
+    }
+    info.name = own;
+  }
+  const ir::TypeCounts after = ir::count_types(graph);
+  for (int k = 0; k < ir::kNumElementTypes; ++k) info.tensors[static_cast<size_t>(k)] = after.of[k];
+  return info;
+}
+
 std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
                                              const onnx::ImportOptions& import_options,
-                                             const sched::FormationOptions& formation) {
+                                             const sched::FormationOptions& formation,
+                                             const PrecisionRequest& precision) {
   auto prepared = std::make_unique<PreparedModel>();
   prepared->model = onnx::import_model(path, import_options);
   // A static dimension 0 above the batch limit would be written into a
@@ -76,6 +129,7 @@ std::unique_ptr<PreparedModel> prepare_model(const std::string& path,
   if (prepared->model.graph.num_nodes() == 0) {
     user_error("{}: the model has no operators to schedule (every output is an input or a constant)", path);
   }
+  prepared->precision = apply_precision(prepared->model.graph, precision, path);
   prepared->units =
       std::make_unique<sched::UnitGraph>(sched::UnitGraph::form(prepared->model.graph, formation));
   return prepared;

@@ -132,10 +132,10 @@ std::string profile_for_device(const std::string& device_name, const std::string
 }
 
 CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
-                           ProgressLine* progress) {
+                           const std::string& precision_name, ProgressLine* progress) {
   CostChoice choice;
   const cost::Precision precision =
-      options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+      precision_name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
   std::optional<cuda::DeviceSummary> device;
   if (options.cost != "simulated") device = cuda::probe_device();
   if (options.cost == "measured" && !device) {
@@ -212,6 +212,7 @@ sched::Schedule schedule_model(const model::PreparedModel& prepared, const std::
   sched::Schedule schedule = instance->run(*prepared.units, *cost.model, stats);
   stats.total_search_ms = ms_since(start);
   schedule.model = prepared.info();
+  schedule.precision = prepared.precision;
   schedule.device = cost.device;
   schedule.scheduler.name = entry.name;
   schedule.scheduler.params = parsed.to_strings();
@@ -333,7 +334,7 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
       options.model_path, prepared.model.batch, options.rewrite_batch,
       output.empty() ? "(none: --analyze)" : output,
       options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
-      options.device_profile, options.profile_budget, options.precision, options.max_block_units,
+      options.device_profile, options.profile_budget, prepared.precision.name, options.max_block_units,
       options.max_block_log10_bound, options.time_limit_s, options.threads, options.form, options.launch, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
@@ -366,11 +367,11 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   formation.max_block_log10_bound = options.max_block_log10_bound;
   auto prepared = model::prepare_model(
       options.model_path, model::shape_options(options.batch, options.rewrite_batch, options.input_shapes),
-      formation);
+      formation, {options.precision, options.half_io, options.keep_fp32});
   const sched::UnitGraph& units = *prepared->units;
   const cost::DeviceProfile start = cost::load_device_profile(options.device_profile);
   cost::SimulatedOptions simulated;
-  simulated.precision = options.precision == "fp32" ? cost::Precision::kFp32 : cost::Precision::kTf32;
+  simulated.precision = prepared->precision.name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
 
   // Read-only: calibration must leave its input exactly as it was.
   const cost::ProfileDb db(options.calibrate_db, cost::ProfileDb::Access::kReadOnly);
@@ -379,7 +380,7 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   if (found.samples.empty()) {
     user_error("--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; measure "
                "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
-               options.calibrate_db, prepared->model.path, prepared->model.batch, options.precision,
+               options.calibrate_db, prepared->model.path, prepared->model.batch, prepared->precision.name,
                prepared->model.path, prepared->model.batch, options.calibrate_db);
   }
   cost::CalibrationResult fit = cost::calibrate_profile(units, start, simulated, found.samples);
@@ -407,7 +408,7 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   if (options.quiet) return 0;
   out << "\n=== ios-optimize calibration ===\n";
   out << fmt::format("Measured         {} stages of {} (batch {}, {}) on {}\n", fit.samples,
-                     prepared->model.path, prepared->model.batch, options.precision, found.device);
+                     prepared->model.path, prepared->model.batch, prepared->precision.name, found.device);
   out << fmt::format("Start profile    {}\n", start.name);
   for (const std::string& knob : fit.fitted) {
     const nlohmann::json before = nlohmann::json::parse(cost::device_profile_json(start));
@@ -517,8 +518,8 @@ void import_model(OptimizeRun& r) {
   formation.max_block_units = o.max_block_units;
   formation.max_block_log10_bound = o.max_block_log10_bound;
   r.progress->update(fmt::format("[import] {}", o.model_path), true);
-  r.prepared = model::prepare_model(
-      o.model_path, model::shape_options(o.batch, o.rewrite_batch, o.input_shapes), formation);
+  r.prepared = model::prepare_model(o.model_path, model::shape_options(o.batch, o.rewrite_batch, o.input_shapes),
+                                    formation, {o.precision, o.half_io, o.keep_fp32});
   r.report.import_ms = ms_since(r.start);
   r.progress->clear();
   if (r.memory_limit > 0) check_memory_floor(r);
@@ -527,7 +528,7 @@ void import_model(OptimizeRun& r) {
 
 // Phase 3: the cost model (measured on a GPU, or the simulator).
 void choose_cost_model(OptimizeRun& r) {
-  r.cost = make_cost_model(r.units(), r.options, r.progress.get());
+  r.cost = make_cost_model(r.units(), r.options, r.prepared->precision.name, r.progress.get());
   const bool simulated = dynamic_cast<const cost::SimulatedCostModel*>(r.cost.model.get()) != nullptr;
   if (r.options.form != "staged" && !simulated) {
     user_error("--form {} needs whole-plan predictions, which only the simulator makes; with "

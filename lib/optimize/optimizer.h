@@ -47,7 +47,12 @@ struct OptimizeOptions {
   // measures (cost/budgeted.h): "N" stages, "Ns" seconds of measuring, or
   // "all" (every stage the search considers, no simulator).
   std::string profile_budget = std::to_string(cost::kDefaultProfileBudget);
-  std::string precision = "tf32";
+  // --precision: tf32 or fp32 (a float32 model's math), fp16 or bf16
+  // (converted, or a typed model's own); empty: tf32, or a typed model's own
+  // 16-bit type (model::PrecisionRequest).
+  std::string precision;
+  std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OPTYPE,...
+  bool half_io = false;                // --half-io
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   // Seconds the search may take (searching schedulers only); 0 = no limit.
@@ -113,7 +118,9 @@ std::string profile_for_device(const std::string& device_name, const std::string
 // (the search's progress shares it). With measured costs and a searching
 // scheduler (options.scheduler) under a --profile-budget other than "all",
 // the model is a cost::BudgetedCostModel over the GPU and the simulator.
-CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
+// `precision`: the prepared model's (PrecisionInfo::name), whose float32
+// math the cost models use (float32 regions of fp16/bf16 graphs run FP32).
+CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options, const std::string& precision,
                            ProgressLine* progress = nullptr);
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the

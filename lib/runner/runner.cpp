@@ -140,9 +140,11 @@ void check_options(const RunOptions& o) {
     user_error("--retarget has no effect without a schedule file: the built-in sequential schedule "
                "is made for the batch it runs at; drop it or give a schedule");
   }
-  if (o.retarget && o.schedule_paths.size() == 1 && o.batch == 0 && o.input_shapes.empty()) {
-    user_error("--retarget has no effect without --batch or --input-shape: the model runs at the "
-               "schedule's own batch; give the batch to run it at, or drop --retarget");
+  if (o.retarget && o.schedule_paths.size() == 1 && o.batch == 0 && o.input_shapes.empty() &&
+      o.precision != "fp16" && o.precision != "bf16") {
+    user_error("--retarget has no effect without --batch, --input-shape or --precision fp16|bf16: the model "
+               "runs at the schedule's own batch and precision; give the batch or precision to run it at, or "
+               "drop --retarget");
   }
 }
 
@@ -170,6 +172,9 @@ struct RunState {
 
   const sched::UnitGraph& units() const { return *prepared->units; }
   const exec::BackendTraits& traits() const { return backend_entry->traits; }
+  // The precision the run computes at: --precision, else the model's as
+  // prepared for the first schedule (what it records, or tf32).
+  std::string precision() const { return options.precision.empty() ? prepared->precision.name : options.precision; }
 };
 
 // How the options run a staged schedule's stages.
@@ -206,7 +211,7 @@ void read_schedule_files(RunState& r) {
 // reported as such later (check_model_hash), not as shapes that do not fit.
 void import_model(RunState& r) {
   const RunOptions& o = r.options;
-  const engine::ShapeRequest request{o.batch, o.rewrite_batch, o.input_shapes, o.force};
+  const engine::ShapeRequest request{o.batch, o.rewrite_batch, o.input_shapes, o.force, o.precision, o.retarget};
   r.prepared = engine::import_for_schedule(o.model_path, request,
                                            r.documents.empty() ? nullptr : &r.documents[0],
                                            r.files.empty() ? std::string() : r.files[0].path);
@@ -322,7 +327,7 @@ void open_backend(RunState& r) {
   }
   exec::BackendOptions backend_options;
   backend_options.launch = o.launch;
-  backend_options.precision = o.precision;
+  backend_options.precision = r.precision();
   backend_options.threads = o.threads;
   backend_options.device_profile = o.device_profile;
   if (!r.schedules[0].path.empty()) backend_options.schedule_device = r.schedules[0].schedule.device.name;
@@ -333,6 +338,14 @@ void open_backend(RunState& r) {
   r.duration_s = traits.measured ? o.duration_s : 0.0;  // predictions do not vary
   const exec::Tolerance defaults = r.backend->default_tolerance();
   r.tolerance = {o.atol >= 0 ? o.atol : defaults.atol, o.rtol >= 0 ? o.rtol : defaults.rtol};
+  if (r.prepared->precision.is_half()) {
+    // Two schedules of a half-precision graph may round one value to
+    // neighbouring 16-bit numbers (another summation order in a merged
+    // kernel): the defaults allow two units in the last place of the type.
+    const double ulps = 2.0 * (r.prepared->precision.name == "fp16" ? 0x1p-10 : 0x1p-7);
+    if (o.atol < 0) r.tolerance.atol = std::max(r.tolerance.atol, ulps);
+    if (o.rtol < 0) r.tolerance.rtol = std::max(r.tolerance.rtol, ulps);
+  }
   if (o.verbose) {
     const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency());
     logger("cli")->debug(
@@ -341,7 +354,7 @@ void open_backend(RunState& r) {
         name, r.warmup, r.iterations, r.duration_s, o.check || !o.references.empty(),
         r.tolerance.rtol, r.tolerance.atol, o.seed,
         traits.uses_cuda_graph ? o.launch : "n/a",
-        traits.uses_precision ? o.precision : "n/a", traits.uses_threads ? fmt::format("{}", threads) : "n/a");
+        traits.uses_precision ? r.precision() : "n/a", traits.uses_threads ? fmt::format("{}", threads) : "n/a");
   }
 }
 

@@ -53,7 +53,9 @@ struct RunOptions {
   // of a staged schedule, as the IOS paper's engine did): the values of
   // ios-optimize --launch and of a schedule's scheduler.launch.
   std::string launch = "graph";
-  std::string precision = "tf32";
+  // tf32, fp32, fp16 or bf16; empty: the precision each schedule records
+  // (engine::ShapeRequest), tf32 without one.
+  std::string precision;
   int threads = 0;  // for a backend that uses threads; 0: all cores
   bool verbose = false;
   bool quiet = false;

@@ -10,6 +10,7 @@
 //    cross-stream dependencies become event waits.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -118,8 +119,28 @@ struct MemoryInfo {
   bool operator==(const MemoryInfo&) const = default;
 };
 
+// The element types a schedule was found for (docs/schedule-format.md,
+// "precision"). Files written before it was recorded lack it: they are
+// float32 schedules, TF32 or FP32 as ios-run is told.
+struct PrecisionInfo {
+  std::string name = "tf32";  // "tf32", "fp32" (a float32 graph's math), "fp16", "bf16"
+  bool converted = false;     // ios converted a float32 model; else the file's own types
+  bool half_io = false;       // converted with inputs and outputs in the 16-bit type
+  std::vector<std::string> keep_fp32;  // converted with these nodes or operator types kept float32
+  std::array<int64_t, 3> tensors{0, 0, 0};  // tensors of the graph by type: float32, float16, bfloat16
+
+  bool is_half() const { return name == "fp16" || name == "bf16"; }
+  // Whether two records describe the same graph (tf32 and fp32 do: they
+  // differ only in the math of float32 convolutions).
+  bool same_graph(const PrecisionInfo& o) const {
+    return is_half() == o.is_half() && (!is_half() || name == o.name) && converted == o.converted &&
+           half_io == o.half_io && keep_fp32 == o.keep_fp32;
+  }
+};
+
 struct Schedule {
   ModelInfo model;
+  std::optional<PrecisionInfo> precision;  // set by ios-optimize; optional in files
   DeviceInfo device;
   SchedulerInfo scheduler;
   double predicted_latency_ms = 0.0;

@@ -119,6 +119,40 @@ UnitId resolve(const json& id, const std::string& where, const UnitGraph& graph,
   return *unit;
 }
 
+// The optional "precision" object (files written before it was recorded
+// lack it).
+PrecisionInfo read_precision(const Reader& r) {
+  PrecisionInfo p;
+  p.name = r.string("name");
+  if (p.name != "tf32" && p.name != "fp32" && p.name != "fp16" && p.name != "bf16") {
+    r.fail(r.join("name"), "\"tf32\", \"fp32\", \"fp16\" or \"bf16\"");
+  }
+  const std::string source = r.string("source");
+  if (source != "model" && source != "converted") r.fail(r.join("source"), "\"model\" or \"converted\"");
+  p.converted = source == "converted";
+  const std::string io = r.string("io");
+  if (io != "float32" && io != "half") r.fail(r.join("io"), "\"float32\" or \"half\"");
+  p.half_io = io == "half";
+  const json& keep = r.array("keep_fp32");
+  if (keep.size() > 4096) r.fail(r.join("keep_fp32"), "at most 4096 names");
+  for (size_t i = 0; i < keep.size(); ++i) {
+    if (!keep[i].is_string() || keep[i].get_ref<const std::string&>().empty()) {
+      r.fail(r.join("keep_fp32[" + std::to_string(i) + "]"), "a node name or operator type");
+    }
+    p.keep_fp32.push_back(keep[i].get<std::string>());
+  }
+  if (!p.is_half() && (p.converted || p.half_io || !p.keep_fp32.empty())) {
+    r.fail(r.join("name"), "\"fp16\" or \"bf16\" for a converted graph");
+  }
+  const Reader tensors = r.object("tensors");
+  const char* names[] = {"float32", "float16", "bfloat16"};
+  for (size_t k = 0; k < p.tensors.size(); ++k) {
+    p.tensors[k] = tensors.integer(names[k]);
+    if (p.tensors[k] < 0) tensors.fail(tensors.join(names[k]), "a tensor count (an integer >= 0)");
+  }
+  return p;
+}
+
 // The optional "memory" object (files written before it was recorded lack
 // it). peak_bytes is derived from the parts and only checked against them.
 MemoryInfo read_memory(const Reader& memory) {
@@ -161,6 +195,14 @@ MemoryInfo read_memory(const Reader& memory) {
 
 }  // namespace
 
+nlohmann::json precision_to_json(const PrecisionInfo& p) {
+  return {{"name", p.name},
+          {"source", p.converted ? "converted" : "model"},
+          {"io", p.half_io ? "half" : "float32"},
+          {"keep_fp32", p.keep_fp32},
+          {"tensors", {{"float32", p.tensors[0]}, {"float16", p.tensors[1]}, {"bfloat16", p.tensors[2]}}}};
+}
+
 json memory_to_json(const MemoryInfo& m) {
   return {{"peak_bytes", m.peak_bytes()},
           {"arena_bytes", m.arena_bytes},
@@ -197,6 +239,7 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph) {
                       {"cost_model", schedule.scheduler.cost_model}};
   if (!schedule.scheduler.launch.empty()) doc["scheduler"]["launch"] = schedule.scheduler.launch;
   doc["predicted_latency_ms"] = schedule.predicted_latency_ms;
+  if (schedule.precision) doc["precision"] = precision_to_json(*schedule.precision);
   if (schedule.memory) {
     const MemoryInfo& m = *schedule.memory;
     doc["memory"] = memory_to_json(m);
@@ -270,6 +313,12 @@ json parse_schedule_document(const std::string& json_text, const std::string& pa
 
 json read_schedule_document(const std::string& path) {
   return parse_schedule_document(read_file_limited(path, kMaxScheduleFileBytes, "schedule file"), path);
+}
+
+std::optional<PrecisionInfo> schedule_precision(const json& doc, const std::string& path) {
+  const Reader root(doc, "", path);
+  if (!root.has("precision")) return std::nullopt;
+  return read_precision(root.object("precision"));
 }
 
 int64_t schedule_batch(const json& doc, const std::string& path) {
@@ -366,6 +415,7 @@ Schedule schedule_from_document(const json& doc, const std::string& path, const 
   }
   schedule.predicted_latency_ms = root.number("predicted_latency_ms");
   if (root.has("memory")) schedule.memory = read_memory(root.object("memory"));
+  if (root.has("precision")) schedule.precision = read_precision(root.object("precision"));
 
   const std::string form = root.string("form");
   if (form == "staged") {

@@ -25,6 +25,9 @@ std::string schedule_to_json(const Schedule& schedule, const UnitGraph& graph);
 // limit, which only a search under one has); --report-json shows the same.
 nlohmann::json memory_to_json(const MemoryInfo& memory);
 
+// The schedule file's "precision" object (docs/schedule-format.md).
+nlohmann::json precision_to_json(const PrecisionInfo& precision);
+
 // Writes atomically (core/file_io.h): an interrupted run never leaves a
 // truncated schedule. Creates the folder.
 void write_schedule(const std::string& path, const Schedule& schedule, const UnitGraph& graph);
@@ -39,6 +42,10 @@ nlohmann::json read_schedule_document(const std::string& path);
 
 // The batch the document was made for (model.batch, checked).
 int64_t schedule_batch(const nlohmann::json& document, const std::string& path);
+
+// The document's "precision" object, checked (UserError naming `path` and
+// the field); std::nullopt when the file has none.
+std::optional<PrecisionInfo> schedule_precision(const nlohmann::json& document, const std::string& path);
 
 // Resolves unit ids against `graph`, then validates (validate.h).
 Schedule schedule_from_document(const nlohmann::json& document, const std::string& path,

@@ -51,6 +51,25 @@ std::string attrs_text(const ir::Attrs& attrs) {
       attrs);
 }
 
+// A tensor's shape, and its element type when that is not float32
+// ("1x64x56x56:fp16", "64x64x3x3:bf16"): float32 tensors read as they did
+// before the IR had other types, so the profile databases of float32 models
+// stay valid, and a 16-bit stage never shares a key with its float32 twin.
+std::string tensor_text(const ir::Tensor& tensor) {
+  std::string out = ir::to_string(tensor.shape);
+  switch (tensor.type) {
+    case ir::ElementType::kFloat32:
+      break;
+    case ir::ElementType::kFloat16:
+      out += ":fp16";
+      break;
+    case ir::ElementType::kBFloat16:
+      out += ":bf16";
+      break;
+  }
+  return out;
+}
+
 // A group rendered as text pieces and references to tensors from outside the
 // group. External tensors are numbered only after the groups are sorted, so
 // the sort key must not depend on their identity.
@@ -89,12 +108,12 @@ GroupText render_group(const UnitGraph& graph, const std::vector<UnitId>& group)
         const ir::Tensor& tensor = g.tensor(t);
         if (ii) out.text(",");
         if (tensor.is_constant()) {
-          out.text("w:" + ir::to_string(tensor.shape));
+          out.text("w:" + tensor_text(tensor));
         } else if (const std::string* name = local_name(t)) {
           out.text(*name);
         } else {
           out.external(t);
-          out.text(":" + ir::to_string(tensor.shape));
+          out.text(":" + tensor_text(tensor));
         }
       }
       out.text("]->[");
@@ -102,8 +121,7 @@ GroupText render_group(const UnitGraph& graph, const std::vector<UnitId>& group)
         const ir::TensorId t = node.outputs[oi];
         const bool leaves =
             std::find(unit.outputs.begin(), unit.outputs.end(), t) != unit.outputs.end();
-        out.text(fmt::format("{}{}{}", oi ? "," : "", ir::to_string(g.tensor(t).shape),
-                             leaves ? "*" : ""));
+        out.text(fmt::format("{}{}{}", oi ? "," : "", tensor_text(g.tensor(t)), leaves ? "*" : ""));
         local.emplace(t, fmt::format("u{}.n{}.{}", ui, ni, oi));
       }
       out.text("]");

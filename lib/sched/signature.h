@@ -14,6 +14,8 @@ namespace ios::sched {
 // The strategy, then per group its units in order (unit kind, and per node
 // the op, attributes, input/output shapes, weight shapes, and where each
 // input comes from), groups sorted since concurrent groups are unordered.
+// A tensor that is not float32 carries its element type after its shape
+// (":fp16", ":bf16"); all-float32 stages read as before the IR had types.
 // Identical stages in different blocks of a model share a signature.
 std::string stage_signature(const UnitGraph& graph, const Stage& stage);
 

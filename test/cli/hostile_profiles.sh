@@ -31,11 +31,11 @@ both() {
     expect_error "$name (ios-run)" "$code" "$name\.json.*$pattern" -- limited "$RUN" "$M" "$WORK/tiny.json" --backend sim --device-profile "$WORK/$name.json"
   fi
 }
-# short NAME: the last error message is at most 600 bytes (the longest
-# legitimate one lists the known fields).
+# short NAME: the last error message is at most 700 bytes (the longest
+# legitimate one lists the 26 known fields, about 630 bytes).
 short() {
   local size; size=$(wc -c <"$WORK/stderr")
-  if [ "$size" -le 600 ]; then ok; else fail "$1: the message is $size bytes"; fi
+  if [ "$size" -le 700 ]; then ok; else fail "$1: the message is $size bytes"; fi
 }
 expect_ok "tiny schedule" -- "$OPT" "$M" --cost simulated -o "$WORK/tiny.json" --quiet
 
@@ -74,6 +74,12 @@ profile peak_tiny 'p["peak_fp32_tflops"] = 1e-300'
 both peak_tiny 2 "'peak_fp32_tflops' = 1e-300 is out of range"
 profile tf32_tiny 'p["peak_tf32_tflops"] = 1e-300'
 both tf32_tiny 2 "'peak_tf32_tflops' = 1e-300 is out of range 0 or"
+profile fp16_tiny 'p["peak_fp16_tflops"] = 1e-300'
+both fp16_tiny 2 "'peak_fp16_tflops' = 1e-300 is out of range 0 or"
+profile fp16_huge 'p["peak_fp16_tflops"] = 1e300'
+both fp16_huge 2 "'peak_fp16_tflops' = 1e\+300 is out of range 0 or \[0.01, 100000\]"
+profile bf16_negative 'p["peak_bf16_tflops"] = -5'
+both bf16_negative 2 "'peak_bf16_tflops' is negative"
 profile memory_efficiency_tiny 'p["memory_efficiency"] = 1e-300'
 both memory_efficiency_tiny 2 "'memory_efficiency' = 1e-300 is out of range"
 profile launch_huge 'p["launch_overhead_us"] = 1e300'
@@ -89,11 +95,13 @@ both tiles_inverted 2 "'max_outputs_per_block' \(1024\) must be at least 'output
 # The corners of the ranges are legitimate and simulate to a finite, positive
 # latency, on a small model and on one with concurrent branches.
 corners='lo = dict(sm_count=1, peak_fp32_tflops=0.01, peak_tf32_tflops=0.01, mem_bandwidth_gbs=1,
+          peak_fp16_tflops=0.01, peak_bf16_tflops=0.01,
           launch_overhead_us=0, event_sync_overhead_us=0, host_launch_us=0, host_sync_us=0,
           max_concurrent_kernels=1, compute_efficiency=0.01, tensor_core_efficiency=0.01,
           memory_efficiency=0.01, blocks_per_sm=1, outputs_per_block=1, max_outputs_per_block=1,
           split_k_length=1, concurrency_interference=0)
 hi = dict(sm_count=10000, peak_fp32_tflops=10000, peak_tf32_tflops=100000,
+          peak_fp16_tflops=100000, peak_bf16_tflops=100000,
           mem_bandwidth_gbs=100000, launch_overhead_us=1000, event_sync_overhead_us=1000,
           host_launch_us=1000, host_sync_us=1000, max_concurrent_kernels=4096, compute_efficiency=1,
           tensor_core_efficiency=1, memory_efficiency=1, blocks_per_sm=64,

@@ -177,7 +177,7 @@ expect_error "static batch 2^20 + 1" 2 "batch_above_limit\.onnx: input 'x' has s
 # 10. One rule for options without effect.
 expect_error "--retarget without a schedule" 2 "--retarget has no effect without a schedule file" -- \
   "$RUN" "$M/relu.onnx" --batch 1 --backend sim --retarget
-expect_error "--retarget at the schedule's own batch" 2 "--retarget has no effect without --batch or --input-shape" -- \
+expect_error "--retarget at the schedule's own batch" 2 "--retarget has no effect without --batch, --input-shape or --precision fp16|bf16" -- \
   "$RUN" "$M/relu.onnx" "$WORK/relu.json" --backend sim --retarget
 expect_error "--threads with greedy" 2 "--threads has no effect with --scheduler greedy" -- \
   "$OPT" "$M/relu.onnx" --batch 1 --cost simulated --scheduler greedy --threads 2 -o "$WORK/x.json"

@@ -2,6 +2,7 @@
 #include "cost/device_profile.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -74,6 +75,19 @@ TEST_CASE("the five profiles are shipped and carry the spec-sheet numbers", "[co
   CHECK(v100.peak_fp32_tflops == 15.7);
   CHECK(v100.peak_tf32_tflops == 0.0);  // no TF32 tensor cores
   CHECK(v100.mem_bandwidth_gbs == 900.0);
+
+  // Dense 16-bit tensor-core peaks (NVIDIA's datasheets; docs/cost-model.md).
+  CHECK(h100.peak_fp16_tflops == 989.4);
+  CHECK(h100.peak_bf16_tflops == 989.4);
+  CHECK(h100.peak_tf32_tflops == 494.7);
+  CHECK(h200.peak_fp16_tflops == 989.4);
+  CHECK(h200.peak_bf16_tflops == 989.4);
+  CHECK(a100.peak_fp16_tflops == 312.0);
+  CHECK(a100.peak_bf16_tflops == 312.0);
+  CHECK(v100.peak_fp16_tflops == 125.0);
+  CHECK(v100.peak_bf16_tflops == 0.0);  // no bfloat16 on Volta
+  CHECK(k80.peak_fp16_tflops == 0.0);   // no tensor cores
+  CHECK(k80.peak_bf16_tflops == 0.0);
 }
 
 TEST_CASE("the compiled-in profiles equal the files in device_profiles/", "[cost][profile]") {
@@ -84,6 +98,8 @@ TEST_CASE("the compiled-in profiles equal the files in device_profiles/", "[cost
     CHECK(from_file.name == shipped.name);
     CHECK(from_file.sm_count == shipped.sm_count);
     CHECK(from_file.peak_tf32_tflops == shipped.peak_tf32_tflops);
+    CHECK(from_file.peak_fp16_tflops == shipped.peak_fp16_tflops);
+    CHECK(from_file.peak_bf16_tflops == shipped.peak_bf16_tflops);
     CHECK(from_file.launch_overhead_us == shipped.launch_overhead_us);
     CHECK(from_file.event_sync_overhead_us == shipped.event_sync_overhead_us);
     CHECK(from_file.host_launch_us == shipped.host_launch_us);
@@ -287,4 +303,88 @@ TEST_CASE("every knob has a range; the shipped profiles are inside them", "[cost
   p = load_device_profile("h100");
   p.launch_overhead_us = 1e300;
   CHECK_THROWS_WITH(ios::cost::validate_device_profile(p, "p"), Contains("'launch_overhead_us'"));
+}
+
+TEST_CASE("16-bit tensor-core peaks: optional, range-checked, twice TF32 when absent",
+          "[cost][profile][half]") {
+  using ios::ir::ElementType;
+  nlohmann::json good = shipped_json("h100");
+  auto message_of = [](const nlohmann::json& j) {
+    try {
+      ios::cost::parse_device_profile(j.dump(), "p.json");
+    } catch (const ios::UserError& e) {
+      return std::string(e.what());
+    }
+    FAIL("no UserError");
+    return std::string();
+  };
+  for (const char* field : {"peak_fp16_tflops", "peak_bf16_tflops"}) {
+    INFO(field);
+    const std::string name = std::string("'") + field + "'";
+    nlohmann::json j = good;
+    j[field] = -1.0;
+    std::string message = message_of(j);
+    CHECK_THAT(message, Contains("p.json") && Contains(name + " is negative"));
+    CHECK(message.find('\n') == std::string::npos);
+    j[field] = 1e300;
+    message = message_of(j);
+    CHECK_THAT(message, Contains(name + " = 1e+300 is out of range 0 or [0.01, 100000]"));
+    CHECK(message.find('\n') == std::string::npos);
+    j[field] = 1e-300;  // positive but absurd
+    CHECK_THAT(message_of(j), Contains(name));
+    j[field] = 200000;
+    CHECK_THAT(message_of(j), Contains(name + " = 200000 is out of range"));
+    j[field] = "fast";
+    CHECK_THAT(message_of(j), Contains(name + " must be a number, got the string 'fast'"));
+    j[field] = nlohmann::json::array({1, 2});
+    CHECK_THAT(message_of(j), Contains(name + " must be a number, got an array"));
+    // NaN cannot be written in JSON; a profile built in code is checked too.
+    DeviceProfile p = load_device_profile("h100");
+    (std::string(field) == "peak_fp16_tflops" ? p.peak_fp16_tflops : p.peak_bf16_tflops) =
+        std::nan("");
+    CHECK_THROWS_WITH(ios::cost::validate_device_profile(p, "p"),
+                      Contains(name + " is not a number"));
+    // A tensor-core peak needs a tensor-core efficiency.
+    j = good;
+    j["peak_tf32_tflops"] = 0;
+    j["peak_fp16_tflops"] = 0;
+    j["peak_bf16_tflops"] = 0;
+    j["tensor_core_efficiency"] = 0;
+    j[field] = 100;
+    CHECK_THAT(message_of(j),
+               Contains("'tensor_core_efficiency' must be > 0 when " + name + " is > 0"));
+    j[field] = 0;  // none: fine
+    CHECK_NOTHROW(ios::cost::parse_device_profile(j.dump(), "p.json"));
+  }
+
+  SECTION("absent: twice the TF32 peak; 0: none") {
+    nlohmann::json j = good;
+    j.erase("peak_fp16_tflops");
+    j.erase("peak_bf16_tflops");
+    const DeviceProfile p = ios::cost::parse_device_profile(j.dump(), "older.json");
+    CHECK_FALSE(p.peak_fp16_tflops.has_value());
+    CHECK_FALSE(p.peak_bf16_tflops.has_value());
+    CHECK(ios::cost::tensor_core_peak_tflops(p, ElementType::kFloat16) == 2.0 * 494.7);
+    CHECK(ios::cost::tensor_core_peak_tflops(p, ElementType::kBFloat16) == 2.0 * 494.7);
+    CHECK(ios::cost::tensor_core_peak_tflops(p, ElementType::kFloat32) == 494.7);
+    // Written back without them, so the fallback survives a round trip.
+    const std::string text = ios::cost::device_profile_json(p);
+    CHECK(text.find("peak_fp16_tflops") == std::string::npos);
+    CHECK_FALSE(ios::cost::parse_device_profile(text, "again").peak_fp16_tflops.has_value());
+    // A device without TF32 tensor cores and no 16-bit fields has none at all.
+    j["peak_tf32_tflops"] = 0;
+    const DeviceProfile none = ios::cost::parse_device_profile(j.dump(), "none.json");
+    CHECK(ios::cost::tensor_core_peak_tflops(none, ElementType::kFloat16) == 0.0);
+    const DeviceProfile v100 = load_device_profile("v100");
+    CHECK(ios::cost::tensor_core_peak_tflops(v100, ElementType::kFloat16) == 125.0);
+    CHECK(ios::cost::tensor_core_peak_tflops(v100, ElementType::kBFloat16) == 0.0);
+  }
+  SECTION("given: used as written, and written back") {
+    const DeviceProfile a100 = load_device_profile("a100");
+    CHECK(ios::cost::tensor_core_peak_tflops(a100, ElementType::kBFloat16) == 312.0);
+    const DeviceProfile again =
+        ios::cost::parse_device_profile(ios::cost::device_profile_json(a100), "again");
+    CHECK(again.peak_fp16_tflops == 312.0);
+    CHECK(again.peak_bf16_tflops == 312.0);
+  }
 }

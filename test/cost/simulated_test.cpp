@@ -55,6 +55,15 @@ IrBuilder two_convs(ios::ir::Shape input, int64_t cout, int64_t k) {
   return b;
 }
 
+// Every tensor of the graph (activations and weights) stored as `type`: the
+// graph a conversion with 16-bit inputs and outputs makes of a float32 one
+// without sensitive operators.
+void store_all_as(IrBuilder& b, ios::ir::ElementType type) {
+  for (size_t t = 0; t < b.graph.num_tensors(); ++t) {
+    b.graph.tensor(static_cast<ios::ir::TensorId>(t)).type = type;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("the simulated model is deterministic", "[cost][simulated]") {
@@ -277,6 +286,8 @@ TEST_CASE("every profile the parser accepts simulates to a finite, positive late
     if (field == "sm_count") p.sm_count = static_cast<int64_t>(v);
     if (field == "peak_fp32_tflops") p.peak_fp32_tflops = v;
     if (field == "peak_tf32_tflops") p.peak_tf32_tflops = v;
+    if (field == "peak_fp16_tflops") p.peak_fp16_tflops = v;
+    if (field == "peak_bf16_tflops") p.peak_bf16_tflops = v;
     if (field == "mem_bandwidth_gbs") p.mem_bandwidth_gbs = v;
     if (field == "launch_overhead_us") p.launch_overhead_us = v;
     if (field == "event_sync_overhead_us") p.event_sync_overhead_us = v;
@@ -314,17 +325,21 @@ TEST_CASE("every profile the parser accepts simulates to a finite, positive late
   }
   for (const auto& [input, cout] : {std::pair<ios::ir::Shape, int64_t>{{1, 3, 4, 4}, 2},
                                     std::pair<ios::ir::Shape, int64_t>{{8, 256, 56, 56}, 512}}) {
-    IrBuilder b = two_convs(input, cout, 3);
-    const UnitGraph g = UnitGraph::form(b.graph);
-    const UnitId a = unit(g, "a"), c = unit(g, "b");
-    for (const auto precision : {ios::cost::Precision::kFp32, ios::cost::Precision::kTf32}) {
-      for (const DeviceProfile& p : profiles) {
-        SimulatedCostModel model(g, p, {precision});
-        for (const Stage& stage : {concurrent({{a}, {c}}), concurrent({{a, c}}), merge({a, c})}) {
-          const double ms = model.stage_latency(stage);
-          INFO("sm_count " << p.sm_count << " compute_efficiency " << p.compute_efficiency);
-          CHECK(std::isfinite(ms));
-          CHECK(ms > 0.0);
+    for (const auto type : {ios::ir::ElementType::kFloat32, ios::ir::ElementType::kFloat16,
+                            ios::ir::ElementType::kBFloat16}) {
+      IrBuilder b = two_convs(input, cout, 3);
+      store_all_as(b, type);
+      const UnitGraph g = UnitGraph::form(b.graph);
+      const UnitId a = unit(g, "a"), c = unit(g, "b");
+      for (const auto precision : {ios::cost::Precision::kFp32, ios::cost::Precision::kTf32}) {
+        for (const DeviceProfile& p : profiles) {
+          SimulatedCostModel model(g, p, {precision});
+          for (const Stage& stage : {concurrent({{a}, {c}}), concurrent({{a, c}}), merge({a, c})}) {
+            const double ms = model.stage_latency(stage);
+            INFO("sm_count " << p.sm_count << " compute_efficiency " << p.compute_efficiency);
+            CHECK(std::isfinite(ms));
+            CHECK(ms > 0.0);
+          }
         }
       }
     }
@@ -515,4 +530,127 @@ TEST_CASE("per-shape efficiency: Winograd for 3x3, less for 1xk; a 1x3 + 3x1 mer
                          << merged_after << " ms, apart " << apart_after << " ms");
   CHECK(merged_before > apart_before);
   CHECK(merged_after < apart_after);
+}
+
+TEST_CASE("16-bit tensors: products on their tensor cores, half the bytes",
+          "[cost][simulated][half]") {
+  using ios::ir::ElementType;
+  const DeviceProfile h100 = load_device_profile("h100");
+  ios::cost::SimulatedOptions tf32;
+  tf32.precision = ios::cost::Precision::kTf32;
+  auto latency = [&](IrBuilder b, ElementType type, const char* id, DeviceProfile p,
+                     ios::cost::SimulatedOptions options) {
+    store_all_as(b, type);
+    const UnitGraph g = UnitGraph::form(b.graph);
+    return SimulatedCostModel(g, std::move(p), options).unit_latency(unit(g, id));
+  };
+
+  SECTION("a compute-bound convolution is faster at fp16 and bf16 than at fp32 and tf32") {
+    for (const int64_t k : {1, 3}) {  // 3x3: FP32 takes the Winograd path
+      IrBuilder b;
+      b.output(b.conv("c", b.input("x", {32, 512, 28, 28}), 512, k, 1, k / 2));
+      const double fp32 = latency(b, ElementType::kFloat32, "c", h100, {});
+      const double tf32_ms = latency(b, ElementType::kFloat32, "c", h100, tf32);
+      const double fp16 = latency(b, ElementType::kFloat16, "c", h100, {});
+      const double bf16 = latency(b, ElementType::kBFloat16, "c", h100, {});
+      INFO("k " << k << ": fp32 " << fp32 << " tf32 " << tf32_ms << " fp16 " << fp16);
+      CHECK(fp16 < fp32);
+      CHECK(fp16 < tf32_ms);
+      CHECK(bf16 == fp16);  // the H100's FP16 and BF16 peaks are equal
+      // 16-bit products take the tensor cores whatever the precision option.
+      CHECK(latency(b, ElementType::kFloat16, "c", h100, tf32) == fp16);
+      if (k == 1) {
+        // No Winograd: twice the TF32 peak at the same efficiency, so at
+        // most half the TF32 time plus the launch (occupancy is the same).
+        CHECK(fp16 - h100.launch_overhead_us / 1000.0 ==
+              Approx((tf32_ms - h100.launch_overhead_us / 1000.0) / 2.0).epsilon(0.02));
+      }
+    }
+  }
+
+  SECTION("a memory-bound element-wise unit takes half the time (less its launch)") {
+    IrBuilder b;
+    const auto x = b.input("x", {32, 256, 56, 56});
+    const auto y = b.activation("y", {32, 256, 56, 56});
+    b.graph.add_node({"relu", ios::ir::OpKind::kRelu, {x}, {y}, {}});
+    b.output(y);
+    const double launch_ms = h100.launch_overhead_us / 1000.0;
+    for (const ElementType type : {ElementType::kFloat16, ElementType::kBFloat16}) {
+      const double fp32 = latency(b, ElementType::kFloat32, "y", h100, tf32);
+      const double half = latency(b, type, "y", h100, tf32);
+      CHECK(half - launch_ms == Approx((fp32 - launch_ms) / 2.0));
+      CHECK(half < 0.55 * fp32);
+    }
+  }
+
+  SECTION("bytes follow each tensor's type: a Cast reads 4 and writes 2 bytes an element") {
+    IrBuilder b;
+    const auto x = b.input("x", {8, 64, 32, 32});
+    const auto y = b.activation("y", {8, 64, 32, 32});
+    ios::ir::CastAttrs cast;
+    cast.to = ElementType::kFloat16;
+    b.graph.add_node({"cast", ios::ir::OpKind::kCast, {x}, {y}, cast});
+    b.graph.tensor(y).type = ElementType::kFloat16;
+    b.output(y);
+    const UnitGraph g = UnitGraph::form(b.graph);
+    const ios::cost::UnitWork w = ios::cost::unit_work(g, unit(g, "y"));
+    REQUIRE(w.kernels.size() == 1);
+    const double elements = 8.0 * 64 * 32 * 32;
+    CHECK(w.kernels[0].bytes_read == 4.0 * elements);
+    CHECK(w.kernels[0].bytes_written == 2.0 * elements);
+    CHECK_FALSE(w.kernels[0].matmul_like);
+  }
+
+  SECTION("a device without tensor cores for the type runs its products at the FP32 rate") {
+    IrBuilder b;
+    b.output(b.conv("c", b.input("x", {32, 256, 56, 56}), 256, 1, 1, 0));
+    // The V100 has FP16 tensor cores and no BF16 ones; the K80 none.
+    const DeviceProfile v100 = load_device_profile("v100");
+    CHECK(latency(b, ElementType::kFloat16, "c", v100, {}) <
+          latency(b, ElementType::kFloat32, "c", v100, {}));
+    const double bf16 = latency(b, ElementType::kBFloat16, "c", v100, {});
+    CHECK(bf16 <= latency(b, ElementType::kFloat32, "c", v100, {}));
+    CHECK(bf16 > latency(b, ElementType::kFloat16, "c", v100, {}));
+    const DeviceProfile k80 = load_device_profile("k80");
+    CHECK(latency(b, ElementType::kFloat16, "c", k80, {}) <=
+          latency(b, ElementType::kFloat32, "c", k80, {}));
+  }
+
+  SECTION("an absent 16-bit peak is twice the TF32 one") {
+    DeviceProfile p = h100;
+    p.peak_fp16_tflops.reset();
+    p.peak_bf16_tflops.reset();
+    CHECK(ios::cost::tensor_core_peak_tflops(p, ElementType::kFloat16) == 2.0 * 494.7);
+    CHECK(ios::cost::tensor_core_peak_tflops(p, ElementType::kBFloat16) == 2.0 * 494.7);
+    CHECK(ios::cost::tensor_core_peak_tflops(p, ElementType::kFloat32) == 494.7);
+    IrBuilder b;
+    b.output(b.conv("c", b.input("x", {32, 256, 56, 56}), 256, 1, 1, 0));
+    p.peak_fp16_tflops = 2.0 * 494.7;
+    const double given = latency(b, ElementType::kFloat16, "c", p, {});
+    p.peak_fp16_tflops.reset();
+    CHECK(latency(b, ElementType::kFloat16, "c", p, {}) == given);
+  }
+}
+
+TEST_CASE("16-bit merges: the merged kernel reads and writes 16-bit tensors",
+          "[cost][simulated][half]") {
+  IrBuilder b = two_convs({1, 64, 28, 28}, 32, 1);
+  const UnitGraph g32 = UnitGraph::form(b.graph);
+  const auto check32 = ios::sched::check_merge(g32, {unit(g32, "a"), unit(g32, "b")});
+  REQUIRE(check32.spec.has_value());
+  const auto w32 = ios::cost::merged_work(g32, *check32.spec);
+  IrBuilder b16 = b;  // g32 keeps pointing at b's graph
+  store_all_as(b16, ios::ir::ElementType::kFloat16);
+  const UnitGraph g16 = UnitGraph::form(b16.graph);
+  const auto check16 = ios::sched::check_merge(g16, {unit(g16, "a"), unit(g16, "b")});
+  REQUIRE(check16.spec.has_value());
+  const auto w16 = ios::cost::merged_work(g16, *check16.spec);
+  REQUIRE(w16.kernels.size() == 1);
+  CHECK(w16.kernels[0].type == ios::ir::ElementType::kFloat16);
+  CHECK(w16.kernels[0].bytes() == w32.kernels[0].bytes() / 2.0);
+  CHECK(w16.kernels[0].flops == w32.kernels[0].flops);
+  SimulatedCostModel m32(g32, load_device_profile("h100"));
+  SimulatedCostModel m16(g16, load_device_profile("h100"));
+  CHECK(m16.stage_latency(merge({unit(g16, "a"), unit(g16, "b")})) <
+        m32.stage_latency(merge({unit(g32, "a"), unit(g32, "b")})));
 }

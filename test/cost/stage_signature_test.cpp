@@ -2,13 +2,15 @@
 // change to how attributes or stages print would orphan every cached
 // measurement: the expected strings below were printed by the code that wrote
 // the existing databases and must not change.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "sched/signature.h"
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "ir/shape_inference.h"
+#include "sched/signature.h"
 #include "sched/unit_graph.h"
 
 namespace {
@@ -241,4 +243,65 @@ TEST_CASE("stage signatures: groups of several units and merge stages are pinned
         "merge|pool{AveragePool(k=3x3,s=1x1,p=1,1,1,1,cip=true,ceil=false)[x0:1x8x8x8]"
         "->[1x8x8x8] BatchNormalization(eps=0.001)[u0.n0.0,w:8,w:8,w:8,w:8]->[1x8x8x8*]};"
         "pool{MaxPool(k=3x3,s=2x2,p=0,0,1,1,cip=false,ceil=true)[x0:1x8x8x8]->[1x8x4x4*]}");
+}
+
+TEST_CASE("stage signatures: 16-bit tensors carry their type; float32 stages are unchanged",
+          "[cost][signature]") {
+  // One convolution with its ReLU, then the same graph converted to float16
+  // and to bfloat16 (inputs and outputs too, so the unit is all 16-bit), and
+  // with float32 inputs and outputs (Casts around it).
+  auto build = [] {
+    Builder b;
+    const auto x = b.input("x", {1, 8, 16, 16});
+    ir::ConvAttrs conv;
+    conv.kernel = {3, 3};
+    conv.stride = {1, 1};
+    conv.dilation = {1, 1};
+    conv.pads = {1, 1, 1, 1};
+    const auto y = b.one("conv", ir::OpKind::kConv,
+                         {x, b.weight("conv_w", {16, 8, 3, 3}), b.weight("conv_b", {16})}, conv);
+    b.g.outputs().push_back(b.one("relu", ir::OpKind::kRelu, {y}));
+    return std::move(b.g);
+  };
+  auto signature_of = [](const ir::Graph& graph) {
+    const UnitGraph units = UnitGraph::form(graph);
+    const auto u = units.find("relu");
+    REQUIRE(u.has_value());
+    return stage_signature(units, stage(Strategy::kConcurrent, {{*u}}));
+  };
+  const ir::Graph fp32 = build();
+  // Pinned: the key of the databases written before the IR had types.
+  const std::string fp32_key =
+      "concurrent|conv{Conv(k=3x3,s=1x1,d=1x1,p=1,1,1,1,g=1)[x0:1x8x16x16,w:16x8x3x3,w:16]"
+      "->[1x16x16x16] Relu()[u0.n0.0]->[1x16x16x16*]}";
+  CHECK(signature_of(fp32) == fp32_key);
+
+  ir::Graph fp16 = build();
+  ir::convert_to_half(fp16, {ir::ElementType::kFloat16, /*half_io=*/true, {}}, "test");
+  const std::string fp16_key = signature_of(fp16);
+  CHECK(fp16_key ==
+        "concurrent|conv{Conv(k=3x3,s=1x1,d=1x1,p=1,1,1,1,g=1)[x0:1x8x16x16:fp16,"
+        "w:16x8x3x3:fp16,w:16:fp16]->[1x16x16x16:fp16] Relu()[u0.n0.0]->[1x16x16x16:fp16*]}");
+
+  ir::Graph bf16 = build();
+  ir::convert_to_half(bf16, {ir::ElementType::kBFloat16, /*half_io=*/true, {}}, "test");
+  const std::string bf16_key = signature_of(bf16);
+  CHECK(bf16_key != fp16_key);
+  CHECK(bf16_key != fp32_key);
+  CHECK(bf16_key.find(":bf16") != std::string::npos);
+  CHECK(bf16_key.find(":fp16") == std::string::npos);
+
+  // Float32 inputs and outputs: the conv unit reads the Cast's float16
+  // output, and the Casts' own units carry both types.
+  ir::Graph casts = build();
+  ir::convert_to_half(casts, {ir::ElementType::kFloat16, /*half_io=*/false, {}}, "test");
+  const UnitGraph units = UnitGraph::form(casts);
+  std::vector<std::string> keys;
+  for (UnitId u = 0; u < units.size(); ++u) {
+    keys.push_back(stage_signature(units, stage(Strategy::kConcurrent, {{u}})));
+  }
+  CHECK(std::find(keys.begin(), keys.end(), fp32_key) == keys.end());
+  CHECK(std::count_if(keys.begin(), keys.end(), [](const std::string& k) {
+          return k.find("Cast(") != std::string::npos && k.find(":fp16") != std::string::npos;
+        }) == 2);
 }

@@ -169,3 +169,36 @@ TEST_CASE("a fit to absurd measurements stays inside the accepted ranges", "[sim
     CHECK(std::isfinite(fit.mean_error_after));
   }
 }
+
+TEST_CASE("calibration of a 16-bit model fits the tensor-core efficiency",
+          "[sim][calibration][half]") {
+  // The float16 SqueezeNet: its convolutions run on the FP16 tensor cores
+  // whatever the precision, so the tensor-core efficiency is fitted even at
+  // --precision fp32, from stages whose signatures carry the type.
+  const auto path = test::model("squeezenet1_1-64x64.fp16.onnx");
+  REQUIRE(std::filesystem::exists(path));
+  const auto prepared = model::prepare_model(path.string(), model::shape_options(1, false, {}));
+  const sched::UnitGraph& units = *prepared->units;
+  cost::SimulatedOptions options;
+  options.precision = cost::Precision::kFp32;
+  cost::DeviceProfile start = cost::load_device_profile("h100");
+  cost::DeviceProfile truth = start;
+  truth.tensor_core_efficiency = 0.6;
+  truth.launch_overhead_us = 4.0;
+  cost::SimulatedCostModel measured(units, truth, options);
+  std::vector<cost::StageSample> samples;
+  bool typed = false;
+  for (const sched::Stage& stage : cost::candidate_stages(units, start, options)) {
+    typed = typed || sched::stage_signature(units, stage).find(":fp16") != std::string::npos;
+    samples.push_back({stage, measured.stage_latency(stage)});
+  }
+  CHECK(typed);
+  const cost::CalibrationResult fit = cost::calibrate_profile(units, start, options, samples);
+  CHECK(std::find(fit.fitted.begin(), fit.fitted.end(), "tensor_core_efficiency") !=
+        fit.fitted.end());
+  CHECK(fit.fitted.size() == 6);
+  CHECK(fit.mean_error_after < fit.mean_error_before);
+  CHECK(fit.mean_error_after < 0.02);
+  CHECK(fit.profile.peak_fp16_tflops == start.peak_fp16_tflops);
+  CHECK_NOTHROW(cost::parse_device_profile(cost::device_profile_json(fit.profile), "fit.json"));
+}
