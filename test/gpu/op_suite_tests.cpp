@@ -226,13 +226,14 @@ TEST_CASE("the operator suite in float16 and bfloat16 on the CUDA backend", "[gp
       const optest::HostMap inputs = all_float32(c.graph) ? rounded_inputs(c.inputs, type) : c.inputs;
       cpu::CpuExecutor cpu(units, plan, cpu::ExecutorOptions{1});
       const optest::HostMap expected = cpu.run(inputs);
-      for (bool cuda_graph : {false, true}) {
-        cuda::EngineOptions options;
-        options.cuda_graph = cuda_graph;
+      // With the CUDA graph only (the float32 suite covers plain launches;
+      // the capture does not depend on the types), to keep the kit's time.
+      {
+        const cuda::EngineOptions options;
         const optest::HostMap actual = run_gpu(units, plan, inputs, options);
         REQUIRE(actual.size() == expected.size());
         for (const auto& [name, tensor] : expected) {
-          INFO(name << (cuda_graph ? " (CUDA graph)" : " (plain launches)"));
+          INFO(name);
           const auto it = actual.find(name);
           REQUIRE(it != actual.end());
           const exec::CompareResult result =
