@@ -341,6 +341,7 @@ PYBIND11_MODULE(ios, m) {
       .def_property_readonly("predicted_latency_ms", &ios::Schedule::predicted_latency_ms)
       .def_property_readonly("batch", &ios::Schedule::batch)
       .def_property_readonly("launch", &ios::Schedule::launch)
+      .def_property_readonly("precision", &ios::Schedule::precision)
       .def_property_readonly("staged", &ios::Schedule::staged)
       .def_property_readonly("stages",
                              [](const ios::Schedule& s) {

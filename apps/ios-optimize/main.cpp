@@ -134,6 +134,8 @@ int main(int argc, char** argv) {
   app.add_option("--keep-fp32", options.keep_fp32,
                  "with --precision fp16|bf16: node names or operator types kept in float32 (comma-separated)")
       ->delimiter(',');
+  app.add_option("--write-onnx", options.write_onnx,
+                 "with --precision fp16|bf16: also write the converted graph as ONNX, for other runtimes");
   app.add_flag("--half-io", options.half_io,
                "with --precision fp16|bf16: the graph's inputs and outputs in the 16-bit type too (default float32)");
   app.add_option("--max-block-units", options.max_block_units,

@@ -138,6 +138,9 @@ class Schedule {
   double predicted_latency_ms() const;  // as predicted or measured when it was found
   int64_t batch() const;
   std::string launch() const;                 // graph | plain | synced: what it was planned for
+  // tf32 | fp32 | fp16 | bf16: what it was found for (docs/cli.md,
+  // *Precision*); empty for a file that records none (a float32 schedule).
+  std::string precision() const;
   bool staged() const;                        // staged (stages) or streamed (LIOS, Nimble)
   std::vector<ScheduleStage> stages() const;  // empty for a streamed schedule
   // The schedule's peak device memory in bytes as recorded in it

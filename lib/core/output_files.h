@@ -36,12 +36,15 @@ enum class OutputKind {
   kHtml,            // ios-optimize --html: a page holding kHtmlMarker
   kDeviceProfile,   // ios-optimize --calibrate -o: a device profile (JSON with "sm_count")
   kNpy,             // ios-run --output-dir: NumPy .npy files
+  kOnnx,            // ios-optimize --write-onnx: an ONNX model whose producer is kOnnxProducer
 };
 
 // The marks that make ios's own pictures and pages recognisable.
 inline constexpr std::string_view kDotMarker = "// ios schedule picture";
 inline constexpr std::string_view kSvgMarker = "<!-- ios schedule picture -->";
 inline constexpr std::string_view kHtmlMarker = "<meta name=\"generator\" content=\"ios\">";
+// ModelProto's producer_name: field 2, serialized before the graph.
+inline constexpr std::string_view kOnnxProducer = "ios-optimize --write-onnx";
 
 // "an ios schedule", "a Graphviz picture written by ios", ...
 std::string_view describe(OutputKind kind);

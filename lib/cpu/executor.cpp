@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -58,6 +59,17 @@ void round_view(const View& v, ir::ElementType type) {
     float* p = v.item(n);
     for (int64_t k = 0; k < item; ++k) p[k] = ir::round_to(p[k], type);
   }
+}
+
+// How many elements of `v` are inf or NaN.
+int64_t non_finite(const ConstView& v) {
+  int64_t count = 0;
+  const int64_t item = v.item_size();
+  for (int64_t n = 0; n < v.batch(); ++n) {
+    const float* p = v.item(n);
+    for (int64_t k = 0; k < item; ++k) count += std::isfinite(p[k]) ? 0 : 1;
+  }
+  return count;
 }
 
 int64_t host_bytes(const ir::Tensor& t) {  // floats, whatever the type
@@ -270,14 +282,31 @@ void CpuExecutor::execute(const Instr& instr) {
 }
 
 void CpuExecutor::round_outputs(const Instr& instr) {
-  if (!rounds_ || !instr.rounds) return;
+  if (!rounds_ || !instr.rounds) return;  // a float32 model runs as before
   if (instr.merged >= 0) {
     const Merged& m = merged_[static_cast<size_t>(instr.merged)];
     const ir::ElementType type = storage_.storages().at(static_cast<size_t>(m.region.storage)).type;
     round_view(View(data_of(m.region), m.region.shape, m.region.batch_stride), type);
     return;
   }
-  for (ir::TensorId t : ir_.node(instr.node).outputs) round_view(view_of(t), ir_.tensor(t).type);
+  const ir::Node& node = ir_.node(instr.node);
+  for (ir::TensorId t : node.outputs) round_view(view_of(t), ir_.tensor(t).type);
+  // Overflow is never passed on silently: an output that is inf or NaN
+  // where every input was finite names its node (docs/cli.md, *Precision*).
+  for (ir::TensorId t : node.outputs) {
+    const int64_t bad = non_finite(view_of(t));
+    if (bad == 0) continue;
+    bool inputs_finite = true;
+    for (ir::TensorId in : node.inputs) inputs_finite = inputs_finite && non_finite(const_view_of(in)) == 0;
+    if (!inputs_finite) continue;
+    const ir::Tensor& out = ir_.tensor(t);
+    const std::string name = node.name.empty() ? out.name : node.name;
+    user_error("node '{}' ({}) wrote {} of {} values of '{}' as inf or NaN from finite inputs: they overflow {} "
+               "(largest {}); keep the node in float32 (ios-optimize --keep-fp32 {}) or scale the model's "
+               "values down",
+               name, ir::op_name(node.op), bad, ir::num_elements(out.shape), out.name, ir::type_name(out.type),
+               ir::max_finite(out.type), name);
+  }
 }
 
 // One product of the shared input with the assembled weights [K, sum N_i]

@@ -124,6 +124,12 @@ std::string Schedule::launch() const {
   return impl_->document.at("scheduler").value("launch", std::string("graph"));
 }
 
+std::string Schedule::precision() const {
+  const auto& doc = impl_->document;
+  if (!doc.contains("precision") || !doc["precision"].is_object()) return "";
+  return doc["precision"].value("name", std::string());
+}
+
 bool Schedule::staged() const { return impl_->document.value("form", "staged") == "staged"; }
 
 std::vector<ScheduleStage> Schedule::stages() const {

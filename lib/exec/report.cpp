@@ -33,6 +33,11 @@ nlohmann::ordered_json summary_json(const LatencyStats& s) {
           {"stddev_ms", s.stddev}, {"cv", s.cv},         {"throughput_qps", s.throughput}};
 }
 
+// ", precision fp16" for a 16-bit run; float32 runs' titles stay as they were.
+std::string half_words(const TimedRun& run) {
+  return run.precision == "fp16" || run.precision == "bf16" ? ", precision " + run.precision : std::string();
+}
+
 }  // namespace
 
 std::string format_summary(const TimedRun& run, const LatencyStats& s,
@@ -42,14 +47,14 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s,
   if (run.predicted) {
     // A prediction is one deterministic number: no spread to report.
     return fmt::format(
-        "=== Predicted performance: {} ({}, {}, batch {}) ===\n"
+        "=== Predicted performance: {} ({}, {}, batch {}{}) ===\n"
         "Predicted throughput: {:.2f} qps\n"
         "Predicted GPU Compute Time: {:.4f} ms (simulated, not measured)\n{}",
-        run.name, run.backend, run.device, run.batch, s.throughput, s.mean, warnings);
+        run.name, run.backend, run.device, run.batch, half_words(run), s.throughput, s.mean, warnings);
   }
   std::string out =
-      fmt::format("=== Performance summary: {} ({}, batch {}, {} iterations) ===\n", run.name,
-                  run.backend.empty() ? "?" : run.backend, run.batch, s.count);
+      fmt::format("=== Performance summary: {} ({}, batch {}{}, {} iterations) ===\n", run.name,
+                  run.backend.empty() ? "?" : run.backend, run.batch, half_words(run), s.count);
   out += fmt::format("Throughput: {:.2f} qps\n", s.throughput);
   out += fmt::format(
       "{}: min = {:.4f} ms, max = {:.4f} ms, mean = {:.4f} ms, median = {:.4f} ms, "
@@ -135,6 +140,7 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     r["backend"] = run.backend;
     r["device"] = run.device;
     r["batch"] = run.batch;
+    if (!run.precision.empty()) r["precision"] = run.precision;
     r["warmup_iterations"] = run.warmup_iterations;
     if (run.allocated_activation_bytes >= 0) r["allocated_activation_bytes"] = run.allocated_activation_bytes;
     if (run.allocated_total_bytes >= 0) r["allocated_total_bytes"] = run.allocated_total_bytes;

@@ -47,6 +47,9 @@ struct TimedRun {
   std::string backend;
   std::string device;
   int64_t batch = 1;
+  // The precision the run computes at: tf32, fp32, fp16 or bf16 (empty:
+  // unknown). The summary's title names a 16-bit one.
+  std::string precision;
   int64_t warmup_iterations = 0;
   int64_t started_at_unix_ms = 0;    // 0: unknown (exported as "")
   // Per timed iteration: GPU compute time on the CUDA backend, wall time on

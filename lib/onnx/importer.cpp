@@ -37,6 +37,7 @@
 #include "onnx/external_data.h"
 #include "onnx/graph_builder.h"
 #include "onnx/import_schemas.h"
+#include "onnx/model_file.h"
 #include "onnx/opset_adapter.h"
 
 namespace ios::onnx {
@@ -741,6 +742,12 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
                             const ImportOptions& options);
 
 }  // namespace
+
+::onnx::ModelProto read_model_proto(const std::string& path) {
+  ModelProto model = parse_file(path);
+  load_external_data(model, path);
+  return model;
+}
 
 ImportedModel import_model(const std::string& path, const ImportOptions& options) {
   if (!check_model_path(path)) return import_model_from_bytes(read_file(path), path, options);

@@ -14,12 +14,10 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
-#include "core/output_files.h"
 #include "core/log.h"
+#include "core/output_files.h"
 #include "core/progress.h"
 #include "cost/calibrate.h"
-#include "optimize/html_report.h"
-#include "optimize/optimize_report.h"
 #include "cost/device_profile.h"
 #include "cost/profile_db.h"
 #include "cost/simulated.h"
@@ -27,10 +25,13 @@
 #include "cuda/measured.h"
 #include "exec/plan.h"
 #include "exec/schedule_memory.h"
+#include "onnx/typed_export.h"
+#include "optimize/html_report.h"
+#include "optimize/optimize_report.h"
 #include "sched/schedule_dot.h"
-#include "sim/simulator.h"
 #include "sched/schedule_io.h"
 #include "sched/validate.h"
+#include "sim/simulator.h"
 
 namespace ios::optimize {
 namespace {
@@ -72,6 +73,7 @@ std::unique_ptr<OutputFiles> check_outputs(const std::string& output, const Opti
     outputs.add("--dot", options.dot_path, svg ? OutputKind::kSvg : OutputKind::kDot);
   }
   if (!options.html_path.empty()) outputs.add("--html", options.html_path, OutputKind::kHtml);
+  if (!options.write_onnx.empty()) outputs.add("--write-onnx", options.write_onnx, OutputKind::kOnnx);
   return files;
 }
 
@@ -521,6 +523,11 @@ void import_model(OptimizeRun& r) {
   r.prepared = model::prepare_model(o.model_path, model::shape_options(o.batch, o.rewrite_batch, o.input_shapes),
                                     formation, {o.precision, o.half_io, o.keep_fp32});
   r.report.import_ms = ms_since(r.start);
+  if (!o.write_onnx.empty() && !r.prepared->precision.converted) {
+    user_error("--write-onnx writes the graph ios converts to half precision, and {} is not converted; add "
+               "--precision fp16 or bf16{}",
+               o.model_path, r.prepared->precision.is_half() ? " to a float32 model (this one is already typed)" : "");
+  }
   r.progress->clear();
   if (r.memory_limit > 0) check_memory_floor(r);
   if (!o.dot_path.empty()) sched::check_picture_size("--dot", o.dot_path, r.units().size());
@@ -697,6 +704,7 @@ void fill_report(OptimizeRun& r) {
 void write_outputs(OptimizeRun& r) {
   const OptimizeOptions& o = r.options;
   if (!r.output.empty()) sched::write_schedule(r.output, r.schedule, r.units());
+  if (!o.write_onnx.empty()) onnx::write_typed_model(o.model_path, r.prepared->model.graph, o.write_onnx);
   if (!o.report_json.empty()) {
     create_parent_folder(o.report_json);
     write_file_atomically(o.report_json, render_json(r.report));

@@ -53,6 +53,7 @@ struct OptimizeOptions {
   std::string precision;
   std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OPTYPE,...
   bool half_io = false;                // --half-io
+  std::string write_onnx;              // --write-onnx: the converted graph as ONNX (onnx/typed_export.h)
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   // Seconds the search may take (searching schedulers only); 0 = no limit.

@@ -450,6 +450,7 @@ void time_interleaved(RunState& r) {
     run.backend = r.backend_entry->name;
     run.device = r.backend->device_name();
     run.batch = r.prepared->model.batch;
+    run.precision = r.precision();
     run.warmup_iterations = r.warmup;
     run.gpu_compute = r.traits().gpu_compute_time;
     run.predicted = !r.traits().measured;

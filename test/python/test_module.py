@@ -61,6 +61,29 @@ def test_optimize_returns_a_schedule(schedule, tmp_path):
     assert loaded.report == ""  # only a search has one
 
 
+def test_half_precision(x, y):
+    """precision, keep_fp32 and half_io reach the conversion; the engine runs
+    the original model at the schedule's precision, within float16's
+    rounding of the float32 result."""
+    half = ios.optimize(MODEL, batch=1, precision="fp16", keep_fp32=["Concat"], time_limit=10)
+    assert half.precision == "fp16"
+    doc = json.loads(half.json)
+    assert doc["precision"]["keep_fp32"] == ["Concat"] and doc["precision"]["source"] == "converted"
+    engine = ios.Engine(MODEL, half)
+    out = engine(x)
+    assert out.dtype == np.float32 and out.shape == y.shape
+    assert np.abs(out - y).max() <= 0.05 * np.abs(y).max()
+    assert not np.array_equal(out, y)  # rounded, so not the float32 numbers
+    with pytest.raises(ios.UserError, match="--retarget"):
+        ios.Engine(MODEL, half, precision="bf16")
+    assert ios.Engine(MODEL, half, precision="bf16", retarget=True)(x).shape == y.shape
+    with pytest.raises(ios.UserError, match="names no node"):
+        ios.optimize(MODEL, batch=1, precision="bf16", keep_fp32=["NoSuchNode"])
+    with pytest.raises(ios.UserError, match="precision"):
+        ios.optimize(MODEL, batch=1, precision="fp8")
+    assert ios.optimize(MODEL, batch=1, precision="bf16", half_io=True, time_limit=10).precision == "bf16"
+
+
 def test_memory_options(schedule):
     assert schedule.peak_memory_bytes > 0
     one_stream = ios.optimize(MODEL, batch=1, cost="simulated", max_streams=1)
