@@ -683,11 +683,12 @@ def write_markdown(args, doc, path, charts):
     # The widest blocks of the test networks written outside torchvision
     # (by hand from ios-optimize --analyze), what a GPU measured (the GPU
     # kit's results, written by hand from scripts/gpu/first-run.sh's
-    # bench.md), scaling, forms, memory and the measured search: written
-    # separately by bench/scaling.py (minutes of CPU per row), bench/forms.py,
-    # bench/memory.py and bench/measured_search.py, carried over verbatim.
+    # bench.md), scaling, forms, memory, precision and the measured search:
+    # written separately by bench/scaling.py (minutes of CPU per row),
+    # bench/forms.py, bench/memory.py, bench/precision.py and
+    # bench/measured_search.py, carried over verbatim.
     for section in ("outside_torchvision.md", "measured_gpu.md", "scaling.md", "forms.md", "memory.md",
-                    "measured_search.md"):
+                    "precision.md", "measured_search.md"):
         section_path = os.path.join(REPO, "docs", "benchmarks", section)
         if os.path.exists(section_path):
             with open(section_path) as f:
