@@ -24,8 +24,9 @@ int to_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-void set_tensor(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t batch_stride) {
-  IOS_CUDNN_CALL(cudnnSetTensor4dDescriptorEx(desc, CUDNN_DATA_FLOAT, to_int(n, "n"), to_int(c, "c"), to_int(h, "h"),
+void set_tensor(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t batch_stride,
+                ir::ElementType type) {
+  IOS_CUDNN_CALL(cudnnSetTensor4dDescriptorEx(desc, cudnn_type(type), to_int(n, "n"), to_int(c, "c"), to_int(h, "h"),
                                               to_int(w, "w"), to_int(batch_stride, "batch stride"),
                                               to_int(h * w, "channel stride"), to_int(w, "row stride"), 1));
 }
@@ -98,16 +99,22 @@ ConvShape conv_shape(const Program& p, const ConvOp& op) {
   s.fused = op.fused;
   s.has_z = op.z >= 0;
   if (s.has_z) s.z_batch_stride = p.values.at(static_cast<size_t>(op.z)).batch_stride;
-  s.x_align = pointer_alignment(x.offset);
-  s.y_align = pointer_alignment(y.offset);
-  s.z_align = s.has_z ? pointer_alignment(p.values.at(static_cast<size_t>(op.z)).offset) : kBufferAlignment;
+  s.type = x.type;
+  IOS_ASSERT(y.type == s.type && w.type == s.type, "convolution '{}' mixes element types ({}, {}, weights {})",
+             op.label, ir::type_name(x.type), ir::type_name(y.type), ir::type_name(w.type));
+  s.x_align = x.alignment();
+  s.y_align = y.alignment();
+  s.z_align = s.has_z ? p.values.at(static_cast<size_t>(op.z)).alignment() : kBufferAlignment;
   return s;
 }
 
 std::string ConvShape::key() const {
-  return fmt::format("n{}c{}h{}w{}|k{}r{}s{}|o{}x{}|p{},{}|s{},{}|d{},{}|g{}|bs{},{},{}|f{}z{}|a{},{},{}", n, c, h, w, k,
-                     r, s, oh, ow, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, group, x_batch_stride,
-                     y_batch_stride, z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0, x_align, y_align, z_align);
+  std::string text =
+      fmt::format("n{}c{}h{}w{}|k{}r{}s{}|o{}x{}|p{},{}|s{},{}|d{},{}|g{}|bs{},{},{}|f{}z{}|a{},{},{}", n, c, h, w, k,
+                  r, s, oh, ow, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, group, x_batch_stride,
+                  y_batch_stride, z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0, x_align, y_align, z_align);
+  if (type != ir::ElementType::kFloat32) text += std::string("|") + ir::type_name(type);  // float32 keys unchanged
+  return text;
 }
 
 ConvDescriptors make_conv_descriptors(const ConvShape& s, cudnnMathType_t math) {
@@ -119,11 +126,15 @@ ConvDescriptors make_conv_descriptors(const ConvShape& s, cudnnMathType_t math) 
   d.w = make_filter_desc();
   d.conv = make_conv_desc();
   d.relu = make_activation_desc();
-  set_tensor(d.x.get(), s.n, s.c, s.h, s.w, s.x_batch_stride);
-  set_tensor(d.y.get(), s.n, s.k, s.oh, s.ow, s.y_batch_stride);
-  set_tensor(d.z.get(), s.n, s.k, s.oh, s.ow, s.has_z ? s.z_batch_stride : s.y_batch_stride);
-  IOS_CUDNN_CALL(cudnnSetTensor4dDescriptor(d.bias.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, to_int(s.k, "k"), 1, 1));
-  IOS_CUDNN_CALL(cudnnSetFilter4dDescriptor(d.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, to_int(s.k, "k"),
+  set_tensor(d.x.get(), s.n, s.c, s.h, s.w, s.x_batch_stride, s.type);
+  set_tensor(d.y.get(), s.n, s.k, s.oh, s.ow, s.y_batch_stride, s.type);
+  set_tensor(d.z.get(), s.n, s.k, s.oh, s.ow, s.has_z ? s.z_batch_stride : s.y_batch_stride, s.type);
+  // The bias in y's type (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configurations:
+  // 16-bit tensors, float compute); the fused call is refused where cuDNN
+  // lacks the combination, and the own epilogue runs instead.
+  IOS_CUDNN_CALL(
+      cudnnSetTensor4dDescriptor(d.bias.get(), CUDNN_TENSOR_NCHW, cudnn_type(s.type), 1, to_int(s.k, "k"), 1, 1));
+  IOS_CUDNN_CALL(cudnnSetFilter4dDescriptor(d.w.get(), cudnn_type(s.type), CUDNN_TENSOR_NCHW, to_int(s.k, "k"),
                                             to_int(s.c / s.group, "c/group"), to_int(s.r, "r"), to_int(s.s, "s")));
   IOS_CUDNN_CALL(cudnnSetConvolution2dDescriptor(d.conv.get(), to_int(s.pad_h, "pad"), to_int(s.pad_w, "pad"),
                                                  to_int(s.stride_h, "stride"), to_int(s.stride_w, "stride"),
@@ -164,15 +175,15 @@ std::optional<size_t> fastest_attempt(const std::vector<ConvAttempt>& attempts,
   return best;
 }
 
-kernels::EwParams conv_epilogue(const ConvShape& s, float* y, int64_t y_batch_stride, const float* bias,
-                                const float* z) {
+kernels::EwParams conv_epilogue(const ConvShape& s, void* y, int64_t y_batch_stride, const void* bias,
+                                const void* z) {
   const ir::Shape out{s.n, s.k, s.oh, s.ow};
-  kernels::EwParams epilogue = ew_frame(out, y, y_batch_stride);
-  epilogue.x = make_operand(y, out, y_batch_stride, out);
-  const kernels::EwOperand b = make_operand(bias, {1, s.k, 1, 1}, s.k, out);
+  kernels::EwParams epilogue = ew_frame(out, y, y_batch_stride, s.type);
+  epilogue.x = make_operand(y, out, y_batch_stride, out, s.type);
+  const kernels::EwOperand b = make_operand(bias, {1, s.k, 1, 1}, s.k, out, s.type);
   add_step(epilogue, ir::OpKind::kAdd, 0, 0, &b);
   if (s.has_z) {
-    const kernels::EwOperand zo = make_operand(z, out, s.z_batch_stride, out);
+    const kernels::EwOperand zo = make_operand(z, out, s.z_batch_stride, out, s.type);
     add_step(epilogue, ir::OpKind::kAdd, 0, 0, &zo);
   }
   add_step(epilogue, ir::OpKind::kRelu, 0, 0, nullptr);
@@ -180,7 +191,9 @@ kernels::EwParams conv_epilogue(const ConvShape& s, float* y, int64_t y_batch_st
 }
 
 ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& label) {
-  const bool fp32 = ctx.precision() == Precision::kFp32;
+  // Strict FP32 (no tensor cores) applies to float32 tensors only: a 16-bit
+  // convolution runs on tensor cores, accumulating in float.
+  const bool fp32 = ctx.precision() == Precision::kFp32 && shape.type == ir::ElementType::kFloat32;
   const std::string key = fmt::format("{}|{}|{}|{}", ctx.key(), precision_name(ctx.precision()),
                                       ctx.workspace_limit(), shape.key());
   {
@@ -199,7 +212,8 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
     detail::clear_failed_attempt();
     IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
   };
-  auto bytes = [](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * sizeof(float); };
+  const auto element_bytes = static_cast<size_t>(ir::bytes_of(shape.type));
+  auto bytes = [&](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * element_bytes; };
   // cuDNN's choice depends on pointer alignment (vectorised kernels need 16
   // bytes or more): search on scratch pointers aligned exactly like the
   // tensors the engine will pass (slices of concat and merge buffers may be
@@ -209,12 +223,11 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
     return static_cast<void*>(base + alignment % kBufferAlignment);
   };
   // The engine's tensors as requested (strided x and y).
-  float* x = static_cast<float*>(aligned(0, bytes((shape.n - 1) * shape.x_batch_stride + x_dense_bs), shape.x_align));
+  void* x = aligned(0, bytes((shape.n - 1) * shape.x_batch_stride + x_dense_bs), shape.x_align);
   void* w = ctx.scratch(1, bytes(shape.k * (shape.c / shape.group) * shape.r * shape.s));
-  float* y = static_cast<float*>(aligned(2, bytes((shape.n - 1) * shape.y_batch_stride + y_dense_bs), shape.y_align));
-  float* z = static_cast<float*>(
-      aligned(3, bytes(shape.has_z ? (shape.n - 1) * shape.z_batch_stride + y_dense_bs : 1), shape.z_align));
-  float* bias = static_cast<float*>(ctx.scratch(4, bytes(shape.k)));
+  void* y = aligned(2, bytes((shape.n - 1) * shape.y_batch_stride + y_dense_bs), shape.y_align);
+  void* z = aligned(3, bytes(shape.has_z ? (shape.n - 1) * shape.z_batch_stride + y_dense_bs : 1), shape.z_align);
+  void* bias = ctx.scratch(4, bytes(shape.k));
   void* ws = ctx.scratch(5, std::max<size_t>(limit, 1));
 
   // Every way to run the convolution, timed on scratch memory, fastest kept:
@@ -232,19 +245,19 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
   constexpr int kAlgorithmsPerLayout = 3;
   for (int staged = 0; staged < (strided ? 2 : 1); ++staged) {
     ConvShape s = shape;
-    float* sx = x;
-    float* sy = y;
+    void* sx = x;
+    void* sy = y;
     std::unique_ptr<GpuOp> stage_x, stage_y;
     if (staged == 1) {
       // Only a strided tensor is staged, into a buffer of its own.
       if (s.x_batch_stride != x_dense_bs) {
-        sx = static_cast<float*>(ctx.scratch(6, bytes(shape.n * x_dense_bs)));
-        stage_x = make_copy(x, sx, {shape.n, x_dense_bs}, {shape.x_batch_stride, 1}, {x_dense_bs, 1});
+        sx = ctx.scratch(6, bytes(shape.n * x_dense_bs));
+        stage_x = make_copy(x, sx, {shape.n, x_dense_bs}, {shape.x_batch_stride, 1}, {x_dense_bs, 1}, shape.type);
         s.x_align = kBufferAlignment;
       }
       if (s.y_batch_stride != y_dense_bs) {
-        sy = static_cast<float*>(ctx.scratch(7, bytes(shape.n * y_dense_bs)));
-        stage_y = make_copy(sy, y, {shape.n, y_dense_bs}, {y_dense_bs, 1}, {shape.y_batch_stride, 1});
+        sy = ctx.scratch(7, bytes(shape.n * y_dense_bs));
+        stage_y = make_copy(sy, y, {shape.n, y_dense_bs}, {y_dense_bs, 1}, {shape.y_batch_stride, 1}, shape.type);
         s.y_align = kBufferAlignment;
       }
       s.x_batch_stride = x_dense_bs;

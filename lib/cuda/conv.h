@@ -13,6 +13,12 @@
 // skipped, and the CUDA error it may have left is cleared so that the next
 // launch does not report it as its own. Choices are cached per device for
 // the process.
+//
+// Types: x, w, y, z and the bias are all of the convolution's element type
+// (float32, float16 or bfloat16; the lowering refuses a mix), in NCHW. The
+// convolution descriptor computes in float (CUDNN_DATA_FLOAT) for every type;
+// a 16-bit convolution always runs on tensor cores (its math type is not
+// restricted by Precision, which is the math of float32 tensors only).
 #pragma once
 
 #include <cstddef>
@@ -39,6 +45,7 @@ struct ConvShape {
   int64_t x_align = 256, y_align = 256, z_align = 256;
   bool fused = false;  // bias + ReLU (+ z when z_batch_stride > 0)
   bool has_z = false;
+  ir::ElementType type = ir::ElementType::kFloat32;  // of x, w, y, z and the bias
 
   std::string key() const;
 };
@@ -80,8 +87,8 @@ std::optional<size_t> fastest_attempt(const std::vector<ConvAttempt>& attempts,
 // The own epilogue of a convolution whose fused call is not used:
 // y = relu(y + bias [+ z]) in place, y with `y_batch_stride`, z with the
 // shape's z_batch_stride.
-kernels::EwParams conv_epilogue(const ConvShape& shape, float* y, int64_t y_batch_stride, const float* bias,
-                                const float* z);
+kernels::EwParams conv_epilogue(const ConvShape& shape, void* y, int64_t y_batch_stride, const void* bias,
+                                const void* z);
 
 // Chooses (or recalls) the algorithm for `shape` on ctx's device and precision.
 // `label` names the convolution in errors.

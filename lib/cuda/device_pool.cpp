@@ -1,6 +1,7 @@
 #include "cuda/device_pool.h"
 
 #include "cuda/check.h"
+#include "cuda/launch.h"
 
 namespace ios::cuda {
 
@@ -15,7 +16,7 @@ char* DevicePool::arena(int64_t bytes) {
   return static_cast<char*>(arena_.get());
 }
 
-std::vector<const float*> DevicePool::weights(const std::vector<Constant>& constants, cudaStream_t stream) {
+std::vector<const void*> DevicePool::weights(const std::vector<Constant>& constants, cudaStream_t stream) {
   std::vector<WeightResidency::Key> keys;
   keys.reserve(constants.size());
   for (const Constant& c : constants) keys.push_back(c.data);
@@ -33,17 +34,17 @@ std::vector<const float*> DevicePool::weights(const std::vector<Constant>& const
     weights_ = std::move(grown);  // frees the old buffer (cudaFree waits for the copy)
     ++stats_.weight_allocations;
   }
-  std::vector<const float*> pointers(constants.size());
+  std::vector<const void*> pointers(constants.size());
   char* base = static_cast<char*>(weights_.get());
   for (size_t c = 0; c < constants.size(); ++c) {
     char* at = base + placement.offsets[c];
-    pointers[c] = reinterpret_cast<const float*>(at);
+    pointers[c] = at;
     if (!placement.upload[c]) {
       ++stats_.weights_reused;
       continue;
     }
-    const size_t bytes = constants[c].data->size() * sizeof(float);
-    IOS_CUDA_CALL(cudaMemcpyAsync(at, constants[c].data->data(), bytes, cudaMemcpyHostToDevice, stream));
+    // Residency reserves float32 sizes; a 16-bit constant uses half of its room.
+    const size_t bytes = upload_constant(at, constants[c], stream);
     ++stats_.weights_uploaded;
     stats_.weight_bytes_uploaded += static_cast<int64_t>(bytes);
   }

@@ -40,7 +40,7 @@ class DevicePool {
   // those not resident yet. The weight buffer grows (at least doubling, the
   // resident weights copied along) until it passes the budget; then it is
   // emptied and refilled by the stage at hand.
-  std::vector<const float*> weights(const std::vector<Constant>& constants, cudaStream_t stream);
+  std::vector<const void*> weights(const std::vector<Constant>& constants, cudaStream_t stream);
 
   const DevicePoolStats& stats() const { return stats_; }
 

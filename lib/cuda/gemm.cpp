@@ -57,8 +57,17 @@ std::map<std::string, GemmChoice>& cache() {
   return choices;
 }
 
-void make_layout(cublasLtMatrixLayout_t* out, const LtMatrix& m, int batch) {
-  IOS_CUBLAS_CALL(lt().cublasLtMatrixLayoutCreate(out, CUDA_R_32F, static_cast<uint64_t>(m.rows),
+// cuBLASLt's data type for an element type.
+cudaDataType_t lt_type(ir::ElementType type) {
+  switch (type) {
+    case ir::ElementType::kFloat16: return CUDA_R_16F;
+    case ir::ElementType::kBFloat16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+void make_layout(cublasLtMatrixLayout_t* out, const LtMatrix& m, int batch, ir::ElementType type) {
+  IOS_CUBLAS_CALL(lt().cublasLtMatrixLayoutCreate(out, lt_type(type), static_cast<uint64_t>(m.rows),
                                              static_cast<uint64_t>(m.cols), m.ld));
   if (batch > 1) {
     const int32_t count = batch;
@@ -75,9 +84,11 @@ int64_t extent(int64_t batch, int64_t rows, int64_t cols, int64_t bs, int64_t rs
 }
 
 std::string plan_key(const kernels::GemmParams& p) {
-  return fmt::format("m{}n{}k{}b{}|a{},{},{}|b{},{},{}|c{}:{},{},{}|y{},{}|{}", p.m, p.n, p.k, p.batch, p.a_batch,
-                     p.a_row, p.a_col, p.b_batch, p.b_row, p.b_col, p.has_c ? 1 : 0, p.c_batch, p.c_row, p.c_col,
-                     p.y_batch, p.y_row, p.beta);
+  std::string key = fmt::format("m{}n{}k{}b{}|a{},{},{}|b{},{},{}|c{}:{},{},{}|y{},{}|{}", p.m, p.n, p.k, p.batch,
+                                p.a_batch, p.a_row, p.a_col, p.b_batch, p.b_row, p.b_col, p.has_c ? 1 : 0, p.c_batch,
+                                p.c_row, p.c_col, p.y_batch, p.y_row, p.beta);
+  if (p.type != ir::ElementType::kFloat32) key += std::string("|") + ir::type_name(p.type);  // float32 keys unchanged
+  return key;
 }
 
 }  // namespace
@@ -98,7 +109,12 @@ LtProduct::LtProduct(const GemmChoice& choice, const kernels::GemmParams& p)
     : choice_(choice), d_(std::make_unique<Descriptors>()) {
   const GemmPlan& plan = choice.plan;
   IOS_ASSERT(plan.cublas, "a product planned for the own kernel ({}) run on cuBLASLt", plan.own_reason);
-  IOS_CUBLAS_CALL(lt().cublasLtMatmulDescCreate(&d_->op, choice.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+  // A 16-bit product: A, B, C and D in the type, float accumulation and
+  // float alpha/beta (CUBLAS_COMPUTE_32F, scale type CUDA_R_32F), on tensor
+  // cores; the bias epilogue reads the bias in D's type (cuBLASLt's default
+  // bias type for 16-bit D). TF32 concerns float32 products only.
+  const bool tf32 = choice.tf32 && p.type == ir::ElementType::kFloat32;
+  IOS_CUBLAS_CALL(lt().cublasLtMatmulDescCreate(&d_->op, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                                            CUDA_R_32F));
   const int32_t ta = plan.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t tb = plan.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -111,10 +127,10 @@ LtProduct::LtProduct(const GemmChoice& choice, const kernels::GemmParams& p)
     const void* bias = p.c;  // may be null while choosing: heuristics do not read it
     IOS_CUBLAS_CALL(lt().cublasLtMatmulDescSetAttribute(d_->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
-  make_layout(&d_->a, plan.a, plan.batch);
-  make_layout(&d_->b, plan.b, plan.batch);
-  make_layout(&d_->c, plan.c_matrix ? plan.c : plan.d, plan.batch);
-  make_layout(&d_->d, plan.d, plan.batch);
+  make_layout(&d_->a, plan.a, plan.batch, p.type);
+  make_layout(&d_->b, plan.b, plan.batch, p.type);
+  make_layout(&d_->c, plan.c_matrix ? plan.c : plan.d, plan.batch, p.type);
+  make_layout(&d_->d, plan.d, plan.batch, p.type);
 }
 
 LtProduct::~LtProduct() = default;
@@ -164,7 +180,9 @@ GemmPlan plan_gemm(const kernels::GemmParams& p) {
   return plan;
 }
 
-uint32_t gemm_alignment(int64_t element_offset) { return static_cast<uint32_t>(pointer_alignment(element_offset)); }
+uint32_t gemm_alignment(int64_t element_offset, ir::ElementType type) {
+  return static_cast<uint32_t>(pointer_alignment(element_offset, ir::bytes_of(type)));
+}
 
 GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t align_a, uint32_t align_b,
                        uint32_t align_c, uint32_t align_y, const std::string& label) {
@@ -207,10 +225,11 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
 
   // Scratch operands aligned exactly like the engine's pointers (the
   // heuristic's answer depends on alignment).
-  auto bytes = [](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * sizeof(float); };
+  const auto element_bytes = static_cast<size_t>(ir::bytes_of(p.type));
+  auto bytes = [&](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * element_bytes; };
   auto aligned = [&](int slot, int64_t elements, uint32_t alignment) {
     char* base = static_cast<char*>(ctx.scratch(slot, bytes(elements) + kBufferAlignment));
-    return reinterpret_cast<float*>(base + alignment % kBufferAlignment);
+    return static_cast<void*>(base + alignment % kBufferAlignment);
   };
   kernels::GemmParams trial = p;
   trial.a = aligned(0, extent(p.batch, p.m, p.k, p.a_batch, p.a_row, p.a_col), align_a);

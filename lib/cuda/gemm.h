@@ -60,8 +60,8 @@ struct GemmChoice {
 };
 
 // The byte alignment the pointer at element offset `offset` of a
-// kBufferAlignment-aligned buffer has (power of two, at most 256).
-uint32_t gemm_alignment(int64_t element_offset);
+// kBufferAlignment-aligned buffer of `type` has (power of two, at most 256).
+uint32_t gemm_alignment(int64_t element_offset, ir::ElementType type = ir::ElementType::kFloat32);
 
 // Chooses the product's path on ctx's device: cuBLASLt's heuristic under
 // the precision (kTf32: TF32 tensor cores, kFp32: strict FP32), tried once

@@ -1,8 +1,12 @@
 // The backend's own kernels (kernels.h). Straightforward grid-stride loops:
 // these are memory-bound epilogues and layout operations, plus one tiled
-// GEMM for the matrix products cuBLASLt cannot serve (gemm.h).
+// GEMM for the matrix products cuBLASLt cannot serve (gemm.h). Each is a
+// template over the storage types it reads and writes (float, __half,
+// __nv_bfloat16; element_io.cuh), computing in float.
 #include <cfloat>
+#include <type_traits>
 
+#include "cuda/element_io.cuh"
 #include "cuda/kernels.h"
 #include "ir/elementwise.h"
 
@@ -67,9 +71,11 @@ __device__ __forceinline__ typename I::T generic_offset(const EwOperand& op, con
   return off;
 }
 
-template <typename I>
+template <typename I, typename TX, typename TY>
 __global__ void elementwise_kernel(const EwParams p, const EwDividers dv) {
   using T = typename I::T;
+  const TX* xs = static_cast<const TX*>(p.x.ptr);
+  TY* ys = static_cast<TY*>(p.y);
   const T total = static_cast<T>(p.total);
   const T item = static_cast<T>(p.item);
   const T stride = static_cast<T>(blockDim.x) * gridDim.x;
@@ -78,11 +84,11 @@ __global__ void elementwise_kernel(const EwParams p, const EwDividers dv) {
     const T r = i - n * item;
     float v;
     if (!p.generic) {
-      v = p.x.ptr[simple_offset<I>(p.x, n, r, p, dv)];
+      v = to_float(xs[simple_offset<I>(p.x, n, r, p, dv)]);
       for (int s = 0; s < p.num_steps; ++s) {
         const EwStepParams& st = p.steps[s];
-        const float o =
-            st.operand >= 0 ? p.operands[st.operand].ptr[simple_offset<I>(p.operands[st.operand], n, r, p, dv)] : 0.0f;
+        const EwOperand& op = p.operands[st.operand >= 0 ? st.operand : 0];
+        const float o = st.operand >= 0 ? load_as_float(op.ptr, op.type, simple_offset<I>(op, n, r, p, dv)) : 0.0f;
         v = apply_step(st, v, o);
       }
     } else {
@@ -93,20 +99,23 @@ __global__ void elementwise_kernel(const EwParams p, const EwDividers dv) {
         coords[d] = rest - q * static_cast<T>(p.dims[d]);
         rest = q;
       }
-      v = p.x.ptr[generic_offset<I>(p.x, coords, n, r, p, dv)];
+      v = to_float(xs[generic_offset<I>(p.x, coords, n, r, p, dv)]);
       for (int s = 0; s < p.num_steps; ++s) {
         const EwStepParams& st = p.steps[s];
-        const float o = st.operand >= 0
-                            ? p.operands[st.operand].ptr[generic_offset<I>(p.operands[st.operand], coords, n, r, p, dv)]
-                            : 0.0f;
+        const EwOperand& op = p.operands[st.operand >= 0 ? st.operand : 0];
+        const float o =
+            st.operand >= 0 ? load_as_float(op.ptr, op.type, generic_offset<I>(op, coords, n, r, p, dv)) : 0.0f;
         v = apply_step(st, v, o);
       }
     }
-    p.y[n * static_cast<T>(p.y_batch_stride) + r] = v;
+    ys[n * static_cast<T>(p.y_batch_stride) + r] = from_float<TY>(v);
   }
 }
 
+template <typename TS, typename TD>
 __global__ void copy_kernel(const CopyParams p) {
+  const TS* s = static_cast<const TS*>(p.src);
+  TD* t = static_cast<TD*>(p.dst);
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.total; i += stride) {
     int64_t rest = i, src = 0, dst = 0;
@@ -116,11 +125,19 @@ __global__ void copy_kernel(const CopyParams p) {
       src += c * p.src_strides[d];
       dst += c * p.dst_strides[d];
     }
-    p.dst[dst] = p.src[src];
+    if constexpr (std::is_same_v<TS, TD>) {
+      t[dst] = s[src];  // the bits, unconverted
+    } else {
+      t[dst] = from_float<TD>(to_float(s[src]));
+    }
   }
 }
 
+template <typename T>
 __global__ void pad_kernel(const PadParams p) {
+  const T* s = static_cast<const T*>(p.src);
+  T* t = static_cast<T*>(p.dst);
+  const T value = from_float<T>(p.value);
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.total; i += stride) {
     int64_t rest = i, src = 0, dst = 0;
@@ -145,10 +162,11 @@ __global__ void pad_kernel(const PadParams p) {
       }
       src += c * p.src_strides[d];
     }
-    p.dst[dst] = inside ? p.src[src] : p.value;
+    t[dst] = inside ? s[src] : value;
   }
 }
 
+template <typename T>
 __global__ void resize_kernel(const ResizeParams p) {
   const int64_t total = p.n * p.c * p.oh * p.ow;
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
@@ -157,13 +175,14 @@ __global__ void resize_kernel(const ResizeParams p) {
     const int64_t oy = (i / p.ow) % p.oh;
     const int64_t ch = (i / (p.ow * p.oh)) % p.c;
     const int64_t b = i / (p.ow * p.oh * p.c);
-    const float* x = p.x + b * p.x_batch_stride + ch * p.h * p.w;
-    float* y = p.y + b * p.y_batch_stride + ch * p.oh * p.ow + oy * p.ow + ox;
+    const T* x = static_cast<const T*>(p.x) + b * p.x_batch_stride + ch * p.h * p.w;
+    T* y = static_cast<T*>(p.y) + b * p.y_batch_stride + ch * p.oh * p.ow + oy * p.ow + ox;
     if (p.mode == ir::resize::Mode::kLinear) {
       const auto ty = ir::resize::linear_taps(p.coordinates, oy, p.scale_h, p.h, p.oh);
       const auto tx = ir::resize::linear_taps(p.coordinates, ox, p.scale_w, p.w, p.ow);
-      *y = ir::resize::bilinear(ty, tx, x[ty.i0 * p.w + tx.i0], x[ty.i0 * p.w + tx.i1], x[ty.i1 * p.w + tx.i0],
-                                x[ty.i1 * p.w + tx.i1]);
+      *y = from_float<T>(ir::resize::bilinear(ty, tx, to_float(x[ty.i0 * p.w + tx.i0]),
+                                              to_float(x[ty.i0 * p.w + tx.i1]), to_float(x[ty.i1 * p.w + tx.i0]),
+                                              to_float(x[ty.i1 * p.w + tx.i1])));
     } else {
       const int64_t iy = ir::resize::nearest_index(p.coordinates, p.nearest, oy, p.scale_h, p.h, p.oh);
       const int64_t ix = ir::resize::nearest_index(p.coordinates, p.nearest, ox, p.scale_w, p.w, p.ow);
@@ -172,6 +191,7 @@ __global__ void resize_kernel(const ResizeParams p) {
   }
 }
 
+template <typename T>
 __global__ void pool2d_kernel(const PoolParams p) {
   const int64_t total = p.n * p.c * p.oh * p.ow;
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
@@ -187,12 +207,12 @@ __global__ void pool2d_kernel(const PoolParams p) {
     const int64_t padded_count = (y1 - y0) * (x1 - x0);
     const int64_t ys = max(y0, int64_t{0}), xs = max(x0, int64_t{0});
     const int64_t ye = min(y1, p.h), xe = min(x1, p.w);
-    const float* plane = p.x + nn * p.x_batch_stride + ch * p.h * p.w;
+    const T* plane = static_cast<const T*>(p.x) + nn * p.x_batch_stride + ch * p.h * p.w;
     float acc = p.mode == kPoolMax ? -FLT_MAX : 0.0f;
     bool any = false;
     for (int64_t yy = ys; yy < ye; ++yy) {
       for (int64_t xx = xs; xx < xe; ++xx) {
-        const float v = plane[yy * p.w + xx];
+        const float v = to_float(plane[yy * p.w + xx]);
         if (p.mode == kPoolMax) {
           acc = (v > acc || v != v) ? v : acc;
         } else {
@@ -208,10 +228,11 @@ __global__ void pool2d_kernel(const PoolParams p) {
       const int64_t count = p.mode == kPoolAverageInclude ? padded_count : (ye - ys) * (xe - xs);
       out = count > 0 ? acc / static_cast<float>(count) : 0.0f;
     }
-    p.y[nn * p.y_batch_stride + (ch * p.oh + oy) * p.ow + ox] = out;
+    static_cast<T*>(p.y)[nn * p.y_batch_stride + (ch * p.oh + oy) * p.ow + ox] = from_float<T>(out);
   }
 }
 
+template <typename T>
 __global__ void reduce_mean_kernel(const ReduceParams p) {
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < p.out_total; o += stride) {
@@ -232,7 +253,7 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
         off += (r % p.dims[d]) * p.x_strides[d];
         r /= p.dims[d];
       }
-      const float v = p.x[off];
+      const float v = to_float(static_cast<const T*>(p.x)[off]);
       switch (p.op) {  // max and min compare as std::max/std::min (ir/elementwise.h)
         case kReduceProd: acc *= v; break;
         case kReduceMax: acc = acc < v ? v : acc; break;
@@ -240,20 +261,21 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
         default: acc += v; break;
       }
     }
-    p.y[out] = p.op == kReduceMean ? acc / static_cast<float>(p.count) : acc;
+    static_cast<T*>(p.y)[out] = from_float<T>(p.op == kReduceMean ? acc / static_cast<float>(p.count) : acc);
   }
 }
 
 constexpr int kTile = kGemmTile;
 
 // Row tiles and batches beyond the grid's 65,535 are looped over.
+template <typename T>
 __global__ void gemm_kernel(const GemmParams p) {
   __shared__ float as[kTile][kTile + 1];
   __shared__ float bs[kTile][kTile + 1];
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kTile + threadIdx.x;
   for (int64_t batch = blockIdx.z; batch < p.batch; batch += gridDim.z) {
-    const float* a = p.a + batch * p.a_batch;
-    const float* b = p.b + batch * p.b_batch;
+    const T* a = static_cast<const T*>(p.a) + batch * p.a_batch;
+    const T* b = static_cast<const T*>(p.b) + batch * p.b_batch;
     for (int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTile; row0 < p.m;
          row0 += static_cast<int64_t>(gridDim.y) * kTile) {
       const int64_t row = row0 + threadIdx.y;
@@ -261,8 +283,8 @@ __global__ void gemm_kernel(const GemmParams p) {
       for (int64_t k0 = 0; k0 < p.k; k0 += kTile) {
         const int64_t ka = k0 + threadIdx.x;  // A tile: rows of this block, columns k0..
         const int64_t kb = k0 + threadIdx.y;  // B tile: rows k0.., columns of this block
-        as[threadIdx.y][threadIdx.x] = (row < p.m && ka < p.k) ? a[row * p.a_row + ka * p.a_col] : 0.0f;
-        bs[threadIdx.y][threadIdx.x] = (kb < p.k && col < p.n) ? b[kb * p.b_row + col * p.b_col] : 0.0f;
+        as[threadIdx.y][threadIdx.x] = (row < p.m && ka < p.k) ? to_float(a[row * p.a_row + ka * p.a_col]) : 0.0f;
+        bs[threadIdx.y][threadIdx.x] = (kb < p.k && col < p.n) ? to_float(b[kb * p.b_row + col * p.b_col]) : 0.0f;
         __syncthreads();
 #pragma unroll
         for (int t = 0; t < kTile; ++t) acc += as[threadIdx.y][t] * bs[t][threadIdx.x];
@@ -270,8 +292,9 @@ __global__ void gemm_kernel(const GemmParams p) {
       }
       if (row < p.m && col < p.n) {
         float v = p.alpha * acc;
-        if (p.c != nullptr) v += p.beta * p.c[batch * p.c_batch + row * p.c_row + col * p.c_col];
-        p.y[batch * p.y_batch + row * p.y_row + col] = v;
+        if (p.c != nullptr)
+          v += p.beta * to_float(static_cast<const T*>(p.c)[batch * p.c_batch + row * p.c_row + col * p.c_col]);
+        static_cast<T*>(p.y)[batch * p.y_batch + row * p.y_row + col] = from_float<T>(v);
       }
     }
   }
@@ -279,7 +302,8 @@ __global__ void gemm_kernel(const GemmParams p) {
 
 }  // namespace
 
-__global__ void fill_uniform_kernel(float* p, int64_t n, uint64_t seed) {
+template <typename T>
+__global__ void fill_uniform_kernel(T* p, int64_t n, uint64_t seed) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     // splitmix64 of (seed, i)
@@ -287,13 +311,16 @@ __global__ void fill_uniform_kernel(float* p, int64_t n, uint64_t seed) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     z ^= z >> 31;
-    p[i] = static_cast<float>(z >> 40) / 16777216.0f * 2.0f - 1.0f;
+    p[i] = from_float<T>(static_cast<float>(z >> 40) / 16777216.0f * 2.0f - 1.0f);
   }
 }
 
-cudaError_t fill_uniform(float* p, int64_t n, uint64_t seed, cudaStream_t stream) {
+cudaError_t fill_uniform(void* p, ir::ElementType type, int64_t n, uint64_t seed, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  fill_uniform_kernel<<<blocks_for(n), kThreads, 0, stream>>>(p, n, seed);
+  dispatch_type(type, [&](auto t) {
+    using T = typename decltype(t)::type;
+    fill_uniform_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(p), n, seed);
+  });
   return cudaGetLastError();
 }
 
@@ -315,6 +342,22 @@ int64_t max_offset(const EwOperand& op, const EwParams& p, int64_t items) {
     }
     default: return 0;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The chain kernel for x's and y's types (the same but in a type-changing Cast).
+template <typename I>
+void launch_elementwise(const EwParams& params, const EwDividers& dv, cudaStream_t stream) {
+  dispatch_type(params.x.type, [&](auto tx) {
+    dispatch_type(params.y_type, [&](auto ty) {
+      using TX = typename decltype(tx)::type;
+      using TY = typename decltype(ty)::type;
+      elementwise_kernel<I, TX, TY><<<blocks_for(params.total), kThreads, 0, stream>>>(params, dv);
+    });
+  });
 }
 
 }  // namespace
@@ -342,42 +385,56 @@ cudaError_t elementwise(const EwParams& params, cudaStream_t stream) {
     dv.item = IntDivider(static_cast<uint32_t>(params.item));
     dv.hw = IntDivider(static_cast<uint32_t>(params.hw > 0 ? params.hw : 1));
     for (int d = 0; d < params.rank; ++d) dv.dims[d] = IntDivider(static_cast<uint32_t>(params.dims[d] > 0 ? params.dims[d] : 1));
-    elementwise_kernel<Index32><<<blocks_for(params.total), kThreads, 0, stream>>>(params, dv);
+    launch_elementwise<Index32>(params, dv, stream);
   } else {
-    elementwise_kernel<Index64><<<blocks_for(params.total), kThreads, 0, stream>>>(params, EwDividers{});
+    launch_elementwise<Index64>(params, EwDividers{}, stream);
   }
   return cudaGetLastError();
 }
 
 cudaError_t copy(const CopyParams& params, cudaStream_t stream) {
   if (params.total == 0) return cudaSuccess;
-  copy_kernel<<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+  dispatch_type(params.src_type, [&](auto ts) {
+    dispatch_type(params.dst_type, [&](auto td) {
+      using TS = typename decltype(ts)::type;
+      using TD = typename decltype(td)::type;
+      copy_kernel<TS, TD><<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+    });
+  });
   return cudaGetLastError();
 }
 
 cudaError_t pad(const PadParams& params, cudaStream_t stream) {
   if (params.total == 0) return cudaSuccess;
-  pad_kernel<<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+  dispatch_type(params.type, [&](auto t) {
+    pad_kernel<typename decltype(t)::type><<<blocks_for(params.total), kThreads, 0, stream>>>(params);
+  });
   return cudaGetLastError();
 }
 
 cudaError_t pool2d(const PoolParams& params, cudaStream_t stream) {
   const int64_t total = params.n * params.c * params.oh * params.ow;
   if (total == 0) return cudaSuccess;
-  pool2d_kernel<<<blocks_for(total), kThreads, 0, stream>>>(params);
+  dispatch_type(params.type, [&](auto t) {
+    pool2d_kernel<typename decltype(t)::type><<<blocks_for(total), kThreads, 0, stream>>>(params);
+  });
   return cudaGetLastError();
 }
 
 cudaError_t resize(const ResizeParams& params, cudaStream_t stream) {
   const int64_t total = params.n * params.c * params.oh * params.ow;
   if (total == 0) return cudaSuccess;
-  resize_kernel<<<blocks_for(total), kThreads, 0, stream>>>(params);
+  dispatch_type(params.type, [&](auto t) {
+    resize_kernel<typename decltype(t)::type><<<blocks_for(total), kThreads, 0, stream>>>(params);
+  });
   return cudaGetLastError();
 }
 
 cudaError_t reduce_mean(const ReduceParams& params, cudaStream_t stream) {
   if (params.out_total == 0) return cudaSuccess;
-  reduce_mean_kernel<<<blocks_for(params.out_total), kThreads, 0, stream>>>(params);
+  dispatch_type(params.type, [&](auto t) {
+    reduce_mean_kernel<typename decltype(t)::type><<<blocks_for(params.out_total), kThreads, 0, stream>>>(params);
+  });
   return cudaGetLastError();
 }
 
@@ -405,7 +462,8 @@ cudaError_t gemm(const GemmParams& params, cudaStream_t stream) {
   if (g.error != nullptr) return cudaErrorInvalidConfiguration;
   const dim3 block(kTile, kTile);
   const dim3 grid(static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z));
-  gemm_kernel<<<grid, block, 0, stream>>>(params);
+  dispatch_type(params.type,
+                [&](auto t) { gemm_kernel<typename decltype(t)::type><<<grid, block, 0, stream>>>(params); });
   return cudaGetLastError();
 }
 

@@ -3,7 +3,16 @@
 // multiplies) in one pass, strided copies (slice, split, transpose, reshape,
 // concat inputs that cannot be written in place), padding, pooling with
 // asymmetric pads or ceil mode, mean reductions, layer normalization, and
-// the GEMM of the matrix products cuBLASLt cannot serve (gemm.h). All FP32.
+// the GEMM of the matrix products cuBLASLt cannot serve (gemm.h).
+//
+// Element types: every tensor pointer is untyped and comes with the
+// ir::ElementType it is stored in (float, __half or __nv_bfloat16). The
+// kernels are templates over the storage types they read and write; every
+// value is converted to float when it is read, all arithmetic (and every
+// accumulation) is float32, and a result is rounded to nearest even into its
+// output's type when it is stored (ir/element_type.h's rounding, which the
+// CPU reference applies where these kernels store). The launchers dispatch on
+// the types at run time.
 //
 // Parameters are plain structs passed by value; launchers return the launch
 // status (the caller checks it with IOS_CUDA_CALL). Shapes are int64 and
@@ -22,6 +31,7 @@
 #define IOS_HOST_DEVICE
 #endif
 
+#include "ir/element_type.h"
 #include "ir/op_kind.h"
 #include "ir/resize_math.h"
 
@@ -40,7 +50,8 @@ constexpr int kMaxEwSteps = 8;
 enum OperandMode : int { kFull = 0, kChannel = 1, kBatchChannel = 2, kScalar = 3, kGeneric = 4 };
 
 struct EwOperand {
-  const float* ptr = nullptr;
+  const void* ptr = nullptr;
+  ir::ElementType type = ir::ElementType::kFloat32;  // read in its own type
   int mode = kFull;
   int64_t batch_stride = 0;
   int64_t strides[kMaxDims] = {};
@@ -88,9 +99,10 @@ struct EwParams {
   int64_t item = 0;      // elements per item of dim 0
   int64_t channels = 1;  // dim 1 (1 for rank < 2)
   int64_t hw = 1;        // item / channels
-  float* y = nullptr;
+  void* y = nullptr;
+  ir::ElementType y_type = ir::ElementType::kFloat32;
   int64_t y_batch_stride = 0;
-  EwOperand x;
+  EwOperand x;  // its type may differ from y's only in a type-changing Cast
   int num_steps = 0;
   EwStepParams steps[kMaxEwSteps];
   int num_operands = 0;
@@ -111,10 +123,14 @@ struct CopyParams {
   int rank = 1;
   int64_t dims[kMaxDims] = {};
   int64_t total = 0;
-  const float* src = nullptr;
+  const void* src = nullptr;
   int64_t src_strides[kMaxDims] = {};
-  float* dst = nullptr;
+  void* dst = nullptr;
   int64_t dst_strides[kMaxDims] = {};
+  // A copy between two types converts (the 16-bit graph inputs and outputs
+  // from and to their float32 host arrays); otherwise it moves the bits.
+  ir::ElementType src_type = ir::ElementType::kFloat32;
+  ir::ElementType dst_type = ir::ElementType::kFloat32;
 };
 cudaError_t copy(const CopyParams& params, cudaStream_t stream);
 
@@ -125,10 +141,11 @@ struct PadParams {
   int64_t in_dims[kMaxDims] = {};
   int64_t begin[kMaxDims] = {};
   int64_t total = 0;
-  const float* src = nullptr;
+  const void* src = nullptr;
   int64_t src_strides[kMaxDims] = {};
-  float* dst = nullptr;
+  void* dst = nullptr;
   int64_t dst_strides[kMaxDims] = {};
+  ir::ElementType type = ir::ElementType::kFloat32;  // of src and dst
   int mode = kPadConstant;
   float value = 0.0f;
 };
@@ -140,10 +157,11 @@ struct PoolParams {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1;
   int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
   int mode = kPoolMax;
-  const float* x = nullptr;
+  const void* x = nullptr;
   int64_t x_batch_stride = 0;
-  float* y = nullptr;
+  void* y = nullptr;
   int64_t y_batch_stride = 0;
+  ir::ElementType type = ir::ElementType::kFloat32;  // of x and y
 };
 cudaError_t pool2d(const PoolParams& params, cudaStream_t stream);
 
@@ -154,10 +172,11 @@ struct ResizeParams {
   ir::resize::Coordinates coordinates = ir::resize::Coordinates::kHalfPixel;
   ir::resize::Nearest nearest = ir::resize::Nearest::kRoundPreferFloor;
   float scale_h = 1.0f, scale_w = 1.0f;
-  const float* x = nullptr;
+  const void* x = nullptr;
   int64_t x_batch_stride = 0;
-  float* y = nullptr;
+  void* y = nullptr;
   int64_t y_batch_stride = 0;
+  ir::ElementType type = ir::ElementType::kFloat32;  // of x and y
 };
 cudaError_t resize(const ResizeParams& params, cudaStream_t stream);
 
@@ -171,10 +190,11 @@ struct ReduceParams {
   bool reduced[kMaxDims] = {};
   int64_t out_total = 0;
   int64_t count = 1;  // elements averaged per output
-  const float* x = nullptr;
+  const void* x = nullptr;
   int64_t x_strides[kMaxDims] = {};
-  float* y = nullptr;
+  void* y = nullptr;
   int64_t y_strides[kMaxDims] = {};
+  ir::ElementType type = ir::ElementType::kFloat32;  // of x and y; accumulated in float
 };
 cudaError_t reduce_mean(const ReduceParams& params, cudaStream_t stream);
 
@@ -183,14 +203,15 @@ cudaError_t reduce_mean(const ReduceParams& params, cudaStream_t stream);
 // transpose swaps strides, a broadcast has stride 0). C may be null.
 struct GemmParams {
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  const float* a = nullptr;
+  ir::ElementType type = ir::ElementType::kFloat32;  // of A, B, C and Y; accumulated in float
+  const void* a = nullptr;
   int64_t a_batch = 0, a_row = 0, a_col = 0;
-  const float* b = nullptr;
+  const void* b = nullptr;
   int64_t b_batch = 0, b_row = 0, b_col = 0;
-  const float* c = nullptr;
+  const void* c = nullptr;
   bool has_c = false;  // beta * C is added (said apart from c: plans are made before pointers exist)
   int64_t c_batch = 0, c_row = 0, c_col = 0;
-  float* y = nullptr;
+  void* y = nullptr;
   int64_t y_batch = 0, y_row = 0;
   float alpha = 1.0f, beta = 0.0f;
 };
@@ -210,8 +231,9 @@ struct GemmGrid {
 };
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t batch);
 
-// p[i] = a pseudo-random value in [-1, 1) from (seed, i): inputs for stage
-// measurement, made on the device instead of uploaded from the host.
-cudaError_t fill_uniform(float* p, int64_t n, uint64_t seed, cudaStream_t stream);
+// p[i] = a pseudo-random value in [-1, 1) from (seed, i), stored in `type`:
+// inputs for stage measurement, made on the device instead of uploaded from
+// the host.
+cudaError_t fill_uniform(void* p, ir::ElementType type, int64_t n, uint64_t seed, cudaStream_t stream);
 
 }  // namespace ios::cuda::kernels

@@ -59,24 +59,28 @@ struct Preparation {
 // it declared (Operation::uses), writable only where it declared a write,
 // and of every constant. Any other value is an internal error, so the
 // memory plan, which places buffers by the same declarations, cannot miss a
-// buffer an operation touches.
+// buffer an operation touches. Pointers are untyped: each value and constant
+// is stored in its element type (type()).
 class Binding {
  public:
-  Binding(const Program& program, const std::vector<float*>& values,
-          const std::vector<const float*>& constants, Uses uses);
+  Binding(const Program& program, const std::vector<void*>& values,
+          const std::vector<const void*>& constants, Uses uses);
   const Program& program() const { return program_; }
   const Value& value(int v) const { return program_.values.at(static_cast<size_t>(v)); }
-  float* out(int v) const;              // a value declared written
-  const float* in(int v) const;         // a value declared read or written
-  const float* in(const Ref& r) const;  // a value as in(), a constant, or null for none
-  const float* constant(int c) const { return constants_.at(static_cast<size_t>(c)); }
+  void* out(int v) const;              // a value declared written
+  const void* in(int v) const;         // a value declared read or written
+  const void* in(const Ref& r) const;  // a value as in(), a constant, or null for none
+  const void* constant(int c) const { return constants_.at(static_cast<size_t>(c)); }
   // Shape and batch stride of an operand (a constant is dense).
   std::pair<ir::Shape, int64_t> layout(const Ref& r) const;
+  // The element type of a value, a constant or an operand (float32 for none).
+  ir::ElementType type(int v) const { return value(v).type; }
+  ir::ElementType type(const Ref& r) const;
 
  private:
   const Program& program_;
-  const std::vector<float*>& values_;
-  const std::vector<const float*>& constants_;
+  const std::vector<void*>& values_;
+  const std::vector<const void*>& constants_;
   Uses uses_;
 };
 
@@ -87,7 +91,13 @@ std::vector<int64_t> strides_of(const ir::Shape& shape, int64_t batch_stride);
 // Copies `v` into a kernel parameter array of kernels::kMaxDims entries.
 void fill_dims(int64_t* out, const std::vector<int64_t>& v, const char* what);
 void set_tensor4d(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w,
-                  int64_t ns, int64_t cs, int64_t hs, int64_t ws);
+                  int64_t ns, int64_t cs, int64_t hs, int64_t ws,
+                  ir::ElementType type = ir::ElementType::kFloat32);
+// cuDNN's data type for an element type.
+cudnnDataType_t cudnn_type(ir::ElementType type);
+// `p` advanced by `elements` elements of `type`.
+const void* offset_ptr(const void* p, int64_t elements, ir::ElementType type);
+void* offset_ptr(void* p, int64_t elements, ir::ElementType type);
 
 // A launch of one of the backend's own kernels (cuda/kernels.h): its
 // parameters, its launcher, and what plans and error messages call it.
@@ -108,22 +118,30 @@ class OwnKernelGpuOp final : public GpuOp {
   std::string description_;
 };
 
+// Uploads constant `c` to `dst` on `stream`, converted to its element type
+// (a 16-bit constant is rounded on the host into a temporary that the
+// pageable copy has staged by the time this returns). Returns the bytes
+// written on the device.
+size_t upload_constant(void* dst, const Constant& c, cudaStream_t stream);
+
 // --- Shared by several operations' launches -----------------------------------
 
-// A strided copy (op_copy.cpp): cudaMemcpyAsync, cudaMemcpy2DAsync or the
-// copy kernel, whichever the coalesced dimensions allow. Convolutions stage
-// strided tensors with it.
-std::unique_ptr<GpuOp> make_copy(const float* src, float* dst, std::vector<int64_t> dims,
+// A strided copy (op_copy.cpp) of elements of `type`: cudaMemcpyAsync,
+// cudaMemcpy2DAsync or the copy kernel, whichever the coalesced dimensions
+// allow. Convolutions stage strided tensors with it.
+std::unique_ptr<GpuOp> make_copy(const void* src, void* dst, std::vector<int64_t> dims,
                                  std::vector<int64_t> src_strides,
-                                 std::vector<int64_t> dst_strides);
+                                 std::vector<int64_t> dst_strides, ir::ElementType type);
 
 // Element-wise kernel parameters (op_elementwise.cpp); a convolution whose
 // fused epilogue cuDNN rejects runs it through them.
-kernels::EwParams ew_frame(const ir::Shape& out, float* y, int64_t y_batch_stride);
-// How an operand of `shape` (stored dense per item, `batch_stride` apart) is
-// read when broadcast to `out` (ONNX rules: right-aligned, size-1 stretches).
-kernels::EwOperand make_operand(const float* ptr, const ir::Shape& shape, int64_t batch_stride,
-                                const ir::Shape& out);
+kernels::EwParams ew_frame(const ir::Shape& out, void* y, int64_t y_batch_stride,
+                           ir::ElementType y_type = ir::ElementType::kFloat32);
+// How an operand of `shape` (stored dense per item, `batch_stride` apart, in
+// `type`) is read when broadcast to `out` (ONNX rules: right-aligned, size-1
+// stretches).
+kernels::EwOperand make_operand(const void* ptr, const ir::Shape& shape, int64_t batch_stride,
+                                const ir::Shape& out, ir::ElementType type = ir::ElementType::kFloat32);
 void add_step(kernels::EwParams& p, ir::OpKind kind, float p0, float p1,
               const kernels::EwOperand* operand, bool operand_first = false);
 

@@ -24,7 +24,7 @@ Program Lowerer::run() {
   value_of_.assign(g_.num_tensors(), -1);
   // The storage plan's storages are the program's first buffers, same index.
   for (const exec::Storage& s : storage_.storages())
-    p_.buffers.push_back({s.name, s.elements, s.persistent});
+    p_.buffers.push_back({s.name, s.elements, s.type, s.persistent});
   for (TensorId t : storage_.inputs()) p_.inputs.emplace_back(g_.tensor(t).name, value_for(t));
   p_.concat_inputs_zero_copy = storage_.zero_copy_concat_inputs();
   p_.num_streams = plan_.num_streams;
@@ -110,17 +110,18 @@ int Lowerer::add_value(const std::string& name, const ir::Shape& shape, int buff
   v.buffer = buffer;
   v.offset = offset;
   v.batch_stride = batch_stride;
+  v.type = p_.buffers.at(static_cast<size_t>(buffer)).type;
   p_.values.push_back(std::move(v));
   return static_cast<int>(p_.values.size() - 1);
 }
 
-int Lowerer::scratch(Launch& launch, const std::string& name, const ir::Shape& shape) {
+int Lowerer::scratch(Launch& launch, const std::string& name, const ir::Shape& shape, ir::ElementType type) {
   const std::ptrdiff_t kernel = &launch - p_.launches.data();
   IOS_ASSERT(kernel >= 0 && kernel < static_cast<std::ptrdiff_t>(p_.launches.size()),
              "scratch '{}' requested outside the program's launches", name);
   const int storage =
-      storage_.add_scratch(name, ir::num_elements(shape), static_cast<int>(kernel));
-  const int v = p_.add_scratch(name, shape);
+      storage_.add_scratch(name, ir::num_elements(shape), static_cast<int>(kernel), type);
+  const int v = p_.add_scratch(name, shape, type);
   IOS_ASSERT(val(v).buffer == storage, "scratch '{}' is buffer {} but storage {}", name,
              val(v).buffer, storage);
   return v;
@@ -145,13 +146,14 @@ int Lowerer::constant(TensorId t, const ir::Shape& shape) {
   IOS_ASSERT(tensor.is_constant(), "'{}' is not a constant", tensor.name);
   IOS_ASSERT(ir::num_elements(shape) == static_cast<int64_t>(tensor.data->size()),
              "constant '{}' reshaped to {}", tensor.name, ir::to_string(shape));
-  p_.constants.push_back({tensor.name, shape, tensor.data});
+  p_.constants.push_back({tensor.name, shape, tensor.data, tensor.type});
   return const_of_[key] = static_cast<int>(p_.constants.size() - 1);
 }
 
 int Lowerer::constant(TensorId t) { return constant(t, g_.tensor(t).shape); }
 
-int Lowerer::new_constant(const std::string& name, ir::Shape shape, std::vector<float> data) {
+int Lowerer::new_constant(const std::string& name, ir::Shape shape, std::vector<float> data,
+                          ir::ElementType type) {
   std::shared_ptr<const std::vector<float>> shared;
   if (options_.derived != nullptr) {
     auto it = options_.derived->find(name);
@@ -164,7 +166,7 @@ int Lowerer::new_constant(const std::string& name, ir::Shape shape, std::vector<
   } else {
     shared = std::make_shared<const std::vector<float>>(std::move(data));
   }
-  p_.constants.push_back({name, std::move(shape), std::move(shared)});
+  p_.constants.push_back({name, std::move(shape), std::move(shared), type});
   return static_cast<int>(p_.constants.size() - 1);
 }
 

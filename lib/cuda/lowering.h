@@ -69,11 +69,16 @@ class Lowerer {
   const Value& val(int v) const { return p_.values.at(static_cast<size_t>(v)); }
   // A dense scratch value of `shape` used inside `launch` only, requested
   // from the storage plan (exec::StoragePlan::add_scratch).
-  int scratch(Launch& launch, const std::string& name, const ir::Shape& shape);
+  // Its elements are of `type` (that of the tensor it stands for).
+  int scratch(Launch& launch, const std::string& name, const ir::Shape& shape, ir::ElementType type);
   TensorId member_output(sched::UnitId u) const;
   int constant(TensorId t, const ir::Shape& shape);
   int constant(TensorId t);
-  int new_constant(const std::string& name, ir::Shape shape, std::vector<float> data);
+  // A constant the lowering derives, uploaded as `type` (its float values
+  // are rounded to it on upload when it is a 16-bit type).
+  int new_constant(const std::string& name, ir::Shape shape, std::vector<float> data, ir::ElementType type);
+  // The element type of an IR tensor, of a value, of an operand.
+  ir::ElementType type_of(TensorId t) const { return g_.tensor(t).type; }
   // A per-channel vector [C] shaped to broadcast along dim 1 of a rank-`rank` tensor.
   static ir::Shape channel_shape(int64_t channels, size_t rank);
   Ref ref_for(TensorId t);

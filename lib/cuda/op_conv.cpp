@@ -23,9 +23,9 @@ namespace {
 
 class ConvolutionOp final : public GpuOp {
  public:
-  ConvolutionOp(const ConvShape& requested, const ConvChoice& choice, const float* x,
-                const float* w, const float* bias, const float* z, float* y, float* x_stage,
-                float* y_stage, std::string label)
+  ConvolutionOp(const ConvShape& requested, const ConvChoice& choice, const void* x,
+                const void* w, const void* bias, const void* z, void* y, void* x_stage,
+                void* y_stage, std::string label)
       : choice_(choice), label_(std::move(label)) {
     shape_ = requested;
     const int64_t x_dense = requested.c * requested.h * requested.w;
@@ -34,16 +34,16 @@ class ConvolutionOp final : public GpuOp {
       IOS_ASSERT(x_stage != nullptr, "convolution '{}' needs a staging buffer for x", label_);
       stage_x_ = make_copy(x, x_stage, std::vector<int64_t>{requested.n, x_dense},
                            std::vector<int64_t>{requested.x_batch_stride, 1},
-                           std::vector<int64_t>{x_dense, 1});
+                           std::vector<int64_t>{x_dense, 1}, requested.type);
       x = x_stage;
       shape_.x_batch_stride = x_dense;
     }
-    float* out = y;
+    void* out = y;
     if (choice.y_dense && requested.y_batch_stride != y_dense) {
       IOS_ASSERT(y_stage != nullptr, "convolution '{}' needs a staging buffer for y", label_);
       stage_y_ = make_copy(y_stage, y, std::vector<int64_t>{requested.n, y_dense},
                            std::vector<int64_t>{y_dense, 1},
-                           std::vector<int64_t>{requested.y_batch_stride, 1});
+                           std::vector<int64_t>{requested.y_batch_stride, 1}, requested.type);
       out = y_stage;
       shape_.y_batch_stride = y_dense;
     }
@@ -64,7 +64,7 @@ class ConvolutionOp final : public GpuOp {
       IOS_CUDNN_CALL(cudnnConvolutionBiasActivationForward(
           c.cudnn, &one, d_.x.get(), x_, d_.w.get(), w_, d_.conv.get(), choice_.algo, c.workspace,
           choice_.workspace, &alpha2, shape_.has_z ? d_.z.get() : d_.y.get(),
-          shape_.has_z ? static_cast<const void*>(z_) : y_, d_.bias.get(), bias_, d_.relu.get(),
+          shape_.has_z ? z_ : y_, d_.bias.get(), bias_, d_.relu.get(),
           d_.y.get(), y_));
     } else {
       IOS_CUDNN_CALL(cudnnConvolutionForward(c.cudnn, &one, d_.x.get(), x_, d_.w.get(), w_,
@@ -76,8 +76,10 @@ class ConvolutionOp final : public GpuOp {
   }
 
   std::string describe() const override {
-    return fmt::format("conv '{}' {}x{} {} -> {} algo {} ({}{}, ws {} KiB, measured {:.3f} ms){}{}{}",
-                       label_, shape_.r, shape_.s, shape_.c, shape_.k, conv_algo_name(choice_.algo),
+    return fmt::format("conv '{}' {}x{} {} -> {}{} algo {} ({}{}, ws {} KiB, measured {:.3f} ms){}{}{}",
+                       label_, shape_.r, shape_.s, shape_.c, shape_.k,
+                       shape_.type == ir::ElementType::kFloat32 ? "" : std::string(" ") + ir::type_name(shape_.type),
+                       conv_algo_name(choice_.algo),
                        choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed",
                        choice_.fused ? ", fused bias+relu" : "", choice_.workspace / 1024,
                        choice_.time_ms, own_epilogue_ ? " + own epilogue" : "",
@@ -88,8 +90,8 @@ class ConvolutionOp final : public GpuOp {
   ConvShape shape_;
   ConvChoice choice_;
   ConvDescriptors d_;
-  const float *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *z_ = nullptr;
-  float* y_ = nullptr;
+  const void *x_ = nullptr, *w_ = nullptr, *bias_ = nullptr, *z_ = nullptr;
+  void* y_ = nullptr;
   std::unique_ptr<GpuOp> stage_x_, stage_y_;
   kernels::EwParams epilogue_;
   bool own_epilogue_ = false;
@@ -119,11 +121,11 @@ void ConvOp::prepare(Preparation& prep) {
   auto chosen = std::make_shared<const ConvChoice>(choose_conv(prep.ctx, shape, label));
   if (chosen->x_dense && shape.x_batch_stride != shape.c * shape.h * shape.w) {
     const ir::Shape xs = prep.program.values.at(static_cast<size_t>(x)).shape;
-    x_dense = prep.program.add_scratch(label + ":x_dense", xs);
+    x_dense = prep.program.add_scratch(label + ":x_dense", xs, shape.type);
   }
   if (chosen->y_dense && shape.y_batch_stride != shape.k * shape.oh * shape.ow) {
     const ir::Shape ys = prep.program.values.at(static_cast<size_t>(y)).shape;
-    y_dense = prep.program.add_scratch(label + ":y_dense", ys);
+    y_dense = prep.program.add_scratch(label + ":y_dense", ys, shape.type);
   }
   prep.workspace = std::max(prep.workspace, chosen->workspace);
   ++prep.stats.convolutions;
@@ -153,6 +155,14 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
                node.name, label);
   }
   const auto& a = node.attr<ir::ConvAttrs>();
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] != ir::kNone && lw.type_of(node.inputs[i]) != lw.type_of(xt)) {
+      user_error("Conv '{}' (output '{}'): input {} ('{}') is {} but the input is {}; the CUDA backend needs "
+                 "one element type per convolution",
+                 node.name, label, i, g.tensor(node.inputs[i]).name, ir::type_name(lw.type_of(node.inputs[i])),
+                 ir::type_name(lw.type_of(xt)));
+    }
+  }
   const bool has_bias = node.inputs.size() > 2 && node.inputs[2] != ir::kNone;
   if (has_bias && !g.tensor(node.inputs[2]).is_constant()) {
     user_error("Conv '{}' (output '{}'): the CUDA backend needs a constant bias", node.name, label);
@@ -180,7 +190,8 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
     const ir::Node& add = g.node(chain[0]);
     const TensorId cur = node.outputs[0];
     const TensorId other = add.inputs[0] == cur ? add.inputs[1] : add.inputs[0];
-    if (!g.tensor(other).is_constant() && g.tensor(other).shape == g.tensor(cur).shape) {
+    if (!g.tensor(other).is_constant() && g.tensor(other).shape == g.tensor(cur).shape &&
+        g.tensor(other).type == g.tensor(cur).type) {
       op.z = lw.value_for(other);
       consumed = 2;
     }
@@ -191,7 +202,7 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
     op.bias = has_bias
                   ? lw.constant(node.inputs[2], {out_channels})
                   : lw.new_constant(label + ":zero_bias", {out_channels},
-                                    std::vector<float>(static_cast<size_t>(out_channels), 0.0f));
+                                    std::vector<float>(static_cast<size_t>(out_channels), 0.0f), lw.type_of(xt));
     emit(launch, op);
     lw.in_place_steps(launch, y, n, chain, consumed);
     return;
@@ -222,7 +233,7 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   op.weight = lw.new_constant(
       launch.name + ":weight",
       {spec.out_channels, spec.in_channels, spec.conv.kernel[0], spec.conv.kernel[1]},
-      weights.weight);
+      weights.weight, lw.type_of(spec.input));
   op.kernel = spec.conv.kernel;
   op.stride = spec.conv.stride;
   op.dilation = spec.conv.dilation;
@@ -242,7 +253,7 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   if (std::all_of(chains.begin(), chains.end(), only_relu)) {
     op.fused = true;
     op.relu = true;
-    op.bias = lw.new_constant(launch.name + ":bias", {spec.out_channels}, weights.bias);
+    op.bias = lw.new_constant(launch.name + ":bias", {spec.out_channels}, weights.bias, lw.type_of(spec.input));
     emit(launch, op);
     return;
   }
@@ -251,7 +262,8 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   whole.push_back(
       {ir::OpKind::kAdd, 0, 0,
        Ref::constant(lw.new_constant(launch.name + ":bias",
-                                     Lowerer::channel_shape(spec.out_channels, 4), weights.bias))});
+                                     Lowerer::channel_shape(spec.out_channels, 4), weights.bias,
+                                     lw.type_of(spec.input)))});
   // One epilogue for the whole buffer when the members' are identical and
   // need no operands; otherwise each member's on its slice.
   std::vector<std::vector<EwStep>> member_steps;

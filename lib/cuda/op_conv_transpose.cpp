@@ -26,9 +26,13 @@ int cudnn_int(int64_t v, const char* what) {
 
 class ConvTransposeGpuOp final : public GpuOp {
  public:
-  ConvTransposeGpuOp(const ir::ConvTransposeAttrs& a, const Value& x, const Value& y, const float* xp,
-                     const float* wp, const float* bp, float* yp)
+  // x, y, the weights and the bias are all of x's type; a 16-bit one runs on
+  // tensor cores (float compute), a float32 one in FMA math as before.
+  ConvTransposeGpuOp(const ir::ConvTransposeAttrs& a, const Value& x, const Value& y, const void* xp,
+                     const void* wp, const void* bp, void* yp)
       : x_ptr_(xp), w_ptr_(wp), b_ptr_(bp), y_ptr_(yp) {
+    const ir::ElementType type = x.type;
+    const cudnnDataType_t data = cudnn_type(type);
     const ir::Shape& xs = x.shape;
     const ir::Shape& ys = y.shape;
     x_ = make_tensor_desc();
@@ -36,11 +40,11 @@ class ConvTransposeGpuOp final : public GpuOp {
     b_ = make_tensor_desc();
     w_ = make_filter_desc();
     conv_ = make_conv_desc();
-    set_tensor4d(x_.get(), xs[0], xs[1], xs[2], xs[3], x.batch_stride, xs[2] * xs[3], xs[3], 1);
-    set_tensor4d(y_.get(), ys[0], ys[1], ys[2], ys[3], y.batch_stride, ys[2] * ys[3], ys[3], 1);
-    IOS_CUDNN_CALL(cudnnSetTensor4dDescriptor(b_.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1,
+    set_tensor4d(x_.get(), xs[0], xs[1], xs[2], xs[3], x.batch_stride, xs[2] * xs[3], xs[3], 1, type);
+    set_tensor4d(y_.get(), ys[0], ys[1], ys[2], ys[3], y.batch_stride, ys[2] * ys[3], ys[3], 1, type);
+    IOS_CUDNN_CALL(cudnnSetTensor4dDescriptor(b_.get(), CUDNN_TENSOR_NCHW, data, 1,
                                               cudnn_int(ys[1], "channels"), 1, 1));
-    IOS_CUDNN_CALL(cudnnSetFilter4dDescriptor(w_.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+    IOS_CUDNN_CALL(cudnnSetFilter4dDescriptor(w_.get(), data, CUDNN_TENSOR_NCHW,
                                               cudnn_int(xs[1], "input channels"),
                                               cudnn_int(ys[1] / a.group, "output channels per group"),
                                               cudnn_int(a.kernel[0], "kernel"), cudnn_int(a.kernel[1], "kernel")));
@@ -49,7 +53,8 @@ class ConvTransposeGpuOp final : public GpuOp {
         cudnn_int(a.stride[1], "stride"), cudnn_int(a.dilation[0], "dilation"), cudnn_int(a.dilation[1], "dilation"),
         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     IOS_CUDNN_CALL(cudnnSetConvolutionGroupCount(conv_.get(), cudnn_int(a.group, "group")));
-    IOS_CUDNN_CALL(cudnnSetConvolutionMathType(conv_.get(), CUDNN_FMA_MATH));
+    IOS_CUDNN_CALL(cudnnSetConvolutionMathType(
+        conv_.get(), type == ir::ElementType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
   }
 
   void issue(const IssueContext& c) const override {
@@ -70,10 +75,10 @@ class ConvTransposeGpuOp final : public GpuOp {
   TensorDesc x_, y_, b_;
   FilterDesc w_;
   ConvDesc conv_;
-  const float* x_ptr_;
-  const float* w_ptr_;
-  const float* b_ptr_;
-  float* y_ptr_;
+  const void* x_ptr_;
+  const void* w_ptr_;
+  const void* b_ptr_;
+  void* y_ptr_;
 };
 
 class ConvTransposeOp final : public Operation {
@@ -116,6 +121,13 @@ void lower_conv_transpose(Lowerer& lw, Launch& launch, NodeId n, int y) {
     if (!g.tensor(node.inputs[i]).is_constant()) {
       user_error("node '{}' (ConvTranspose): input {} is computed at run time; the CUDA backend needs constant "
                  "weights and bias", node.name, i);
+    }
+  }
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    if (lw.type_of(node.inputs[i]) != lw.type_of(node.inputs[0])) {
+      user_error("node '{}' (ConvTranspose): input {} is {} but the input is {}; the CUDA backend needs one element "
+                 "type per convolution",
+                 node.name, i, ir::type_name(lw.type_of(node.inputs[i])), ir::type_name(lw.type_of(node.inputs[0])));
     }
   }
   ConvTransposeOp op;

@@ -2,7 +2,8 @@
 // plan did not place in their slices), Reshape and Flatten, and dense copies
 // of strided values for operations that need them, all as one strided copy
 // operation, issued as cudaMemcpyAsync, cudaMemcpy2DAsync or the backend's
-// copy kernel.
+// copy kernel. Elements move as their bits (any element type); a copy
+// between two types (a constant's into a value's) converts in the kernel.
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -18,9 +19,11 @@ using ir::TensorId;
 class CopyKernelOp final : public GpuOp {
  public:
   // Coalesces dimensions, then picks cudaMemcpyAsync, cudaMemcpy2DAsync or
-  // the strided copy kernel.
-  CopyKernelOp(const float* src, float* dst, std::vector<int64_t> dims, std::vector<int64_t> ss,
-               std::vector<int64_t> ds) {
+  // the strided copy kernel (always, when the types differ).
+  CopyKernelOp(const void* src, ir::ElementType src_type, void* dst, ir::ElementType dst_type,
+               std::vector<int64_t> dims, std::vector<int64_t> ss, std::vector<int64_t> ds)
+      : element_bytes_(static_cast<size_t>(ir::bytes_of(dst_type))) {
+    const bool same_type = src_type == dst_type;
     std::vector<int64_t> d2, s2, t2;
     for (size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] == 1) continue;
@@ -40,9 +43,9 @@ class CopyKernelOp final : public GpuOp {
     src_ = src;
     dst_ = dst;
     total_ = ir::num_elements(d2);
-    if (d2.size() == 1 && s2[0] == 1 && t2[0] == 1) {
+    if (same_type && d2.size() == 1 && s2[0] == 1 && t2[0] == 1) {
       kind_ = Kind::kLinear;
-    } else if (d2.size() == 2 && s2[1] == 1 && t2[1] == 1 && s2[0] >= d2[1] && t2[0] >= d2[1]) {
+    } else if (same_type && d2.size() == 2 && s2[1] == 1 && t2[1] == 1 && s2[0] >= d2[1] && t2[0] >= d2[1]) {
       kind_ = Kind::kPitched;
       rows_ = d2[0], width_ = d2[1], src_pitch_ = s2[0], dst_pitch_ = t2[0];
     } else {
@@ -54,18 +57,20 @@ class CopyKernelOp final : public GpuOp {
       p_.total = total_;
       p_.src = src;
       p_.dst = dst;
+      p_.src_type = src_type;
+      p_.dst_type = dst_type;
     }
   }
   void issue(const IssueContext& c) const override {
     switch (kind_) {
       case Kind::kLinear:
-        IOS_CUDA_CALL(cudaMemcpyAsync(dst_, src_, static_cast<size_t>(total_) * sizeof(float),
+        IOS_CUDA_CALL(cudaMemcpyAsync(dst_, src_, static_cast<size_t>(total_) * element_bytes_,
                                       cudaMemcpyDeviceToDevice, c.stream));
         break;
       case Kind::kPitched:
-        IOS_CUDA_CALL(cudaMemcpy2DAsync(dst_, static_cast<size_t>(dst_pitch_) * sizeof(float), src_,
-                                        static_cast<size_t>(src_pitch_) * sizeof(float),
-                                        static_cast<size_t>(width_) * sizeof(float),
+        IOS_CUDA_CALL(cudaMemcpy2DAsync(dst_, static_cast<size_t>(dst_pitch_) * element_bytes_, src_,
+                                        static_cast<size_t>(src_pitch_) * element_bytes_,
+                                        static_cast<size_t>(width_) * element_bytes_,
                                         static_cast<size_t>(rows_), cudaMemcpyDeviceToDevice,
                                         c.stream));
         break;
@@ -84,18 +89,19 @@ class CopyKernelOp final : public GpuOp {
  private:
   enum class Kind { kLinear, kPitched, kKernel };
   Kind kind_ = Kind::kKernel;
-  const float* src_ = nullptr;
-  float* dst_ = nullptr;
+  size_t element_bytes_ = sizeof(float);
+  const void* src_ = nullptr;
+  void* dst_ = nullptr;
   int64_t total_ = 0, rows_ = 0, width_ = 0, src_pitch_ = 0, dst_pitch_ = 0;
   kernels::CopyParams p_;
 };
 
 }  // namespace
 
-std::unique_ptr<GpuOp> make_copy(const float* src, float* dst, std::vector<int64_t> dims,
+std::unique_ptr<GpuOp> make_copy(const void* src, void* dst, std::vector<int64_t> dims,
                                  std::vector<int64_t> src_strides,
-                                 std::vector<int64_t> dst_strides) {
-  return std::make_unique<CopyKernelOp>(src, dst, std::move(dims), std::move(src_strides),
+                                 std::vector<int64_t> dst_strides, ir::ElementType type) {
+  return std::make_unique<CopyKernelOp>(src, type, dst, type, std::move(dims), std::move(src_strides),
                                         std::move(dst_strides));
 }
 
@@ -111,8 +117,13 @@ std::string CopyOp::describe(const Program& p) const {
 }
 
 std::unique_ptr<GpuOp> CopyOp::launch(const Binding& b) const {
-  const float* from = src_constant >= 0 ? b.constant(src_constant) : b.in(src);
-  return make_copy(from + src_offset, b.out(dst) + dst_offset, dims, src_strides, dst_strides);
+  const void* from = src_constant >= 0 ? b.constant(src_constant) : b.in(src);
+  const ir::ElementType from_type =
+      src_constant >= 0 ? b.program().constants.at(static_cast<size_t>(src_constant)).type : b.type(src);
+  const ir::ElementType to_type = b.type(dst);
+  return std::make_unique<CopyKernelOp>(offset_ptr(from, src_offset, from_type), from_type,
+                                        offset_ptr(b.out(dst), dst_offset, to_type), to_type, dims, src_strides,
+                                        dst_strides);
 }
 
 // A copy of `dims` elements from `src` to `dst`, each with its own dense
@@ -130,7 +141,7 @@ CopyOp Lowerer::strided_copy(int src, int dst, const ir::Shape& dims) {
 // A dense copy of value `v` (when it is a strided slice) for operations that need one.
 int Lowerer::dense(Launch& launch, int v) {
   if (val(v).dense()) return v;
-  const int t = scratch(launch, val(v).name + ":dense", val(v).shape);
+  const int t = scratch(launch, val(v).name + ":dense", val(v).shape, val(v).type);
   emit(launch, strided_copy(v, t, val(v).shape));
   return t;
 }

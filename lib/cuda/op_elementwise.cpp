@@ -4,6 +4,12 @@
 // of one operation that runs in place on the value the chain's first node
 // writes (at most kMaxEwStepsPerOp steps per operation); every operator's
 // lowering ends with the chain after it.
+//
+// Types: the kernel reads the chain's input in its type, each operand in its
+// own, computes in float and stores the result in y's type. x and y have the
+// same type except in a type-changing Cast, which is its own unit (never an
+// epilogue, never in a chain: ir::is_epilogue_candidate) reading one type and
+// writing another; the lowering passes the types through unchanged.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,10 +47,11 @@ class ElementwiseOp final : public GpuOp {
 
 }  // namespace
 
-kernels::EwOperand make_operand(const float* ptr, const ir::Shape& shape, int64_t batch_stride,
-                                const ir::Shape& out) {
+kernels::EwOperand make_operand(const void* ptr, const ir::Shape& shape, int64_t batch_stride,
+                                const ir::Shape& out, ir::ElementType type) {
   kernels::EwOperand op;
   op.ptr = ptr;
+  op.type = type;
   op.batch_stride = batch_stride;
   if (shape == out) {
     op.mode = kernels::kFull;
@@ -84,7 +91,7 @@ kernels::EwOperand make_operand(const float* ptr, const ir::Shape& shape, int64_
   return op;
 }
 
-kernels::EwParams ew_frame(const ir::Shape& out, float* y, int64_t y_batch_stride) {
+kernels::EwParams ew_frame(const ir::Shape& out, void* y, int64_t y_batch_stride, ir::ElementType y_type) {
   kernels::EwParams p;
   ir::Shape shape = out.empty() ? ir::Shape{1} : out;
   p.rank = static_cast<int>(shape.size());
@@ -94,6 +101,7 @@ kernels::EwParams ew_frame(const ir::Shape& out, float* y, int64_t y_batch_strid
   p.channels = shape.size() >= 2 ? std::max<int64_t>(shape[1], 1) : 1;
   p.hw = p.item / p.channels;
   p.y = y;
+  p.y_type = y_type;
   p.y_batch_stride = y_batch_stride;
   return p;
 }
@@ -121,29 +129,37 @@ void EwOp::uses(Uses& u) const {
 }
 
 std::string EwOp::describe(const Program& p) const {
-  return "elementwise[" + std::to_string(steps.size()) + "] " + p.ref_name(x) + " -> " +
-         p.value_name(y);
+  std::string text = "elementwise[" + std::to_string(steps.size()) + "] " + p.ref_name(x) + " -> " + p.value_name(y);
+  const ir::ElementType to = p.values.at(static_cast<size_t>(y)).type;
+  const ir::ElementType from = x.is_value()      ? p.values.at(static_cast<size_t>(x.index)).type
+                               : x.is_constant() ? p.constants.at(static_cast<size_t>(x.index)).type
+                                                 : to;
+  if (from != to) text += fmt::format(" ({} -> {})", ir::type_name(from), ir::type_name(to));
+  return text;
 }
 
 std::unique_ptr<GpuOp> EwOp::launch(const Binding& b) const {
   const Value& yv = b.value(y);
-  kernels::EwParams params = ew_frame(yv.shape, b.out(y), yv.batch_stride);
+  kernels::EwParams params = ew_frame(yv.shape, b.out(y), yv.batch_stride, yv.type);
   const auto [xs, xb] = b.layout(x);
-  params.x = make_operand(b.in(x), xs, xb, yv.shape.empty() ? ir::Shape{1} : yv.shape);
+  params.x = make_operand(b.in(x), xs, xb, yv.shape.empty() ? ir::Shape{1} : yv.shape, b.type(x));
   params.generic |= params.x.mode == kernels::kGeneric;
   for (const EwStep& s : steps) {
     if (s.operand) {
       const auto [os, ob] = b.layout(s.operand);
       const kernels::EwOperand o =
-          make_operand(b.in(s.operand), os, ob, yv.shape.empty() ? ir::Shape{1} : yv.shape);
+          make_operand(b.in(s.operand), os, ob, yv.shape.empty() ? ir::Shape{1} : yv.shape, b.type(s.operand));
       add_step(params, s.kind, s.p0, s.p1, &o, s.operand_first);
     } else {
       add_step(params, s.kind, s.p0, s.p1, nullptr);
     }
   }
+  const std::string types =
+      params.x.type == yv.type ? std::string()
+                               : fmt::format(" ({} -> {})", ir::type_name(params.x.type), ir::type_name(yv.type));
   return std::make_unique<ElementwiseOp>(
-      params, fmt::format("elementwise x{} on {}{}", steps.size(), yv.name,
-                          params.generic ? " (broadcast)" : ""));
+      params, fmt::format("elementwise x{} on {}{}{}", steps.size(), yv.name,
+                          params.generic ? " (broadcast)" : "", types));
 }
 
 // The steps of element-wise node `m` applied to the chain value `cur`.
@@ -185,9 +201,9 @@ void Lowerer::append_steps(NodeId m, TensorId cur, std::vector<EwStep>& steps) {
           channel_shape(static_cast<int64_t>(s.size()), g_.tensor(cur).shape.size());
       const std::string name = g_.tensor(node.outputs[0]).name;
       steps.push_back(
-          {OpKind::kMul, 0, 0, Ref::constant(new_constant(name + ":bn_scale", shape, s))});
+          {OpKind::kMul, 0, 0, Ref::constant(new_constant(name + ":bn_scale", shape, s, ir::ElementType::kFloat32))});
       steps.push_back(
-          {OpKind::kAdd, 0, 0, Ref::constant(new_constant(name + ":bn_shift", shape, b))});
+          {OpKind::kAdd, 0, 0, Ref::constant(new_constant(name + ":bn_shift", shape, b, ir::ElementType::kFloat32))});
       return;
     }
     default: {

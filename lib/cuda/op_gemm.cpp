@@ -42,7 +42,10 @@ class CublasGemmGpuOp final : public GpuOp {
   }
   std::string describe() const override {
     return fmt::format("cublasLt gemm {}x{}x{} (batch {}; {}{}, ws {} KiB)", p_.m, p_.n, p_.k, p_.batch,
-                       choice_.tf32 ? "tf32" : "fp32", choice_.plan.bias ? ", bias epilogue" : "",
+                       p_.type != ir::ElementType::kFloat32 ? ir::type_name(p_.type)
+                       : choice_.tf32                       ? "tf32"
+                                                            : "fp32",
+                       choice_.plan.bias ? ", bias epilogue" : "",
                        choice_.workspace / 1024);
   }
 
@@ -65,7 +68,8 @@ std::pair<ir::Shape, int64_t> operand_layout(const Program& p, const Ref& r) {
 // Byte alignment of an operand's pointer (constants are buffer-aligned).
 uint32_t operand_alignment(const Program& p, const Ref& r) {
   if (!r.is_value()) return static_cast<uint32_t>(kBufferAlignment);
-  return gemm_alignment(p.values.at(static_cast<size_t>(r.index)).offset);
+  const Value& v = p.values.at(static_cast<size_t>(r.index));
+  return gemm_alignment(v.offset, v.type);
 }
 
 uint32_t pointer_bytes_alignment(const void* ptr) {
@@ -81,6 +85,7 @@ kernels::GemmParams gemm_params(const Program& program, const GemmOp& op) {
   g.m = op.m, g.n = op.n, g.k = op.k, g.batch = op.batch;
   g.alpha = op.alpha, g.beta = op.beta;
   const Value& yv = program.values.at(static_cast<size_t>(op.y));
+  g.type = yv.type;
   // Row stride of a 2-D operand as stored: its batch stride.
   const auto [as, ab] = operand_layout(program, op.a);
   const auto [bs, bb] = operand_layout(program, op.b);
@@ -134,7 +139,7 @@ void GemmOp::prepare(Preparation& prep) {
   const uint32_t align_c = c ? operand_alignment(prep.program, c) : static_cast<uint32_t>(kBufferAlignment);
   auto chosen = std::make_shared<const GemmChoice>(choose_gemm(
       prep.ctx, g, operand_alignment(prep.program, a), operand_alignment(prep.program, b), align_c,
-      gemm_alignment(prep.program.values.at(static_cast<size_t>(y)).offset), label));
+      static_cast<uint32_t>(prep.program.values.at(static_cast<size_t>(y)).alignment()), label));
   if (chosen->plan.cublas) prep.workspace = std::max(prep.workspace, chosen->workspace);
   choice = std::move(chosen);
 }
@@ -174,6 +179,15 @@ void lower_gemm(Lowerer& lw, Launch& launch, NodeId n, int y) {
   op.y = y;
   op.label = g.tensor(node.outputs[0]).name;
   const ir::Shape& ys = lw.val(y).shape;
+  // One element type for A, B, C and Y (cuBLASLt's A/B/C/D, the own kernel's T).
+  for (TensorId t : node.inputs) {
+    if (t != ir::kNone && lw.type_of(t) != lw.val(y).type) {
+      user_error("{} '{}': input '{}' is {} but the output is {}; the CUDA backend needs one element type per "
+                 "product",
+                 ir::op_name(node.op), node.name, g.tensor(t).name, ir::type_name(lw.type_of(t)),
+                 ir::type_name(lw.val(y).type));
+    }
+  }
   if (node.op == OpKind::kGemm) {
     const auto& a = node.attr<ir::GemmAttrs>();
     op.a = lw.ref_for(node.inputs[0]);
@@ -243,8 +257,10 @@ void lower_merged_product(Lowerer& lw, Launch& launch, int kernel) {
     a = lw.dense(launch, a);  // rows of a batched input must be uniform
   op.a = Ref::value(a);
   op.b = Ref::constant(lw.new_constant(launch.name + ":weight",
-                                       {spec.in_channels, spec.out_channels}, weights.weight));
-  op.c = Ref::constant(lw.new_constant(launch.name + ":bias", {spec.out_channels}, weights.bias));
+                                       {spec.in_channels, spec.out_channels}, weights.weight,
+                                       lw.type_of(spec.input)));
+  op.c = Ref::constant(
+      lw.new_constant(launch.name + ":bias", {spec.out_channels}, weights.bias, lw.type_of(spec.input)));
   op.beta = 1.0f;
   op.m = spec.rows;
   op.n = spec.out_channels;

@@ -3,7 +3,8 @@
 // kernel reads and writes dense rows, so a strided input (a slice of a
 // concatenation) is first copied dense and a strided output (written into a
 // concatenation) is computed in a dense scratch tensor and then copied
-// there, as Softmax does.
+// there, as Softmax does. x and y are stored in their type (float32,
+// float16 or bfloat16), Scale and B in theirs; all arithmetic is float.
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -17,8 +18,9 @@ namespace kernels {
 // LayerNormalization of `rows` dense rows of `cols` elements: y = (x - mean)
 // / sqrt(var + epsilon) * scale + bias per row, with scale and bias (null:
 // none) holding one value per column (op_layer_norm.cu).
-cudaError_t layer_norm(const float* x, const float* scale, const float* bias, float* y,
-                       int64_t rows, int64_t cols, float epsilon, cudaStream_t stream);
+cudaError_t layer_norm(const void* x, const void* scale, const void* bias, void* y, ir::ElementType type,
+                       ir::ElementType param_type, int64_t rows, int64_t cols, float epsilon,
+                       cudaStream_t stream);
 
 }  // namespace kernels
 
@@ -28,15 +30,18 @@ using ir::NodeId;
 
 struct LayerNormParams {
   int64_t rows = 0, cols = 0;
-  const float* x = nullptr;
-  const float* scale = nullptr;
-  const float* bias = nullptr;
-  float* y = nullptr;
+  const void* x = nullptr;
+  const void* scale = nullptr;
+  const void* bias = nullptr;
+  void* y = nullptr;
+  ir::ElementType type = ir::ElementType::kFloat32;        // of x and y
+  ir::ElementType param_type = ir::ElementType::kFloat32;  // of scale and bias
   float epsilon = 1e-5f;
 };
 
 cudaError_t launch_layer_norm(const LayerNormParams& p, cudaStream_t stream) {
-  return kernels::layer_norm(p.x, p.scale, p.bias, p.y, p.rows, p.cols, p.epsilon, stream);
+  return kernels::layer_norm(p.x, p.scale, p.bias, p.y, p.type, p.param_type, p.rows, p.cols, p.epsilon,
+                             stream);
 }
 
 using LayerNormGpuOp = OwnKernelGpuOp<LayerNormParams, launch_layer_norm>;
@@ -76,6 +81,11 @@ class LayerNormOp final : public Operation {
     lp.y = b.out(y);
     lp.scale = b.in(scale);
     lp.bias = bias ? b.in(bias) : nullptr;
+    lp.type = xv.type;
+    lp.param_type = b.type(scale);
+    IOS_ASSERT(yv.type == xv.type && (!bias || b.type(bias) == lp.param_type),
+               "layer-norm of {} into {} (scale {}, bias {})", ir::type_name(xv.type), ir::type_name(yv.type),
+               ir::type_name(lp.param_type), ir::type_name(b.type(bias)));
     lp.epsilon = epsilon;
     return std::make_unique<LayerNormGpuOp>(
         lp, fmt::format("own layer-norm {} rows of {}", lp.rows, lp.cols));
@@ -99,7 +109,7 @@ void lower_layer_norm(Lowerer& lw, Launch& launch, NodeId n, int y) {
     const ir::Shape row{ir::num_elements(dims)};
     if (static_cast<int64_t>(p.data->size()) == row[0]) return Ref::constant(lw.constant(t, row));
     return Ref::constant(lw.new_constant(p.name + ":expanded:" + ir::to_string(dims), row,
-                                         ir::expand_to(*p.data, p.shape, dims)));
+                                         ir::expand_to(*p.data, p.shape, dims), p.type));
   };
   LayerNormOp op;
   op.axis = attrs.axis;
@@ -112,7 +122,7 @@ void lower_layer_norm(Lowerer& lw, Launch& launch, NodeId n, int y) {
     emit(launch, op);
     return;
   }
-  op.y = lw.scratch(launch, lw.val(y).name + ":dense", lw.val(y).shape);
+  op.y = lw.scratch(launch, lw.val(y).name + ":dense", lw.val(y).shape, lw.val(y).type);
   emit(launch, op);
   emit(launch, lw.strided_copy(op.y, y, lw.val(y).shape));
 }

@@ -32,6 +32,8 @@ std::unique_ptr<GpuOp> PadOp::launch(const Binding& b) const {
   pp.total = yv.size();
   pp.src = b.in(x);
   pp.dst = b.out(y);
+  pp.type = xv.type;
+  IOS_ASSERT(yv.type == xv.type, "pad of {} into {}", ir::type_name(xv.type), ir::type_name(yv.type));
   pp.mode = mode == Mode::kConstant  ? kernels::kPadConstant
             : mode == Mode::kReflect ? kernels::kPadReflect
                                      : kernels::kPadEdge;
@@ -69,7 +71,7 @@ int Lowerer::explicit_pad(Launch& launch, int x, std::array<int64_t, 4>& pads,
   if (pads[0] == pads[2] && pads[1] == pads[3]) return x;
   const ir::Shape& s = val(x).shape;
   const int t = scratch(launch, name + ":padded",
-                            {s[0], s[1], s[2] + pads[0] + pads[2], s[3] + pads[1] + pads[3]});
+                            {s[0], s[1], s[2] + pads[0] + pads[2], s[3] + pads[1] + pads[3]}, val(x).type);
   PadOp op;
   op.x = x;
   op.y = t;

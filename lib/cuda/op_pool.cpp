@@ -43,7 +43,7 @@ class PoolOp final : public Operation {
 
 class CudnnPoolOp final : public GpuOp {
  public:
-  CudnnPoolOp(const PoolOp& op, const Value& x, const Value& y, const float* xp, float* yp)
+  CudnnPoolOp(const PoolOp& op, const Value& x, const Value& y, const void* xp, void* yp)
       : x_ptr_(xp), y_ptr_(yp) {
     const ir::Shape& xs = x.shape;
     const int64_t oh = y.shape.size() == 4 ? y.shape[2] : 1;
@@ -74,8 +74,8 @@ class CudnnPoolOp final : public GpuOp {
  private:
   TensorDesc x_, y_;
   PoolDesc pool_;
-  const float* x_ptr_;
-  float* y_ptr_;
+  const void* x_ptr_;
+  void* y_ptr_;
   std::string what_;
 };
 
@@ -106,6 +106,8 @@ std::unique_ptr<GpuOp> PoolOp::launch(const Binding& b) const {
                                                : kernels::kPoolAverageExclude;
   pp.x = b.in(x), pp.x_batch_stride = xv.batch_stride;
   pp.y = b.out(y), pp.y_batch_stride = yv.batch_stride;
+  pp.type = xv.type;
+  IOS_ASSERT(yv.type == xv.type, "pooling of {} into {}", ir::type_name(xv.type), ir::type_name(yv.type));
   return std::make_unique<KernelPoolOp>(pp);
 }
 
@@ -144,7 +146,10 @@ void lower_pool(Lowerer& lw, Launch& launch, NodeId n, int y) {
       ys.size() >= 2 &&
       (xs[2] + 2 * op.pads[0] - op.kernel[0]) / op.stride[0] + 1 == (ys.size() == 4 ? ys[2] : 1) &&
       (xs[3] + 2 * op.pads[1] - op.kernel[1]) / op.stride[1] + 1 == (ys.size() == 4 ? ys[3] : 1);
-  op.use_cudnn = symmetric && small_pads && floor_size;
+  // 16-bit tensors: the own kernel (reads the type, sums in float), so that
+  // no cuDNN pooling configuration of the type has to be relied on.
+  const bool float32 = lw.val(op.x).type == ir::ElementType::kFloat32;
+  op.use_cudnn = symmetric && small_pads && floor_size && float32;
   emit(launch, op);
 }
 
@@ -155,6 +160,7 @@ void Lowerer::global_average_pool(Launch& launch, int x, int y) {
   op.y = y;
   op.mode = PoolOp::Mode::kAverageIncludePad;
   op.kernel = {xs[2], xs[3]};
+  op.use_cudnn = val(x).type == ir::ElementType::kFloat32;
   emit(launch, op);
 }
 

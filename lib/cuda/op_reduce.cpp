@@ -71,6 +71,8 @@ class ReduceOp final : public Operation {
     }
     rp.x = b.in(x);
     rp.y = b.out(y);
+    rp.type = xv.type;
+    IOS_ASSERT(b.type(y) == xv.type, "reduction of {} into {}", ir::type_name(xv.type), ir::type_name(b.type(y)));
     return std::make_unique<ReduceGpuOp>(rp, std::string("own ") + reduce_name(op));
   }
 };

@@ -45,6 +45,8 @@ class ResizeOp final : public Operation {
     rp.x_batch_stride = xv.batch_stride;
     rp.y = b.out(y);
     rp.y_batch_stride = yv.batch_stride;
+    rp.type = xv.type;
+    IOS_ASSERT(yv.type == xv.type, "resize of {} into {}", ir::type_name(xv.type), ir::type_name(yv.type));
     return std::make_unique<ResizeGpuOp>(rp, "own resize");
   }
 };

@@ -1,7 +1,11 @@
 // Softmax and LogSoftmax on any axis: cuDNN (ACCURATE or LOG, channel mode
 // on [outer, K, inner, 1]). With axis 1 the batch may be strided; on another axis a strided input
 // is copied dense first and a strided output is computed in a dense scratch
-// tensor and copied there.
+// tensor and copied there. A 16-bit softmax runs cuDNN's float32 softmax
+// between two converting copies (float32 scratch tensors), so no cuDNN
+// softmax configuration of the type has to be relied on; the CPU reference
+// computes it the same way (float math on the stored inputs, the output
+// rounded once).
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "cuda/lowering.h"
@@ -14,7 +18,7 @@ using ir::NodeId;
 
 class SoftmaxGpuOp final : public GpuOp {
  public:
-  SoftmaxGpuOp(int64_t softmax_axis, bool log, const Value& x, const Value& y, const float* xp, float* yp)
+  SoftmaxGpuOp(int64_t softmax_axis, bool log, const Value& x, const Value& y, const void* xp, void* yp)
       : log_(log), x_ptr_(xp), y_ptr_(yp) {
     const ir::Shape& s = x.shape;
     const auto axis = static_cast<size_t>(softmax_axis);
@@ -42,8 +46,8 @@ class SoftmaxGpuOp final : public GpuOp {
  private:
   bool log_;
   TensorDesc x_, y_;
-  const float* x_ptr_;
-  float* y_ptr_;
+  const void* x_ptr_;
+  void* y_ptr_;
 };
 
 class SoftmaxOp final : public Operation {
@@ -65,6 +69,8 @@ class SoftmaxOp final : public Operation {
   }
 
   std::unique_ptr<GpuOp> launch(const Binding& b) const override {
+    IOS_ASSERT(b.type(x) == ir::ElementType::kFloat32 && b.type(y) == ir::ElementType::kFloat32,
+               "cuDNN softmax of {} into {}", ir::type_name(b.type(x)), ir::type_name(b.type(y)));
     return std::make_unique<SoftmaxGpuOp>(axis, log, b.value(x), b.value(y), b.in(x), b.out(y));
   }
 };
@@ -77,6 +83,16 @@ void lower_softmax(Lowerer& lw, Launch& launch, NodeId n, int y) {
   int x = lw.value_for(node.inputs[0]);
   const int64_t axis = normalize_axis(node.attr<ir::AxisAttrs>().axis, lw.val(x).shape.size());
   const bool log = node.op == ir::OpKind::kLogSoftmax;
+  if (lw.val(x).type != ir::ElementType::kFloat32 || lw.val(y).type != ir::ElementType::kFloat32) {
+    // float32 copies of x and of the result, converted on the way in and out.
+    const ir::Shape& shape = lw.val(x).shape;
+    const int x32 = lw.scratch(launch, lw.val(x).name + ":float32", shape, ir::ElementType::kFloat32);
+    emit(launch, lw.strided_copy(x, x32, shape));
+    const int y32 = lw.scratch(launch, lw.val(y).name + ":float32", shape, ir::ElementType::kFloat32);
+    emit(launch, SoftmaxOp(x32, y32, axis, log));
+    emit(launch, lw.strided_copy(y32, y, shape));
+    return;
+  }
   if (axis == 1 || (lw.val(x).dense() && lw.val(y).dense())) {
     emit(launch, SoftmaxOp(x, y, axis, log));
     return;
@@ -86,7 +102,7 @@ void lower_softmax(Lowerer& lw, Launch& launch, NodeId n, int y) {
     emit(launch, SoftmaxOp(x, y, axis, log));
     return;
   }
-  const int t = lw.scratch(launch, lw.val(y).name + ":dense", lw.val(y).shape);
+  const int t = lw.scratch(launch, lw.val(y).name + ":dense", lw.val(y).shape, lw.val(y).type);
   emit(launch, SoftmaxOp(x, t, axis, log));
   CopyOp copy;
   copy.src = t;

@@ -11,15 +11,17 @@
 
 namespace ios::cuda {
 
-int Program::add_scratch(const std::string& name, const ir::Shape& shape) {
+int Program::add_scratch(const std::string& name, const ir::Shape& shape, ir::ElementType type) {
   Buffer buffer;
   buffer.name = name;
   buffer.elements = ir::num_elements(shape);
+  buffer.type = type;
   buffers.push_back(buffer);
   Value value;
   value.name = name;
   value.shape = shape;
   value.buffer = static_cast<int>(buffers.size() - 1);
+  value.type = type;
   value.batch_stride = value.item_size();
   values.push_back(value);
   return static_cast<int>(values.size() - 1);
@@ -39,7 +41,7 @@ std::vector<exec::MemoryRequest> Program::memory_requests() const {
   const std::vector<std::vector<int>> users = buffer_users();
   std::vector<exec::MemoryRequest> requests(buffers.size());
   for (size_t b = 0; b < buffers.size(); ++b) {
-    requests[b] = {buffers[b].elements * static_cast<int64_t>(sizeof(float)), buffers[b].persistent, users[b]};
+    requests[b] = {buffers[b].bytes(), buffers[b].persistent, users[b]};
   }
   return requests;
 }

@@ -34,34 +34,44 @@ namespace ios::cuda {
 // Buffers start at multiples of this many bytes (exec/memory_layout.h places them so).
 constexpr int64_t kBufferAlignment = 256;
 
-// Byte alignment of a float at `element_offset` in a buffer: the largest
-// power of two dividing its byte offset, capped at kBufferAlignment.
-constexpr int64_t pointer_alignment(int64_t element_offset) {
-  const int64_t bytes = element_offset * 4;
+// Byte alignment of an element of `element_bytes` bytes (4: float, 2: half
+// and bfloat16) at `element_offset` in a buffer: the largest power of two
+// dividing its byte offset, capped at kBufferAlignment.
+constexpr int64_t pointer_alignment(int64_t element_offset, int64_t element_bytes = 4) {
+  const int64_t bytes = element_offset * element_bytes;
   if (bytes % kBufferAlignment == 0) return kBufferAlignment;
   return bytes & -bytes;
 }
 
 // An activation (or a scratch tensor of the lowering): its strided layout
-// (exec/region.h) at `offset` elements into buffer `buffer`.
+// (exec/region.h) at `offset` elements into buffer `buffer`, stored in its
+// buffer's element type.
 struct Value : exec::StridedShape {
   std::string name;
   int buffer = -1;
   int64_t offset = 0;  // elements from the buffer's start
+  ir::ElementType type = ir::ElementType::kFloat32;
+  int64_t alignment() const { return pointer_alignment(offset, ir::bytes_of(type)); }
 };
 
 struct Buffer {
   std::string name;
   int64_t elements = 0;
+  ir::ElementType type = ir::ElementType::kFloat32;  // of every value in it (the storage plan's)
+  int64_t bytes() const { return elements * ir::bytes_of(type); }
   // Graph inputs and outputs (and, for stage measurement, a stage's inputs and
   // outputs) keep their own memory: they are read and written between runs.
   bool persistent = false;
 };
 
+// A constant: float values on the host (exactly representable in `type` for
+// the IR's weights), uploaded converted to `type`.
 struct Constant {
   std::string name;
   ir::Shape shape;
   std::shared_ptr<const std::vector<float>> data;
+  ir::ElementType type = ir::ElementType::kFloat32;
+  int64_t bytes() const { return static_cast<int64_t>(data->size()) * ir::bytes_of(type); }
 };
 
 // An operand: a value or a constant.
@@ -145,7 +155,8 @@ struct Program {
   // chosen on the device after lowering (ConvOp::prepare), are added here
   // directly. Either way the memory plan places them by the launches whose
   // operations declare them (memory_requests()).
-  int add_scratch(const std::string& name, const ir::Shape& shape);
+  int add_scratch(const std::string& name, const ir::Shape& shape,
+                  ir::ElementType type = ir::ElementType::kFloat32);
   // Names for describe(): a value's, "const <name>" for a constant, "-" for none.
   std::string value_name(int v) const;
   std::string ref_name(const Ref& r) const;

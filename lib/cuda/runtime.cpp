@@ -103,8 +103,18 @@ void Runtime::place_buffers(DevicePool* pool, const RuntimeMemory& memory) {
   for (size_t v = 0; v < p.values.size(); ++v) {
     const Value& value = p.values[v];
     char* base = arena + layout.offsets.at(static_cast<size_t>(value.buffer));
-    value_ptrs_[v] = reinterpret_cast<float*>(base) + value.offset;
+    value_ptrs_[v] = base + value.offset * ir::bytes_of(value.type);
   }
+  // float32 staging for the 16-bit inputs and outputs (host arrays are float32).
+  auto stage = [&](const std::vector<std::pair<std::string, int>>& io, std::vector<DeviceBuffer>& out) {
+    out.clear();
+    for (const auto& entry : io) {
+      const Value& v = p.values.at(static_cast<size_t>(entry.second));
+      out.emplace_back(v.type == ir::ElementType::kFloat32 ? 0 : static_cast<size_t>(v.size()) * sizeof(float));
+    }
+  };
+  stage(p.inputs, input_stage_);
+  stage(p.outputs, output_stage_);
 }
 
 // Weights: uploaded once, each constant aligned (or resident in the pool).
@@ -112,7 +122,7 @@ void Runtime::place_weights(DevicePool* pool, const RuntimeMemory& memory) {
   const Program& p = program_;
   int64_t weight_bytes = 0;
   for (const Constant& c : p.constants) {
-    weight_bytes = align_up(weight_bytes + static_cast<int64_t>(c.data->size() * sizeof(float)), kAlignment);
+    weight_bytes = align_up(weight_bytes + c.bytes(), kAlignment);
   }
   stats_.weights_bytes = static_cast<size_t>(weight_bytes);
   if (pool != nullptr) {
@@ -128,9 +138,8 @@ void Runtime::place_weights(DevicePool* pool, const RuntimeMemory& memory) {
     int64_t offset = 0;
     for (size_t c = 0; c < p.constants.size(); ++c) {
       auto* dst = static_cast<char*>(weights_.get()) + offset;
-      const_ptrs_[c] = reinterpret_cast<const float*>(dst);
-      const size_t bytes = p.constants[c].data->size() * sizeof(float);
-      IOS_CUDA_CALL(cudaMemcpyAsync(dst, p.constants[c].data->data(), bytes, cudaMemcpyHostToDevice, ctx_.stream(0)));
+      const_ptrs_[c] = dst;
+      const size_t bytes = upload_constant(dst, p.constants[c], ctx_.stream(0));
       offset = align_up(offset + static_cast<int64_t>(bytes), kAlignment);
     }
   }
@@ -162,8 +171,8 @@ void Runtime::fill_input_on_device(size_t index) {
   const Program& p = program_;
   const Value& v = p.values.at(static_cast<size_t>(p.inputs.at(index).second));
   IOS_ASSERT(v.dense(), "stage input '{}' is not dense", v.name);
-  IOS_CUDA_CALL(kernels::fill_uniform(value_ptr(p.inputs[index].second), v.size(), 0x9E3779B97F4A7C15ULL * (index + 1),
-                                      ctx_.stream(0)));
+  IOS_CUDA_CALL(kernels::fill_uniform(value_ptr(p.inputs[index].second), v.type, v.size(),
+                                      0x9E3779B97F4A7C15ULL * (index + 1), ctx_.stream(0)));
 }
 
 void Runtime::rewrite_inputs() {
@@ -200,9 +209,35 @@ Runtime::~Runtime() {
   if (ctx_.num_streams() > 0) IOS_CUDA_CALL_NOTHROW(cudaStreamSynchronize(ctx_.stream(0)));
 }
 
+// The copy kernel between a 16-bit value (its strides) and a dense float32
+// array on the device, converting.
+void Runtime::convert_io(int value, const void* src, void* dst, bool to_value) {
+  const Value& v = program_.values.at(static_cast<size_t>(value));
+  const std::vector<int64_t> dims{v.batch(), v.item_size()};
+  kernels::CopyParams cp;
+  cp.rank = 2;
+  fill_dims(cp.dims, dims, "an input or output");
+  cp.total = v.size();
+  cp.src = src;
+  cp.dst = dst;
+  const std::vector<int64_t> value_strides{v.batch_stride, 1}, dense{v.item_size(), 1};
+  fill_dims(cp.src_strides, to_value ? dense : value_strides, "an input or output");
+  fill_dims(cp.dst_strides, to_value ? value_strides : dense, "an input or output");
+  cp.src_type = to_value ? ir::ElementType::kFloat32 : v.type;
+  cp.dst_type = to_value ? v.type : ir::ElementType::kFloat32;
+  IOS_CUDA_CALL(kernels::copy(cp, ctx_.stream(0)));
+}
+
 void Runtime::upload_input(int index, const float* data, cudaMemcpyKind kind) {
   const Value& v = program_.values.at(static_cast<size_t>(program_.inputs.at(static_cast<size_t>(index)).second));
   IOS_ASSERT(v.dense(), "input '{}' is not dense", v.name);
+  if (v.type != ir::ElementType::kFloat32) {
+    void* stage = input_stage_.at(static_cast<size_t>(index)).get();
+    IOS_CUDA_CALL(cudaMemcpyAsync(stage, data, static_cast<size_t>(v.size()) * sizeof(float), kind, ctx_.stream(0)));
+    convert_io(program_.inputs[static_cast<size_t>(index)].second, stage,
+               value_ptr(program_.inputs[static_cast<size_t>(index)].second), true);
+    return;
+  }
   IOS_CUDA_CALL(cudaMemcpyAsync(value_ptr(program_.inputs[static_cast<size_t>(index)].second), data,
                                 static_cast<size_t>(v.size()) * sizeof(float), kind, ctx_.stream(0)));
 }
@@ -210,6 +245,14 @@ void Runtime::upload_input(int index, const float* data, cudaMemcpyKind kind) {
 void Runtime::download_input(int index, float* data) {
   const Value& v = program_.values.at(static_cast<size_t>(program_.inputs.at(static_cast<size_t>(index)).second));
   IOS_ASSERT(v.dense(), "input '{}' is not dense", v.name);
+  if (v.type != ir::ElementType::kFloat32) {
+    void* stage = input_stage_.at(static_cast<size_t>(index)).get();
+    convert_io(program_.inputs[static_cast<size_t>(index)].second,
+               value_ptr(program_.inputs[static_cast<size_t>(index)].second), stage, false);
+    IOS_CUDA_CALL(cudaMemcpyAsync(data, stage, static_cast<size_t>(v.size()) * sizeof(float), cudaMemcpyDeviceToHost,
+                                  ctx_.stream(0)));
+    return;
+  }
   IOS_CUDA_CALL(cudaMemcpyAsync(data, value_ptr(program_.inputs[static_cast<size_t>(index)].second),
                                 static_cast<size_t>(v.size()) * sizeof(float), cudaMemcpyDeviceToHost, ctx_.stream(0)));
 }
@@ -217,6 +260,13 @@ void Runtime::download_input(int index, float* data) {
 void Runtime::download_output(int index, float* data, cudaMemcpyKind kind) {
   const int id = program_.outputs.at(static_cast<size_t>(index)).second;
   const Value& v = program_.values.at(static_cast<size_t>(id));
+  if (v.type != ir::ElementType::kFloat32) {
+    void* stage = output_stage_.at(static_cast<size_t>(index)).get();
+    convert_io(id, value_ptr(id), stage, false);
+    IOS_CUDA_CALL(
+        cudaMemcpyAsync(data, stage, static_cast<size_t>(v.size()) * sizeof(float), kind, ctx_.stream(0)));
+    return;
+  }
   if (v.dense()) {
     IOS_CUDA_CALL(cudaMemcpyAsync(data, value_ptr(id), static_cast<size_t>(v.size()) * sizeof(float), kind,
                                   ctx_.stream(0)));

@@ -48,7 +48,10 @@ class Runtime {
   bool uses_graph() const { return static_cast<bool>(graph_exec_); }
 
   // Host <-> device for the program's inputs and outputs (by position in
-  // Program::inputs / outputs), asynchronous on stream 0.
+  // Program::inputs / outputs), asynchronous on stream 0, always as float32
+  // arrays: a 16-bit input or output goes through a float32 staging buffer
+  // of its own on the device (allocated at construction) and the copy
+  // kernel converts between it and the tensor (rounding to nearest even).
   // `kind`: cudaMemcpyDeviceToDevice for the caller's device buffers (enqueue).
   void upload_input(int index, const float* data, cudaMemcpyKind kind = cudaMemcpyHostToDevice);
   void download_input(int index, float* data);  // what the input holds now
@@ -76,7 +79,9 @@ class Runtime {
   std::string describe() const;
 
  private:
-  float* value_ptr(int v) const { return value_ptrs_.at(static_cast<size_t>(v)); }
+  void* value_ptr(int v) const { return value_ptrs_.at(static_cast<size_t>(v)); }
+  // Converts between a 16-bit input or output value and its float32 staging.
+  void convert_io(int value, const void* src, void* dst, bool to_value);
   void prepare_operations(bool pooled);
   void place_buffers(DevicePool* pool, const RuntimeMemory& memory);
   void place_weights(DevicePool* pool, const RuntimeMemory& memory);
@@ -87,8 +92,10 @@ class Runtime {
   Context& ctx_;
   Program program_;
   DeviceBuffer arena_, weights_;
-  std::vector<float*> value_ptrs_;
-  std::vector<const float*> const_ptrs_;
+  std::vector<void*> value_ptrs_;
+  std::vector<const void*> const_ptrs_;
+  // float32 staging of each 16-bit input and output (empty for float32 ones).
+  std::vector<DeviceBuffer> input_stage_, output_stage_;
   std::vector<std::vector<std::unique_ptr<GpuOp>>> ops_;  // per launch
   std::vector<Event> events_;
   Event fork_;

@@ -434,10 +434,10 @@ const Region& StoragePlan::merged_region(int kernel) const {
   return merged_regions_[static_cast<size_t>(m)];
 }
 
-int StoragePlan::add_scratch(std::string name, int64_t elements, int kernel) {
+int StoragePlan::add_scratch(std::string name, int64_t elements, int kernel, ir::ElementType type) {
   IOS_ASSERT(elements >= 0 && kernel >= 0, "scratch '{}' of {} elements for launch {}", name,
              elements, kernel);
-  storages_.push_back({std::move(name), elements, false});
+  storages_.push_back({std::move(name), elements, false, type});
   users_.push_back({kernel});
   return static_cast<int>(storages_.size() - 1);
 }

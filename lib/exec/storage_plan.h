@@ -82,7 +82,9 @@ class StoragePlan {
   // of a strided tensor, an explicit pad). Appended after the plan's own
   // storages and sized and placed with them by memory_requests(); never
   // persistent. Returns its storage index. (The CPU executor requests none.)
-  int add_scratch(std::string name, int64_t elements, int kernel);
+  // Its elements are of `type` (the tensor it stands for).
+  int add_scratch(std::string name, int64_t elements, int kernel,
+                  ir::ElementType type = ir::ElementType::kFloat32);
 
   // The region of an activation tensor the plan reads or writes.
   bool has_region(ir::TensorId t) const { return regions_.at(static_cast<size_t>(t)).placed(); }

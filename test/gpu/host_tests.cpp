@@ -15,6 +15,7 @@
 #include "cuda/engine.h"
 #include "cuda/measured.h"
 #include "gpu_util.h"
+#include "ir/precision.h"
 
 #ifdef IOS_HAVE_CUDA
 #include "exec/memory_layout.h"
@@ -62,7 +63,12 @@ TEST_CASE("precision names parse both ways", "[host]") {
   CHECK(cuda::parse_precision("tf32") == cuda::Precision::kTf32);
   CHECK(cuda::parse_precision("fp32") == cuda::Precision::kFp32);
   CHECK(cuda::precision_name(cuda::Precision::kFp32) == "fp32");
-  CHECK_THROWS_AS(cuda::parse_precision("fp16"), UserError);
+  // fp16 and bf16 name a half-precision graph whose float32 regions compute
+  // in strict FP32 (its 16-bit convolutions and products run on tensor cores
+  // whatever the precision).
+  CHECK(cuda::parse_precision("fp16") == cuda::Precision::kFp32);
+  CHECK(cuda::parse_precision("bf16") == cuda::Precision::kFp32);
+  CHECK_THROWS_AS(cuda::parse_precision("fp8"), UserError);
 }
 
 #ifdef IOS_HAVE_CUDA
@@ -343,12 +349,88 @@ TEST_CASE("a stage lowers with its external tensors as inputs and its results as
   }
 }
 
+// A float32 convolution + ReLU converted to float16 (float32 input and
+// output, Casts at the boundaries): the buffers are sized in bytes of their
+// type, the convolution reads and writes float16 with float16 weights, and
+// the element-wise launches dispatch to the type pairs of their values (the
+// input Cast float32 -> float16, the output Cast float16 -> float32), as
+// their parameters (EwParams::x.type, y_type) say.
+TEST_CASE("a graph converted to float16 lowers to typed buffers and typed kernel launches", "[host]") {
+  for (const ir::ElementType type : {ir::ElementType::kFloat16, ir::ElementType::kBFloat16}) {
+    INFO(ir::type_name(type));
+    GraphBuilder b;
+    const auto x = b.input("x", {2, 8, 6, 6});
+    const auto c = b.conv("c", x, 16, 3, 1, {1, 1, 1, 1});
+    b.output(b.node(OpKind::kRelu, "y", {c}));
+    ir::PrecisionOptions precision;
+    precision.type = type;
+    const ir::ConversionStats stats = ir::convert_to_half(b.graph(), precision, "test");
+    CHECK(stats.casts == 2);
+    const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+    const exec::ExecPlan plan = exec::lower(units, sequential_schedule(units));
+    const cuda::Program p = cuda::lower_program(units, plan);
+    const int64_t elements_in = 2 * 8 * 6 * 6, elements_out = 2 * 16 * 6 * 6;
+    std::map<std::string, const cuda::Buffer*> by_name;
+    for (const cuda::Buffer& buffer : p.buffers) {
+      CHECK(buffer.bytes() == buffer.elements * ir::bytes_of(buffer.type));
+      by_name[buffer.name] = &buffer;
+    }
+    // The graph's input and output stay float32; what is between is 16-bit.
+    const cuda::Value& in = p.values.at(static_cast<size_t>(p.inputs.at(0).second));
+    const cuda::Value& out = p.values.at(static_cast<size_t>(p.outputs.at(0).second));
+    CHECK(in.type == ir::ElementType::kFloat32);
+    CHECK(out.type == ir::ElementType::kFloat32);
+    CHECK(p.buffers.at(static_cast<size_t>(in.buffer)).bytes() == elements_in * 4);
+    CHECK(p.buffers.at(static_cast<size_t>(out.buffer)).bytes() == elements_out * 4);
+    int conv_ops = 0;
+    std::vector<std::string> ew_launches;
+    // Fake, well-aligned host addresses: a launch builds its parameters only.
+    std::vector<std::vector<char>> memory;
+    std::vector<void*> values;
+    for (const cuda::Value& v : p.values) {
+      memory.emplace_back(static_cast<size_t>(p.buffers.at(static_cast<size_t>(v.buffer)).bytes()) + 256);
+      values.push_back(memory.back().data());
+    }
+    std::vector<const void*> constants(p.constants.size(), memory.front().data());
+    for (const cuda::Launch& launch : p.launches) {
+      for (const auto& op : launch.ops) {
+        if (const auto* conv = dynamic_cast<const cuda::ConvOp*>(op.get())) {
+          ++conv_ops;
+          CHECK(p.values.at(static_cast<size_t>(conv->x)).type == type);
+          CHECK(p.values.at(static_cast<size_t>(conv->y)).type == type);
+          CHECK(p.constants.at(static_cast<size_t>(conv->weight)).type == type);
+          CHECK(p.constants.at(static_cast<size_t>(conv->weight)).bytes() == 16 * 8 * 3 * 3 * 2);
+          CHECK(p.buffers.at(static_cast<size_t>(p.values.at(static_cast<size_t>(conv->y)).buffer)).bytes() ==
+                elements_out * 2);
+        }
+        if (dynamic_cast<const cuda::EwOp*>(op.get()) != nullptr) {
+          cuda::Uses uses;
+          op->uses(uses);
+          const cuda::Binding binding(p, values, constants, uses);
+          ew_launches.push_back(op->launch(binding)->describe());
+        }
+      }
+    }
+    CHECK(conv_ops == 1);
+    const std::string to_half = std::string("(float32 -> ") + ir::type_name(type) + ")";
+    const std::string to_float = std::string("(") + ir::type_name(type) + " -> float32)";
+    int casts_in = 0, casts_out = 0;
+    for (const std::string& d : ew_launches) {
+      INFO(d);
+      casts_in += d.find(to_half) != std::string::npos ? 1 : 0;
+      casts_out += d.find(to_float) != std::string::npos ? 1 : 0;
+    }
+    CHECK(casts_in == 1);
+    CHECK(casts_out == 1);
+  }
+}
+
 TEST_CASE("an operation's launch gets the pointers of the values it declared only", "[host]") {
   cuda::Program p;
   for (int i = 0; i < 3; ++i) p.add_scratch("v" + std::to_string(i), {1, 4});
   std::vector<float> memory(12);
-  const std::vector<float*> values{memory.data(), memory.data() + 4, memory.data() + 8};
-  const std::vector<const float*> constants;
+  const std::vector<void*> values{memory.data(), memory.data() + 4, memory.data() + 8};
+  const std::vector<const void*> constants;
   cuda::Uses uses;
   uses.read(0);
   uses.write(1);

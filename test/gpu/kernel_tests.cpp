@@ -226,15 +226,16 @@ void emulate_cublaslt(const cuda::GemmPlan& plan, const cuda::kernels::GemmParam
     REQUIRE(plan.c.ld >= plan.c.rows);
   }
   for (int b = 0; b < plan.batch; ++b) {
-    const float* a = p.b + b * plan.a.batch_stride;  // cuBLASLt's A is the product's B
-    const float* bb = p.a + b * plan.b.batch_stride;
+    const float* a = static_cast<const float*>(p.b) + b * plan.a.batch_stride;  // cuBLASLt's A is the product's B
+    const float* bb = static_cast<const float*>(p.a) + b * plan.b.batch_stride;
+    const auto* c = static_cast<const float*>(p.c);
     for (int64_t i = 0; i < rows; ++i) {
       for (int64_t j = 0; j < cols; ++j) {
         double acc = 0.0;
         for (int64_t l = 0; l < inner; ++l) acc += double(element(a, plan.a, i, l)) * element(bb, plan.b, l, j);
         double v = p.alpha * acc;
-        if (plan.c_matrix) v += p.beta * double(p.c[b * plan.c.batch_stride + i + j * plan.c.ld]);
-        if (plan.bias) v += p.c[i];
+        if (plan.c_matrix) v += p.beta * double(c[b * plan.c.batch_stride + i + j * plan.c.ld]);
+        if (plan.bias) v += c[i];
         y[b * plan.d.batch_stride + i + j * plan.d.ld] = static_cast<float>(v);
       }
     }
@@ -243,15 +244,18 @@ void emulate_cublaslt(const cuda::GemmPlan& plan, const cuda::kernels::GemmParam
 
 // The product by its definition in kernels.h (row-major, strides).
 void reference_product(const cuda::kernels::GemmParams& p, float* y) {
+  const auto* pa = static_cast<const float*>(p.a);
+  const auto* pb = static_cast<const float*>(p.b);
+  const auto* pc = static_cast<const float*>(p.c);
   for (int64_t b = 0; b < p.batch; ++b) {
     for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t j = 0; j < p.n; ++j) {
         double acc = 0.0;
         for (int64_t l = 0; l < p.k; ++l) {
-          acc += double(p.a[b * p.a_batch + i * p.a_row + l * p.a_col]) * p.b[b * p.b_batch + l * p.b_row + j * p.b_col];
+          acc += double(pa[b * p.a_batch + i * p.a_row + l * p.a_col]) * pb[b * p.b_batch + l * p.b_row + j * p.b_col];
         }
         double v = p.alpha * acc;
-        if (p.has_c) v += p.beta * double(p.c[b * p.c_batch + i * p.c_row + j * p.c_col]);
+        if (p.has_c) v += p.beta * double(pc[b * p.c_batch + i * p.c_row + j * p.c_col]);
         y[b * p.y_batch + i * p.y_row + j] = static_cast<float>(v);
       }
     }
