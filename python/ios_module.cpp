@@ -404,9 +404,9 @@ PYBIND11_MODULE(ios, m) {
       py::arg("params") = "", py::arg("cost") = "auto", py::arg("device_profile") = py::none(),
       py::arg("time_limit") = py::none(), py::arg("input_shapes") = std::vector<std::string>{},
       py::arg("rewrite_batch") = false, py::arg("profile_db") = "", py::arg("profile_budget") = "",
-      py::arg("precision") = "", py::arg("max_block_units") = 40,
-      py::arg("max_block_bound") = 9.0, py::arg("threads") = 0, py::arg("form") = "staged",
-      py::arg("launch") = "graph", py::arg("memory_limit") = py::none(), py::arg("max_streams") = 0,
+      py::arg("precision") = "", py::arg("max_block_units") = 40, py::arg("max_block_bound") = 9.0,
+      py::arg("threads") = 0, py::arg("form") = "staged", py::arg("launch") = "graph",
+      py::arg("memory_limit") = py::none(), py::arg("max_streams") = 0,
       py::arg("keep_fp32") = std::vector<std::string>{}, py::arg("half_io") = false,
       "ios-optimize MODEL as a call; returns the Schedule (writes no file)");
 

@@ -128,16 +128,20 @@ int main(int argc, char** argv) {
                  "stage considered")
       ->capture_default_str();
   app.add_option("--precision", options.precision,
-                 "tf32 or fp32: a float32 model's convolution and matrix-product math (default tf32); fp16 or bf16: "
+                 "tf32 or fp32: a float32 model's convolution and matrix-product math (default "
+                 "tf32); fp16 or bf16: "
                  "convert a float32 model to half precision (default for a model typed in one)")
       ->check(CLI::IsMember({"tf32", "fp32", "fp16", "bf16"}));
   app.add_option("--keep-fp32", options.keep_fp32,
-                 "with --precision fp16|bf16: node names or operator types kept in float32 (comma-separated)")
+                 "with --precision fp16|bf16: node names or operator types kept in float32 "
+                 "(comma-separated)")
       ->delimiter(',');
-  app.add_option("--write-onnx", options.write_onnx,
-                 "with --precision fp16|bf16: also write the converted graph as ONNX, for other runtimes");
+  app.add_option(
+      "--write-onnx", options.write_onnx,
+      "with --precision fp16|bf16: also write the converted graph as ONNX, for other runtimes");
   app.add_flag("--half-io", options.half_io,
-               "with --precision fp16|bf16: the graph's inputs and outputs in the 16-bit type too (default float32)");
+               "with --precision fp16|bf16: the graph's inputs and outputs in the 16-bit type too "
+               "(default float32)");
   app.add_option("--max-block-units", options.max_block_units,
                  "split regions larger than this into parts (1-64)")
       ->check(CLI::Range(1, 64))

@@ -152,8 +152,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph (--launch plain)")
       ->excludes("--launch");
   app.add_option("--precision", o.precision,
-                 "the precision each schedule records (default; tf32 without one); tf32 or fp32: a float32 graph's "
-                 "convolution and matrix-product math; fp16 or bf16 must match a half-precision schedule (or "
+                 "the precision each schedule records (default; tf32 without one); tf32 or fp32: a "
+                 "float32 graph's "
+                 "convolution and matrix-product math; fp16 or bf16 must match a half-precision "
+                 "schedule (or "
                  "--retarget it to the other 16-bit type)")
       ->check(CLI::IsMember({"tf32", "fp32", "fp16", "bf16"}));
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));

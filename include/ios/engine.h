@@ -91,8 +91,9 @@ struct OptimizeOptions {
   // (converted, or a typed model's own); empty: tf32, or a typed model's
   // own 16-bit type.
   std::string precision;
-  std::vector<std::string> keep_fp32;  // --keep-fp32: nodes or operator types kept float32 (fp16/bf16)
-  bool half_io = false;                // --half-io: inputs and outputs in the 16-bit type too
+  std::vector<std::string>
+      keep_fp32;                   // --keep-fp32: nodes or operator types kept float32 (fp16/bf16)
+  bool half_io = false;            // --half-io: inputs and outputs in the 16-bit type too
   int max_block_units = 40;        // --max-block-units
   double max_block_bound = 9.0;    // --max-block-bound
   // --time-limit in seconds (0: none); unset: the program's default (none
@@ -174,7 +175,8 @@ struct EngineOptions {
   bool rewrite_batch = false;
   std::vector<std::string> input_shapes;
   bool force = false;     // accept a schedule made for another model file (--force)
-  bool retarget = false;  // run a schedule made for another batch, or 16-bit type, at this one (--retarget)
+  bool retarget =
+      false;  // run a schedule made for another batch, or 16-bit type, at this one (--retarget)
   // graph | plain | synced (ios-run --launch); empty: what the schedule was
   // planned for, else graph. cuda only.
   std::string launch;

@@ -192,7 +192,8 @@ std::string_view describe(OutputKind kind) {
     case OutputKind::kHtml: return "an ios-optimize page";
     case OutputKind::kDeviceProfile: return "a device profile";
     case OutputKind::kNpy: return "a .npy file";
-    case OutputKind::kOnnx: return "an ONNX model written by ios-optimize --write-onnx";
+    case OutputKind::kOnnx:
+      return "an ONNX model written by ios-optimize --write-onnx";
   }
   return "an ios file";
 }
@@ -224,7 +225,8 @@ bool is_file_of_kind(const fs::path& path, OutputKind kind) {
              text.find("<title>ios-optimize: ") != std::string::npos;
     }
     case OutputKind::kNpy: return head(path).starts_with("\x93NUMPY");
-    case OutputKind::kOnnx: return head(path).find(kOnnxProducer) != std::string::npos;
+    case OutputKind::kOnnx:
+      return head(path).find(kOnnxProducer) != std::string::npos;
   }
   return false;
 }

@@ -18,9 +18,9 @@
 #include "cpu/kernels.h"
 #include "cpu/reference.h"
 #include "exec/memory_layout.h"
+#include "exec/schedule_memory.h"
 #include "ir/element_types.h"
 #include "ir/op_info.h"
-#include "exec/schedule_memory.h"
 
 namespace ios::cpu {
 
@@ -138,9 +138,8 @@ void CpuExecutor::check_memory(const MemoryBudget& budget) const {
   const int64_t arena_bytes = arena_elements_ * static_cast<int64_t>(sizeof(float));
   for (ir::TensorId id : ir_.inputs()) inputs += host_bytes(ir_.tensor(id));
   for (ir::TensorId id : ir_.outputs()) outputs += host_bytes(ir_.tensor(id));
-  const std::string what =
-      fmt::format("activations {}, outputs {}, weights {}, inputs {}", mib(arena_bytes),
-                  mib(outputs), mib(weights), mib(inputs));
+  const std::string what = fmt::format("activations {}, outputs {}, weights {}, inputs {}",
+                                       mib(arena_bytes), mib(outputs), mib(weights), mib(inputs));
   check_memory_budget(arena_bytes + outputs, weights + inputs, what, budget, threads_);
 }
 
@@ -197,7 +196,9 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
       // One element-wise kernel runs a merged convolution's epilogues.
       const bool product = merged_.back().spec->kind == sched::MergeKind::kMatMul;
       for (size_t i = 1; i < unit.nodes.size(); ++i) {
-        program_.push_back(Instr{unit.nodes[i], -1, product ? stores_output(unit.nodes[i]) : i + 1 == unit.nodes.size()});
+        program_.push_back(
+            Instr{unit.nodes[i], -1,
+                  product ? stores_output(unit.nodes[i]) : i + 1 == unit.nodes.size()});
         ++node_runs[static_cast<size_t>(unit.nodes[i])];
       }
     }
@@ -224,7 +225,8 @@ void CpuExecutor::place_storages(const exec::ExecPlan& plan) {
   // so the figure ios-optimize reports is the arena allocated here.
   constexpr int64_t kAlignment = exec::kArenaAlignment;
   const exec::MemoryLayout layout = exec::plan_memory(requests, order, kAlignment);
-  layout_bytes_per_float_ = ir::count_types(ir_).any_half() ? 2 : static_cast<int64_t>(sizeof(float));
+  layout_bytes_per_float_ =
+      ir::count_types(ir_).any_half() ? 2 : static_cast<int64_t>(sizeof(float));
   storage_offsets_.resize(requests.size());
   std::set<int64_t> places;
   for (size_t s = 0; s < requests.size(); ++s) {
@@ -297,15 +299,18 @@ void CpuExecutor::round_outputs(const Instr& instr) {
     const int64_t bad = non_finite(view_of(t));
     if (bad == 0) continue;
     bool inputs_finite = true;
-    for (ir::TensorId in : node.inputs) inputs_finite = inputs_finite && non_finite(const_view_of(in)) == 0;
+    for (ir::TensorId in : node.inputs)
+      inputs_finite = inputs_finite && non_finite(const_view_of(in)) == 0;
     if (!inputs_finite) continue;
     const ir::Tensor& out = ir_.tensor(t);
     const std::string name = node.name.empty() ? out.name : node.name;
-    user_error("node '{}' ({}) wrote {} of {} values of '{}' as inf or NaN from finite inputs: they overflow {} "
-               "(largest {}); keep the node in float32 (ios-optimize --keep-fp32 {}) or scale the model's "
-               "values down",
-               name, ir::op_name(node.op), bad, ir::num_elements(out.shape), out.name, ir::type_name(out.type),
-               ir::max_finite(out.type), name);
+    user_error(
+        "node '{}' ({}) wrote {} of {} values of '{}' as inf or NaN from finite inputs: they "
+        "overflow {} "
+        "(largest {}); keep the node in float32 (ios-optimize --keep-fp32 {}) or scale the model's "
+        "values down",
+        name, ir::op_name(node.op), bad, ir::num_elements(out.shape), out.name,
+        ir::type_name(out.type), ir::max_finite(out.type), name);
   }
 }
 

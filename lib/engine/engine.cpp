@@ -221,8 +221,8 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
   if (options.threads < 0)
     user_error("threads {}: expected 0 (all cores) or more", options.threads);
 
-  const engine::ShapeRequest request{options.batch,    options.rewrite_batch, options.input_shapes,
-                                     options.force,    options.precision,     options.retarget};
+  const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
+                                     options.force, options.precision,     options.retarget};
   const std::string source = document != nullptr ? document->source : std::string();
   e.prepared = engine::import_for_schedule(model_path, request,
                                            document ? &document->document : nullptr, source);
@@ -244,7 +244,8 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
     e.outputs.push_back({graph.tensor(t).name, graph.tensor(t).shape, DataType::kFloat32});
   }
 
-  const std::string precision = options.precision.empty() ? e.prepared->precision.name : options.precision;
+  const std::string precision =
+      options.precision.empty() ? e.prepared->precision.name : options.precision;
   if (e.entry->name == "cuda") {
     e.cuda_options.precision = cuda::parse_precision(precision);
     e.cuda_options.cuda_graph = e.launch == "graph";

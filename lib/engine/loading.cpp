@@ -54,23 +54,25 @@ std::string describe(const sched::PrecisionInfo& p) {
 // The precision a schedule runs at: as it records, or as --precision asks
 // where that computes the same graph (tf32 and fp32 differ in math only) or,
 // with --retarget, the same units in the other 16-bit type.
-model::PrecisionRequest precision_for(const sched::PrecisionInfo& recorded, const ShapeRequest& request,
-                                      const std::string& path) {
-  model::PrecisionRequest as_made{recorded.converted || !recorded.is_half() ? recorded.name : std::string(),
-                                  recorded.half_io, recorded.keep_fp32};
+model::PrecisionRequest precision_for(const sched::PrecisionInfo& recorded,
+                                      const ShapeRequest& request, const std::string& path) {
+  model::PrecisionRequest as_made{
+      recorded.converted || !recorded.is_half() ? recorded.name : std::string(), recorded.half_io,
+      recorded.keep_fp32};
   if (request.precision.empty() || request.precision == recorded.name) return as_made;
   const bool half = request.precision == "fp16" || request.precision == "bf16";
   if (!half && !recorded.is_half()) return {request.precision, false, {}};
   if (half && recorded.is_half() && recorded.converted && request.retarget) {
     return {request.precision, recorded.half_io, recorded.keep_fp32};
   }
-  user_error("{}: the schedule was made for precision {} and --precision {} computes another graph; drop "
-             "--precision to run it as made{}",
-             path, describe(recorded), request.precision,
-             half && recorded.is_half() && recorded.converted
-                 ? fmt::format(", or pass --retarget to run its units at {}", request.precision)
-                 : fmt::format(", or make a schedule for {} with ios-optimize --precision {}", request.precision,
-                               request.precision));
+  user_error(
+      "{}: the schedule was made for precision {} and --precision {} computes another graph; drop "
+      "--precision to run it as made{}",
+      path, describe(recorded), request.precision,
+      half && recorded.is_half() && recorded.converted
+          ? fmt::format(", or pass --retarget to run its units at {}", request.precision)
+          : fmt::format(", or make a schedule for {} with ios-optimize --precision {}",
+                        request.precision, request.precision));
 }
 
 }  // namespace
@@ -108,12 +110,15 @@ sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohma
     sched::check_model_hash(header.sha256, header.model_path, model, path, force);
   if (const auto recorded = sched::schedule_precision(document, path)) {
     const sched::PrecisionInfo& run = prepared.precision;
-    const bool retargeted = retarget && recorded->is_half() && run.is_half() && recorded->converted &&
-                            run.converted && recorded->half_io == run.half_io && recorded->keep_fp32 == run.keep_fp32;
+    const bool retargeted =
+        retarget && recorded->is_half() && run.is_half() && recorded->converted && run.converted &&
+        recorded->half_io == run.half_io && recorded->keep_fp32 == run.keep_fp32;
     if (!recorded->same_graph(run) && !retargeted) {
-      user_error("{}: the schedule was made for precision {} but the model runs at {}; run schedules of one "
-                 "precision together",
-                 path, describe(*recorded), describe(run));
+      user_error(
+          "{}: the schedule was made for precision {} but the model runs at {}; run schedules of "
+          "one "
+          "precision together",
+          path, describe(*recorded), describe(run));
     }
   }
   sched::Schedule schedule = sched::schedule_from_document(document, path, *prepared.units);

@@ -35,7 +35,8 @@ nlohmann::ordered_json summary_json(const LatencyStats& s) {
 
 // ", precision fp16" for a 16-bit run; float32 runs' titles stay as they were.
 std::string half_words(const TimedRun& run) {
-  return run.precision == "fp16" || run.precision == "bf16" ? ", precision " + run.precision : std::string();
+  return run.precision == "fp16" || run.precision == "bf16" ? ", precision " + run.precision
+                                                            : std::string();
 }
 
 }  // namespace
@@ -50,7 +51,8 @@ std::string format_summary(const TimedRun& run, const LatencyStats& s,
         "=== Predicted performance: {} ({}, {}, batch {}{}) ===\n"
         "Predicted throughput: {:.2f} qps\n"
         "Predicted GPU Compute Time: {:.4f} ms (simulated, not measured)\n{}",
-        run.name, run.backend, run.device, run.batch, half_words(run), s.throughput, s.mean, warnings);
+        run.name, run.backend, run.device, run.batch, half_words(run), s.throughput, s.mean,
+        warnings);
   }
   std::string out =
       fmt::format("=== Performance summary: {} ({}, batch {}{}, {} iterations) ===\n", run.name,

@@ -14,7 +14,6 @@ namespace ios::exec {
 
 namespace {
 
-
 // The predicted workspace of launch `k`: the largest of its convolutions'.
 int64_t launch_workspace(const sched::UnitGraph& units, const ExecPlan& plan, const StoragePlan& storage,
                          size_t k) {
@@ -60,7 +59,8 @@ sched::MemoryInfo schedule_memory(const sched::UnitGraph& graph, const ExecPlan&
       elements = spec.out_channels * spec.in_channels * spec.conv.kernel[0] * spec.conv.kernel[1] + spec.out_channels;
     }
     const int merged_storage = storage.merged_region(static_cast<int>(k)).storage;
-    info.merged_weights_bytes += elements * ir::bytes_of(storage.storages().at(static_cast<size_t>(merged_storage)).type);
+    info.merged_weights_bytes +=
+        elements * ir::bytes_of(storage.storages().at(static_cast<size_t>(merged_storage)).type);
   }
   info.weights_bytes += info.merged_weights_bytes;
 

@@ -115,7 +115,8 @@ class StoragePlan::Builder {
 
   // --- Storages ---------------------------------------------------------------
 
-  int new_storage(const std::string& name, int64_t elements, bool persistent, ir::ElementType type) {
+  int new_storage(const std::string& name, int64_t elements, bool persistent,
+                  ir::ElementType type) {
     out_.storages_.push_back({name, elements, persistent, type});
     return static_cast<int>(out_.storages_.size() - 1);
   }
@@ -176,8 +177,8 @@ class StoragePlan::Builder {
         persistent |= out_.persistent_[static_cast<size_t>(member_output(m.unit))] != 0;
       std::string name = "merged";
       for (const auto& m : spec.members) name += ":" + ug_.unit(m.unit).id;
-      const int storage =
-          new_storage(name, ir::num_elements(shape), persistent, g_.tensor(member_output(spec.members.front().unit)).type);
+      const int storage = new_storage(name, ir::num_elements(shape), persistent,
+                                      g_.tensor(member_output(spec.members.front().unit)).type);
       out_.merged_index_[k] = static_cast<int>(out_.merges_.size());
       out_.merges_.push_back(spec);
       out_.merged_regions_.push_back(make_region(shape, storage, 0, spec.out_channels * plane));

@@ -27,10 +27,12 @@ void round_weight(Graph& graph, TensorId id, const Node& reader, const std::stri
   std::vector<float> rounded(*w.data);
   for (float& v : rounded) {
     if (std::isfinite(v) && std::fabs(v) > limit) {
-      user_error("{}: weight '{}' of node '{}' ({}) holds {}, beyond {}'s largest value {}; keep the node in "
-                 "float32 (--keep-fp32 {})",
-                 source, w.name, reader.name, op_name(reader.op), v, type_name(w.type), limit,
-                 reader.name.empty() ? std::string(op_name(reader.op)) : reader.name);
+      user_error(
+          "{}: weight '{}' of node '{}' ({}) holds {}, beyond {}'s largest value {}; keep the node "
+          "in "
+          "float32 (--keep-fp32 {})",
+          source, w.name, reader.name, op_name(reader.op), v, type_name(w.type), limit,
+          reader.name.empty() ? std::string(op_name(reader.op)) : reader.name);
     }
     v = round_to(v, w.type);
   }
@@ -39,7 +41,8 @@ void round_weight(Graph& graph, TensorId id, const Node& reader, const std::stri
 
 }  // namespace
 
-void assign_element_types(Graph& graph, const std::unordered_map<std::string, ElementType>& declared,
+void assign_element_types(Graph& graph,
+                          const std::unordered_map<std::string, ElementType>& declared,
                           const std::string& source) {
   for (TensorId id : graph.inputs()) {
     auto it = declared.find(graph.tensor(id).name);
@@ -59,7 +62,8 @@ void assign_element_types(Graph& graph, const std::unordered_map<std::string, El
       const Node& node = graph.node(n);
       // A Cast reads its input at the input's own type; constants before
       // a Cast are folded at import, so this is the declared type.
-      const ElementType type = node.op == OpKind::kCast ? ElementType::kFloat32 : node_type(graph, node);
+      const ElementType type =
+          node.op == OpKind::kCast ? ElementType::kFloat32 : node_type(graph, node);
       readers[type].push_back(n);
     }
     bool first = true;

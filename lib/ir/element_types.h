@@ -19,7 +19,8 @@ namespace ios::ir {
 //    (a weight read at two types is copied per type).
 // Throws UserError naming `source`, the weight and its node when a weight
 // holds a finite value beyond the largest of its new type (float16: 65504).
-void assign_element_types(Graph& graph, const std::unordered_map<std::string, ElementType>& declared,
+void assign_element_types(Graph& graph,
+                          const std::unordered_map<std::string, ElementType>& declared,
                           const std::string& source);
 
 // How many tensors of each type `graph` has, by ElementType.

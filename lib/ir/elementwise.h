@@ -206,7 +206,9 @@ IOS_HOST_DEVICE bool visit_unary(OpKind op, Visitor&& visit) {
     case OpKind::kMish: visit(Mish{}); return true;
     case OpKind::kNeg: visit(Neg{}); return true;
     case OpKind::kAbs: visit(Abs{}); return true;
-    case OpKind::kCast: visit(Cast{}); return true;
+    case OpKind::kCast:
+      visit(Cast{});
+      return true;
     default: return false;
   }
 }

@@ -297,14 +297,16 @@ struct CastAttrs {
 
   bool operator==(const CastAttrs&) const = default;
   static constexpr auto fields() { return std::tuple{field("to", &CastAttrs::to)}; }
-  ew::Params ew_params() const { return {static_cast<float>(static_cast<int>(to)), 0.0f}; }  // ew::Cast's
+  ew::Params ew_params() const {
+    return {static_cast<float>(static_cast<int>(to)), 0.0f};
+  }  // ew::Cast's
 };
 
-using Attrs = std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs,
-                           AxisAttrs, SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs,
-                           TransposeAttrs, GemmAttrs, PadAttrs, BatchNormAttrs, ResizeAttrs,
-                           LayerNormAttrs, GeluAttrs, ActivationAttrs, TileAttrs,
-                           ConvTransposeAttrs, CastAttrs>;
+using Attrs =
+    std::variant<std::monostate, ConvAttrs, PoolAttrs, ClipAttrs, HardSigmoidAttrs, AxisAttrs,
+                 SplitAttrs, SliceAttrs, ReduceAttrs, ReshapeAttrs, TransposeAttrs, GemmAttrs,
+                 PadAttrs, BatchNormAttrs, ResizeAttrs, LayerNormAttrs, GeluAttrs, ActivationAttrs,
+                 TileAttrs, ConvTransposeAttrs, CastAttrs>;
 
 // Calls f(name, value, text) for every field of attribute struct `a`, in
 // the order of its fields().
@@ -365,7 +367,8 @@ struct Tensor {
 
 // Bytes the tensor takes in device memory: its elements at its type's size.
 inline int64_t tensor_bytes(const Tensor& t) {
-  return (t.is_constant() ? static_cast<int64_t>(t.data->size()) : num_elements(t.shape)) * bytes_of(t.type);
+  return (t.is_constant() ? static_cast<int64_t>(t.data->size()) : num_elements(t.shape)) *
+         bytes_of(t.type);
 }
 
 // An operator. Input order follows ONNX (Conv: X, W, [B]; Gemm: A, B, [C];

@@ -31,13 +31,17 @@ bool kept_in_float32(OpKind op) {
 
 const char* short_name(ElementType type) {
   switch (type) {
-    case ElementType::kFloat16: return "fp16";
-    case ElementType::kBFloat16: return "bf16";
-    default: return "fp32";
+    case ElementType::kFloat16:
+      return "fp16";
+    case ElementType::kBFloat16:
+      return "bf16";
+    default:
+      return "fp32";
   }
 }
 
-ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options, const std::string& source) {
+ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options,
+                                const std::string& source) {
   IOS_ASSERT(is_half(options.type), "conversion to {}", type_name(options.type));
   for (const Tensor& t : graph.tensors()) {
     IOS_ASSERT(!is_half(t.type), "tensor '{}' is already {}", t.name, type_name(t.type));
@@ -51,10 +55,11 @@ ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options, c
   const std::set<std::string> keep(options.keep_fp32.begin(), options.keep_fp32.end());
   for (const std::string& k : options.keep_fp32) {
     if (k.empty() || (!names.count(k) && !ops.count(k))) {
-      user_error("{}: --keep-fp32 '{}' names no node and no operator type of the model (after import: "
-                 "BatchNormalization folded into convolutions, LayerNorm, GELU and Mish chains fused); "
-                 "give node names or operator types such as Softmax",
-                 source, k);
+      user_error(
+          "{}: --keep-fp32 '{}' names no node and no operator type of the model (after import: "
+          "BatchNormalization folded into convolutions, LayerNorm, GELU and Mish chains fused); "
+          "give node names or operator types such as Softmax",
+          source, k);
     }
   }
 
@@ -63,7 +68,8 @@ ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options, c
   std::vector<ElementType> node_type(num_nodes, options.type);
   for (size_t n = 0; n < num_nodes; ++n) {
     const Node& node = graph.node(static_cast<NodeId>(n));
-    if (kept_in_float32(node.op) || keep.count(node.name) || keep.count(std::string(op_name(node.op)))) {
+    if (kept_in_float32(node.op) || keep.count(node.name) ||
+        keep.count(std::string(op_name(node.op)))) {
       node_type[n] = ElementType::kFloat32;
       ++stats.float32_nodes;
     } else {
@@ -112,7 +118,8 @@ ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options, c
   for (TensorId& out : graph.outputs()) {
     if (graph.tensor(out).producer == kNone || produced_type(out) == io) continue;
     const std::string name = graph.tensor(out).name;
-    graph.tensor(out).name = fmt::format("{}/{}", name, is_half(produced_type(out)) ? "half" : "float32");
+    graph.tensor(out).name =
+        fmt::format("{}/{}", name, is_half(produced_type(out)) ? "half" : "float32");
     const TensorId cast = cast_of(out, io);
     graph.tensor(cast).name = name;
     graph.node(graph.tensor(cast).producer).name = name;

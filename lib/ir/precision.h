@@ -44,7 +44,8 @@ struct ConversionStats {
 // entry of keep_fp32 that names no node or operator type of the graph, and
 // for a weight beyond the 16-bit type's range (naming the node and the
 // option that keeps it).
-ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options, const std::string& source);
+ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options,
+                                const std::string& source);
 
 // "fp16", "bf16", "fp32": the short names the options and the schedule file use.
 const char* short_name(ElementType type);

@@ -59,7 +59,8 @@ onnx::ImportOptions shape_options(int64_t batch, bool rewrite_batch,
   return import_options;
 }
 
-sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& request, const std::string& path) {
+sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& request,
+                                     const std::string& path) {
   sched::PrecisionInfo info;
   const ir::TypeCounts before = ir::count_types(graph);
   const bool half_request = request.name == "fp16" || request.name == "bf16";
@@ -67,13 +68,16 @@ sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& r
     info.name = request.name.empty() ? "tf32" : request.name;
     if (!half_request) {
       if (!request.keep_fp32.empty() || request.half_io) {
-        user_error("{}: --keep-fp32 and --half-io apply to a conversion to half precision; add --precision fp16 or "
-                   "--precision bf16",
-                   path);
+        user_error(
+            "{}: --keep-fp32 and --half-io apply to a conversion to half precision; add "
+            "--precision fp16 or "
+            "--precision bf16",
+            path);
       }
     } else {
       ir::PrecisionOptions options;
-      options.type = request.name == "fp16" ? ir::ElementType::kFloat16 : ir::ElementType::kBFloat16;
+      options.type =
+          request.name == "fp16" ? ir::ElementType::kFloat16 : ir::ElementType::kBFloat16;
       options.half_io = request.half_io;
       options.keep_fp32 = request.keep_fp32;
       ir::convert_to_half(graph, options, path);
@@ -87,20 +91,26 @@ sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& r
     for (const ir::Tensor& t : graph.tensors()) {
       if (!ir::is_half(t.type)) continue;
       if (half && half->type != t.type) {
-        user_error("{}: the model mixes float16 ('{}') and bfloat16 ('{}') tensors; ios runs one 16-bit type per model",
-                   path, half->name, t.name);
+        user_error(
+            "{}: the model mixes float16 ('{}') and bfloat16 ('{}') tensors; ios runs one 16-bit "
+            "type per model",
+            path, half->name, t.name);
       }
       if (!half) half = &t;
     }
     const std::string own = half->type == ir::ElementType::kFloat16 ? "fp16" : "bf16";
     if (!request.name.empty() && request.name != own) {
-      user_error("{}: the model is typed {} (tensor '{}' is {}); --precision {} would not compute it as written: "
-                 "drop --precision, or give the float32 model to convert",
-                 path, own, half->name, ir::type_name(half->type), request.name);
+      user_error(
+          "{}: the model is typed {} (tensor '{}' is {}); --precision {} would not compute it as "
+          "written: "
+          "drop --precision, or give the float32 model to convert",
+          path, own, half->name, ir::type_name(half->type), request.name);
     }
     if (!request.keep_fp32.empty() || request.half_io) {
-      user_error("{}: --keep-fp32 and --half-io apply to a conversion, but the model is already typed {}; drop them",
-                 path, own);
+      user_error(
+          "{}: --keep-fp32 and --half-io apply to a conversion, but the model is already typed {}; "
+          "drop them",
+          path, own);
     }
     info.name = own;
   }

@@ -23,9 +23,9 @@ namespace ios::model {
 //    whose file is already typed in that 16-bit type as it is. Float32
 //    regions of a half-precision graph compute in strict FP32.
 struct PrecisionRequest {
-  std::string name;  // "tf32", "fp32", "fp16", "bf16"; empty: tf32, or a typed model's own
-  bool half_io = false;                 // converted graphs: inputs and outputs in the 16-bit type
-  std::vector<std::string> keep_fp32;   // converted graphs: nodes or operator types kept float32
+  std::string name;      // "tf32", "fp32", "fp16", "bf16"; empty: tf32, or a typed model's own
+  bool half_io = false;  // converted graphs: inputs and outputs in the 16-bit type
+  std::vector<std::string> keep_fp32;  // converted graphs: nodes or operator types kept float32
 };
 
 // The unit graph points into `model.graph`, so this is neither copied nor moved.
@@ -43,7 +43,8 @@ struct PreparedModel {
 // request. Throws UserError (naming `path` and a node, or the option) for a
 // typed model with --precision fp32/tf32 or the other 16-bit type, and for
 // --keep-fp32 or --half-io on a typed model (they apply to conversion).
-sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& request, const std::string& path);
+sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& request,
+                                     const std::string& path);
 
 // The import options of --batch (0: none), --rewrite-batch and
 // --input-shape (entries NAME:DxDxD).

@@ -281,8 +281,10 @@ std::vector<float> decode_float_weights(const TensorProto& proto, const std::str
     return decode_float_weights(widened, file);
   }
   if (proto.data_type() != TensorProto::FLOAT) {
-    user_error("{}: weight '{}' has element type {}; ios runs float32, float16 and bfloat16 "
-               "models only, re-export the model in one of them", file, proto.name(), type_name(proto.data_type()));
+    user_error(
+        "{}: weight '{}' has element type {}; ios runs float32, float16 and bfloat16 "
+        "models only, re-export the model in one of them",
+        file, proto.name(), type_name(proto.data_type()));
   }
   const int64_t elements = proto_num_elements(proto);
   if (elements < 0) {

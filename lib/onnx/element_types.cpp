@@ -13,7 +13,9 @@ namespace {
 
 using ::onnx::TensorProto;
 
-bool is_16bit(int32_t dtype) { return dtype == TensorProto::FLOAT16 || dtype == TensorProto::BFLOAT16; }
+bool is_16bit(int32_t dtype) {
+  return dtype == TensorProto::FLOAT16 || dtype == TensorProto::BFLOAT16;
+}
 
 ir::ElementType element_type_of(int32_t dtype) {
   return dtype == TensorProto::FLOAT16 ? ir::ElementType::kFloat16 : ir::ElementType::kBFloat16;
@@ -24,22 +26,27 @@ ir::ElementType element_type_of(int32_t dtype) {
 void widen_to_float(TensorProto& t, const std::string& path, std::string_view where) {
   const int64_t count = proto_num_elements(t);
   if (count < 0) {
-    user_error("{}: {} '{}' has a negative dimension or dimensions whose product overflows; the file is corrupt",
-               path, where, t.name());
+    user_error(
+        "{}: {} '{}' has a negative dimension or dimensions whose product overflows; the file is "
+        "corrupt",
+        path, where, t.name());
   }
   std::vector<uint16_t> bits(static_cast<size_t>(count));
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bits.size() * 2) {
-      user_error("{}: {} '{}' has {} bytes of data for {} elements of {}; the file is corrupt or truncated", path,
-                 where, t.name(), t.raw_data().size(), count, type_name(t.data_type()));
+      user_error(
+          "{}: {} '{}' has {} bytes of data for {} elements of {}; the file is corrupt or "
+          "truncated",
+          path, where, t.name(), t.raw_data().size(), count, type_name(t.data_type()));
     }
     std::memcpy(bits.data(), t.raw_data().data(), t.raw_data().size());
   } else {
     if (t.int32_data_size() != count) {
-      user_error("{}: {} '{}' has {} values for {} elements; the file is corrupt or truncated", path, where,
-                 t.name(), t.int32_data_size(), count);
+      user_error("{}: {} '{}' has {} values for {} elements; the file is corrupt or truncated",
+                 path, where, t.name(), t.int32_data_size(), count);
     }
-    for (int64_t k = 0; k < count; ++k) bits[static_cast<size_t>(k)] = static_cast<uint16_t>(t.int32_data(static_cast<int>(k)));
+    for (int64_t k = 0; k < count; ++k)
+      bits[static_cast<size_t>(k)] = static_cast<uint16_t>(t.int32_data(static_cast<int>(k)));
   }
   const bool half = t.data_type() == TensorProto::FLOAT16;
   std::string raw(bits.size() * sizeof(float), '\0');
@@ -76,8 +83,10 @@ DeclaredTypes store_16bit_as_float(::onnx::ModelProto& model, const std::string&
     for (auto& attr : *node.mutable_attribute()) {
       // Constant's value, ConstantOfShape's fill value: the outputs take its type.
       if (attr.has_t() && is_16bit(attr.t().data_type())) {
-        for (const std::string& out : node.output()) declared[out] = element_type_of(attr.t().data_type());
-        widen_to_float(*attr.mutable_t(), path, fmt::format("attribute '{}' of node {}", attr.name(), node_label(node)));
+        for (const std::string& out : node.output())
+          declared[out] = element_type_of(attr.t().data_type());
+        widen_to_float(*attr.mutable_t(), path,
+                       fmt::format("attribute '{}' of node {}", attr.name(), node_label(node)));
       }
     }
     if (node.op_type() == "Cast" && node.domain().empty() && node.output_size() == 1) {

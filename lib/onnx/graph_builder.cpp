@@ -23,8 +23,13 @@ using ::onnx::TensorProto;
 
 class Builder {
  public:
-  Builder(::onnx::ModelProto& model, ShapeMap& shapes, const DeclaredTypes& declared, const std::string& file)
-      : graph_proto_(model.graph()), shapes_(shapes), declared_(declared), file_(file), opset_(default_opset(model)) {
+  Builder(::onnx::ModelProto& model, ShapeMap& shapes, const DeclaredTypes& declared,
+          const std::string& file)
+      : graph_proto_(model.graph()),
+        shapes_(shapes),
+        declared_(declared),
+        file_(file),
+        opset_(default_opset(model)) {
     for (auto& t : *model.mutable_graph()->mutable_initializer()) initializers_[t.name()] = &t;
   }
 
@@ -117,13 +122,18 @@ class Builder {
     }
     std::optional<ir::ElementType> element_type_attribute(std::string_view name) const override {
       if (node_.op_type() == "Cast" && name == "to" && node_.output_size() == 1) {
-        if (auto it = builder_.declared_.find(node_.output(0)); it != builder_.declared_.end()) return it->second;
+        if (auto it = builder_.declared_.find(node_.output(0)); it != builder_.declared_.end())
+          return it->second;
       }
       switch (attr_int(node_, std::string(name), 0)) {
-        case TensorProto::FLOAT: return ir::ElementType::kFloat32;
-        case TensorProto::FLOAT16: return ir::ElementType::kFloat16;
-        case TensorProto::BFLOAT16: return ir::ElementType::kBFloat16;
-        default: return std::nullopt;
+        case TensorProto::FLOAT:
+          return ir::ElementType::kFloat32;
+        case TensorProto::FLOAT16:
+          return ir::ElementType::kFloat16;
+        case TensorProto::BFLOAT16:
+          return ir::ElementType::kBFloat16;
+        default:
+          return std::nullopt;
       }
     }
     bool input_is_constant(int index) const override {
@@ -169,8 +179,10 @@ class Builder {
     const bool other_type_exponent = node.op_type() == "Pow" && node.input_size() > 1 &&
                                   resolve(node.input(1)) == name && init->second->data_type() != TensorProto::FLOAT;
     if (init->second->data_type() != TensorProto::FLOAT && !other_type_exponent) {
-      fail(node, "reads weight '{}' of type {}; ios runs float32, float16 and bfloat16 models only (integer tensors are "
-                 "allowed only in shape arithmetic), re-export the model in one of them",
+      fail(node,
+           "reads weight '{}' of type {}; ios runs float32, float16 and bfloat16 models only "
+           "(integer tensors are "
+           "allowed only in shape arithmetic), re-export the model in one of them",
            name, type_name(init->second->data_type()));
     }
     ir::Tensor t;

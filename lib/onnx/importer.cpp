@@ -565,8 +565,10 @@ InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
     }
     auto& tensor_type = *input.mutable_type()->mutable_tensor_type();
     if (tensor_type.elem_type() != ::onnx::TensorProto::FLOAT) {
-      user_error("{}: graph input '{}' has element type {}; ios runs float32, float16 and bfloat16 models only", path,
-                 input.name(), type_name(tensor_type.elem_type()));
+      user_error(
+          "{}: graph input '{}' has element type {}; ios runs float32, float16 and bfloat16 models "
+          "only",
+          path, input.name(), type_name(tensor_type.elem_type()));
     }
     ir::Shape dims;
     if (auto it = options.input_shapes.find(input.name()); it != options.input_shapes.end()) {

@@ -430,8 +430,10 @@ constexpr int32_t kLastIr8ElementType = TensorProto::BFLOAT16;
 void check_element_types(const GraphProto& graph, const std::string& file) {
   auto check = [&](const ::onnx::ValueInfoProto& info) {
     if (info.type().has_tensor_type() && info.type().tensor_type().elem_type() > kLastIr8ElementType) {
-      user_error("{}: tensor '{}' has element type {} (float8 or int4, IR 9-10); ios runs float32, "
-                 "float16 and bfloat16 models only", file, info.name(), info.type().tensor_type().elem_type());
+      user_error(
+          "{}: tensor '{}' has element type {} (float8 or int4, IR 9-10); ios runs float32, "
+          "float16 and bfloat16 models only",
+          file, info.name(), info.type().tensor_type().elem_type());
     }
   };
   for (const auto& v : graph.input()) check(v);
@@ -439,8 +441,10 @@ void check_element_types(const GraphProto& graph, const std::string& file) {
   for (const auto& v : graph.output()) check(v);
   for (const NodeProto& node : graph.node()) {
     if ((node.op_type() == "Cast" || node.op_type() == "CastLike") && attr_int(node, "to", 1) > kLastIr8ElementType) {
-      user_error("{}: node {}: casts to element type {} (float8 or int4, IR 9-10); ios runs float32, "
-                 "float16 and bfloat16 models only", file, node_label(node), attr_int(node, "to", 1));
+      user_error(
+          "{}: node {}: casts to element type {} (float8 or int4, IR 9-10); ios runs float32, "
+          "float16 and bfloat16 models only",
+          file, node_label(node), attr_int(node, "to", 1));
     }
   }
 }

@@ -23,14 +23,18 @@ using ::onnx::TensorProto;
 
 int32_t onnx_type(ir::ElementType type) {
   switch (type) {
-    case ir::ElementType::kFloat16: return TensorProto::FLOAT16;
-    case ir::ElementType::kBFloat16: return TensorProto::BFLOAT16;
-    default: return TensorProto::FLOAT;
+    case ir::ElementType::kFloat16:
+      return TensorProto::FLOAT16;
+    case ir::ElementType::kBFloat16:
+      return TensorProto::BFLOAT16;
+    default:
+      return TensorProto::FLOAT;
   }
 }
 
 // A float32 tensor's values in `type`, as raw little-endian 16-bit patterns.
-TensorProto narrowed(const TensorProto& t, ir::ElementType type, const std::string& name, const std::string& file) {
+TensorProto narrowed(const TensorProto& t, ir::ElementType type, const std::string& name,
+                     const std::string& file) {
   const std::vector<float> values = decode_float_weights(t, file);
   TensorProto out;
   out.set_name(name);
@@ -54,7 +58,8 @@ bool keeps_own_type(const NodeProto& node, int input) {
 
 class Writer {
  public:
-  Writer(const std::string& source, const ir::Graph& graph) : source_(source), model_(read_model_proto(source)) {
+  Writer(const std::string& source, const ir::Graph& graph)
+      : source_(source), model_(read_model_proto(source)) {
     for (const ir::Tensor& t : graph.tensors()) {
       if (!t.is_constant()) ir_types_[t.name] = t.type;
     }
@@ -64,7 +69,8 @@ class Writer {
     auto& graph = *model_.mutable_graph();
     for (const TensorProto& t : graph.initializer()) initializers_[t.name()] = &t;
     for (const auto& in : graph.input()) {
-      if (!initializers_.count(in.name())) value_types_[in.name()] = ir_type(in.name()).value_or(ir::ElementType::kFloat32);
+      if (!initializers_.count(in.name()))
+        value_types_[in.name()] = ir_type(in.name()).value_or(ir::ElementType::kFloat32);
     }
     google::protobuf::RepeatedPtrField<NodeProto> nodes;
     for (const NodeProto& original : graph.node()) write_node(original, nodes);
@@ -76,13 +82,16 @@ class Writer {
     google::protobuf::RepeatedPtrField<TensorProto> kept;
     std::set<std::string> dropped;
     for (TensorProto& t : *graph.mutable_initializer()) {
-      if (read.count(t.name())) *kept.Add() = std::move(t);
-      else dropped.insert(t.name());
+      if (read.count(t.name()))
+        *kept.Add() = std::move(t);
+      else
+        dropped.insert(t.name());
     }
     graph.mutable_initializer()->Swap(&kept);
     initializers_.clear();
     for (auto& [key, t] : new_initializers_) *graph.add_initializer() = std::move(t);
-    google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto> inputs;  // IR < 4 lists weights as inputs too
+    google::protobuf::RepeatedPtrField<::onnx::ValueInfoProto>
+        inputs;  // IR < 4 lists weights as inputs too
     for (auto& in : *graph.mutable_input()) {
       if (!dropped.count(in.name())) *inputs.Add() = std::move(in);
     }
@@ -161,7 +170,8 @@ class Writer {
         continue;
       }
       auto constant = constant_types_.find(name);
-      const bool float_constant = constant != constant_types_.end() && constant->second == TensorProto::FLOAT;
+      const bool float_constant =
+          constant != constant_types_.end() && constant->second == TensorProto::FLOAT;
       // A float32 Constant, or a value from a chain ios fused (the node's
       // data inputs only: the others are shapes and axes): cast down.
       if (float_constant || (constant == constant_types_.end() && i < data_inputs)) {
@@ -230,7 +240,8 @@ class Writer {
   std::unordered_map<std::string, const TensorProto*> initializers_;
   std::map<std::string, TensorProto> new_initializers_;
   std::set<std::string> casts_;
-  std::unordered_map<std::string, int32_t> constant_types_;  // Constant nodes' outputs, by data type
+  std::unordered_map<std::string, int32_t>
+      constant_types_;  // Constant nodes' outputs, by data type
 };
 
 }  // namespace
@@ -238,7 +249,8 @@ class Writer {
 void write_typed_model(const std::string& source, const ir::Graph& graph, const std::string& out) {
   ::onnx::ModelProto model = Writer(source, graph).take();
   std::string bytes;
-  if (!model.SerializeToString(&bytes)) user_error("{}: the converted model does not serialize", out);
+  if (!model.SerializeToString(&bytes))
+    user_error("{}: the converted model does not serialize", out);
   create_parent_folder(out);
   write_file_atomically(out, bytes);
 }

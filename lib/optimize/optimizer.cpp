@@ -73,7 +73,8 @@ std::unique_ptr<OutputFiles> check_outputs(const std::string& output, const Opti
     outputs.add("--dot", options.dot_path, svg ? OutputKind::kSvg : OutputKind::kDot);
   }
   if (!options.html_path.empty()) outputs.add("--html", options.html_path, OutputKind::kHtml);
-  if (!options.write_onnx.empty()) outputs.add("--write-onnx", options.write_onnx, OutputKind::kOnnx);
+  if (!options.write_onnx.empty())
+    outputs.add("--write-onnx", options.write_onnx, OutputKind::kOnnx);
   return files;
 }
 
@@ -330,14 +331,16 @@ sched::BlockProgress search_progress(ProgressLine& line, const sched::UnitGraph&
 void log_effective_options(const OptimizeOptions& options, const model::PreparedModel& prepared,
                            const CostChoice& cost, const std::string& output) {
   logger("cli")->debug(
-      "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' cost={} ({}) "
-      "device-profile={} profile-budget={} precision={} max-block-units={} max-block-bound=1e{} time-limit={} s threads={} form={} launch={} analyze={} "
+      "effective options: model={} batch={} rewrite-batch={} output={} scheduler={} params='{}' "
+      "cost={} ({}) "
+      "device-profile={} profile-budget={} precision={} max-block-units={} max-block-bound=1e{} "
+      "time-limit={} s threads={} form={} launch={} analyze={} "
       "report-json={} dot={} html={}",
       options.model_path, prepared.model.batch, options.rewrite_batch,
-      output.empty() ? "(none: --analyze)" : output,
-      options.scheduler, options.scheduler_params, cost.model->name(), cost.note,
-      options.device_profile, options.profile_budget, prepared.precision.name, options.max_block_units,
-      options.max_block_log10_bound, options.time_limit_s, options.threads, options.form, options.launch, options.analyze,
+      output.empty() ? "(none: --analyze)" : output, options.scheduler, options.scheduler_params,
+      cost.model->name(), cost.note, options.device_profile, options.profile_budget,
+      prepared.precision.name, options.max_block_units, options.max_block_log10_bound,
+      options.time_limit_s, options.threads, options.form, options.launch, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
       options.html_path.empty() ? "(none)" : options.html_path);
@@ -368,22 +371,25 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   formation.max_block_units = options.max_block_units;
   formation.max_block_log10_bound = options.max_block_log10_bound;
   auto prepared = model::prepare_model(
-      options.model_path, model::shape_options(options.batch, options.rewrite_batch, options.input_shapes),
-      formation, {options.precision, options.half_io, options.keep_fp32});
+      options.model_path,
+      model::shape_options(options.batch, options.rewrite_batch, options.input_shapes), formation,
+      {options.precision, options.half_io, options.keep_fp32});
   const sched::UnitGraph& units = *prepared->units;
   const cost::DeviceProfile start = cost::load_device_profile(options.device_profile);
   cost::SimulatedOptions simulated;
-  simulated.precision = prepared->precision.name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
+  simulated.precision =
+      prepared->precision.name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
 
   // Read-only: calibration must leave its input exactly as it was.
   const cost::ProfileDb db(options.calibrate_db, cost::ProfileDb::Access::kReadOnly);
   const cost::DbSamples found = cost::samples_from_db(
       units, db, cost::candidate_stages(units, start, simulated), simulated.precision, prepared->model.batch);
   if (found.samples.empty()) {
-    user_error("--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; measure "
-               "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
-               options.calibrate_db, prepared->model.path, prepared->model.batch, prepared->precision.name,
-               prepared->model.path, prepared->model.batch, options.calibrate_db);
+    user_error(
+        "--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; measure "
+        "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
+        options.calibrate_db, prepared->model.path, prepared->model.batch, prepared->precision.name,
+        prepared->model.path, prepared->model.batch, options.calibrate_db);
   }
   cost::CalibrationResult fit = cost::calibrate_profile(units, start, simulated, found.samples);
   const std::string_view suffix = "-calibrated";
@@ -410,7 +416,8 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   if (options.quiet) return 0;
   out << "\n=== ios-optimize calibration ===\n";
   out << fmt::format("Measured         {} stages of {} (batch {}, {}) on {}\n", fit.samples,
-                     prepared->model.path, prepared->model.batch, prepared->precision.name, found.device);
+                     prepared->model.path, prepared->model.batch, prepared->precision.name,
+                     found.device);
   out << fmt::format("Start profile    {}\n", start.name);
   for (const std::string& knob : fit.fitted) {
     const nlohmann::json before = nlohmann::json::parse(cost::device_profile_json(start));
@@ -520,13 +527,17 @@ void import_model(OptimizeRun& r) {
   formation.max_block_units = o.max_block_units;
   formation.max_block_log10_bound = o.max_block_log10_bound;
   r.progress->update(fmt::format("[import] {}", o.model_path), true);
-  r.prepared = model::prepare_model(o.model_path, model::shape_options(o.batch, o.rewrite_batch, o.input_shapes),
+  r.prepared = model::prepare_model(o.model_path,
+                                    model::shape_options(o.batch, o.rewrite_batch, o.input_shapes),
                                     formation, {o.precision, o.half_io, o.keep_fp32});
   r.report.import_ms = ms_since(r.start);
   if (!o.write_onnx.empty() && !r.prepared->precision.converted) {
-    user_error("--write-onnx writes the graph ios converts to half precision, and {} is not converted; add "
-               "--precision fp16 or bf16{}",
-               o.model_path, r.prepared->precision.is_half() ? " to a float32 model (this one is already typed)" : "");
+    user_error(
+        "--write-onnx writes the graph ios converts to half precision, and {} is not converted; "
+        "add "
+        "--precision fp16 or bf16{}",
+        o.model_path,
+        r.prepared->precision.is_half() ? " to a float32 model (this one is already typed)" : "");
   }
   r.progress->clear();
   if (r.memory_limit > 0) check_memory_floor(r);
@@ -704,7 +715,8 @@ void fill_report(OptimizeRun& r) {
 void write_outputs(OptimizeRun& r) {
   const OptimizeOptions& o = r.options;
   if (!r.output.empty()) sched::write_schedule(r.output, r.schedule, r.units());
-  if (!o.write_onnx.empty()) onnx::write_typed_model(o.model_path, r.prepared->model.graph, o.write_onnx);
+  if (!o.write_onnx.empty())
+    onnx::write_typed_model(o.model_path, r.prepared->model.graph, o.write_onnx);
   if (!o.report_json.empty()) {
     create_parent_folder(o.report_json);
     write_file_atomically(o.report_json, render_json(r.report));

@@ -53,7 +53,7 @@ struct OptimizeOptions {
   std::string precision;
   std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OPTYPE,...
   bool half_io = false;                // --half-io
-  std::string write_onnx;              // --write-onnx: the converted graph as ONNX (onnx/typed_export.h)
+  std::string write_onnx;  // --write-onnx: the converted graph as ONNX (onnx/typed_export.h)
   int max_block_units = 40;
   double max_block_log10_bound = 9.0;
   // Seconds the search may take (searching schedulers only); 0 = no limit.
@@ -121,8 +121,8 @@ std::string profile_for_device(const std::string& device_name, const std::string
 // the model is a cost::BudgetedCostModel over the GPU and the simulator.
 // `precision`: the prepared model's (PrecisionInfo::name), whose float32
 // math the cost models use (float32 regions of fp16/bf16 graphs run FP32).
-CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options, const std::string& precision,
-                           ProgressLine* progress = nullptr);
+CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
+                           const std::string& precision, ProgressLine* progress = nullptr);
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the
 // schedule's metadata. Under the simulated cost model the schedule's

@@ -142,9 +142,12 @@ void check_options(const RunOptions& o) {
   }
   if (o.retarget && o.schedule_paths.size() == 1 && o.batch == 0 && o.input_shapes.empty() &&
       o.precision != "fp16" && o.precision != "bf16") {
-    user_error("--retarget has no effect without --batch, --input-shape or --precision fp16|bf16: the model "
-               "runs at the schedule's own batch and precision; give the batch or precision to run it at, or "
-               "drop --retarget");
+    user_error(
+        "--retarget has no effect without --batch, --input-shape or --precision fp16|bf16: the "
+        "model "
+        "runs at the schedule's own batch and precision; give the batch or precision to run it at, "
+        "or "
+        "drop --retarget");
   }
 }
 
@@ -174,7 +177,9 @@ struct RunState {
   const exec::BackendTraits& traits() const { return backend_entry->traits; }
   // The precision the run computes at: --precision, else the model's as
   // prepared for the first schedule (what it records, or tf32).
-  std::string precision() const { return options.precision.empty() ? prepared->precision.name : options.precision; }
+  std::string precision() const {
+    return options.precision.empty() ? prepared->precision.name : options.precision;
+  }
 };
 
 // How the options run a staged schedule's stages.
@@ -211,7 +216,8 @@ void read_schedule_files(RunState& r) {
 // reported as such later (check_model_hash), not as shapes that do not fit.
 void import_model(RunState& r) {
   const RunOptions& o = r.options;
-  const engine::ShapeRequest request{o.batch, o.rewrite_batch, o.input_shapes, o.force, o.precision, o.retarget};
+  const engine::ShapeRequest request{o.batch, o.rewrite_batch, o.input_shapes,
+                                     o.force, o.precision,     o.retarget};
   r.prepared = engine::import_for_schedule(o.model_path, request,
                                            r.documents.empty() ? nullptr : &r.documents[0],
                                            r.files.empty() ? std::string() : r.files[0].path);
@@ -352,9 +358,9 @@ void open_backend(RunState& r) {
         "effective options: backend={} warmup={} iterations={} duration={}s check={} rtol={:g} "
         "atol={:g} seed={} launch={} precision={} threads={}",
         name, r.warmup, r.iterations, r.duration_s, o.check || !o.references.empty(),
-        r.tolerance.rtol, r.tolerance.atol, o.seed,
-        traits.uses_cuda_graph ? o.launch : "n/a",
-        traits.uses_precision ? r.precision() : "n/a", traits.uses_threads ? fmt::format("{}", threads) : "n/a");
+        r.tolerance.rtol, r.tolerance.atol, o.seed, traits.uses_cuda_graph ? o.launch : "n/a",
+        traits.uses_precision ? r.precision() : "n/a",
+        traits.uses_threads ? fmt::format("{}", threads) : "n/a");
   }
 }
 

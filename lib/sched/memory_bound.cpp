@@ -19,9 +19,7 @@ struct UnitTensors {
   int64_t persistent = 0;
 };
 
-int64_t tensor_bytes(const ir::Graph& g, ir::TensorId t) {
-  return ir::tensor_bytes(g.tensor(t));
-}
+int64_t tensor_bytes(const ir::Graph& g, ir::TensorId t) { return ir::tensor_bytes(g.tensor(t)); }
 
 UnitTensors unit_tensors(const UnitGraph& graph) {
   IOS_ASSERT(graph.ir() != nullptr, "a memory bound needs a unit graph formed from an IR graph");

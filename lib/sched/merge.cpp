@@ -248,8 +248,8 @@ MergeCheck check_merge(const UnitGraph& graph, const std::vector<UnitId>& units)
     const ir::ElementType a = ir->tensor(ir->node(first.anchor).outputs.at(0)).type;
     const ir::ElementType b = ir->tensor(ir->node(unit.anchor).outputs.at(0)).type;
     if (a != b) {
-      return fail(fmt::format("units '{}' and '{}' compute in different element types ({} and {})", first.id, unit.id,
-                              ir::type_name(a), ir::type_name(b)));
+      return fail(fmt::format("units '{}' and '{}' compute in different element types ({} and {})",
+                              first.id, unit.id, ir::type_name(a), ir::type_name(b)));
     }
   }
   const bool products = is_product(*ir, first);

@@ -123,11 +123,12 @@ struct MemoryInfo {
 // "precision"). Files written before it was recorded lack it: they are
 // float32 schedules, TF32 or FP32 as ios-run is told.
 struct PrecisionInfo {
-  std::string name = "tf32";  // "tf32", "fp32" (a float32 graph's math), "fp16", "bf16"
-  bool converted = false;     // ios converted a float32 model; else the file's own types
-  bool half_io = false;       // converted with inputs and outputs in the 16-bit type
+  std::string name = "tf32";           // "tf32", "fp32" (a float32 graph's math), "fp16", "bf16"
+  bool converted = false;              // ios converted a float32 model; else the file's own types
+  bool half_io = false;                // converted with inputs and outputs in the 16-bit type
   std::vector<std::string> keep_fp32;  // converted with these nodes or operator types kept float32
-  std::array<int64_t, 3> tensors{0, 0, 0};  // tensors of the graph by type: float32, float16, bfloat16
+  std::array<int64_t, 3> tensors{0, 0,
+                                 0};  // tensors of the graph by type: float32, float16, bfloat16
 
   bool is_half() const { return name == "fp16" || name == "bf16"; }
   // Whether two records describe the same graph (tf32 and fp32 do: they

@@ -128,7 +128,8 @@ PrecisionInfo read_precision(const Reader& r) {
     r.fail(r.join("name"), "\"tf32\", \"fp32\", \"fp16\" or \"bf16\"");
   }
   const std::string source = r.string("source");
-  if (source != "model" && source != "converted") r.fail(r.join("source"), "\"model\" or \"converted\"");
+  if (source != "model" && source != "converted")
+    r.fail(r.join("source"), "\"model\" or \"converted\"");
   p.converted = source == "converted";
   const std::string io = r.string("io");
   if (io != "float32" && io != "half") r.fail(r.join("io"), "\"float32\" or \"half\"");
@@ -200,7 +201,8 @@ nlohmann::json precision_to_json(const PrecisionInfo& p) {
           {"source", p.converted ? "converted" : "model"},
           {"io", p.half_io ? "half" : "float32"},
           {"keep_fp32", p.keep_fp32},
-          {"tensors", {{"float32", p.tensors[0]}, {"float16", p.tensors[1]}, {"bfloat16", p.tensors[2]}}}};
+          {"tensors",
+           {{"float32", p.tensors[0]}, {"float16", p.tensors[1]}, {"bfloat16", p.tensors[2]}}}};
 }
 
 json memory_to_json(const MemoryInfo& m) {

@@ -45,7 +45,8 @@ int64_t schedule_batch(const nlohmann::json& document, const std::string& path);
 
 // The document's "precision" object, checked (UserError naming `path` and
 // the field); std::nullopt when the file has none.
-std::optional<PrecisionInfo> schedule_precision(const nlohmann::json& document, const std::string& path);
+std::optional<PrecisionInfo> schedule_precision(const nlohmann::json& document,
+                                                const std::string& path);
 
 // Resolves unit ids against `graph`, then validates (validate.h).
 Schedule schedule_from_document(const nlohmann::json& document, const std::string& path,

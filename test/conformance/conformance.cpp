@@ -268,8 +268,9 @@ Result run_case(const Case& c, const fs::path& work, const std::string& backend)
   // mantissa; ONNX 1.14 rounds to nearest even, as ios and every GPU do, and
   // corrected the data. The test is not held to the old data.
   if (c.name == "cast_FLOAT_to_BFLOAT16") {
-    ios::user_error("{}: ONNX 1.12's expected bfloat16 values truncate, where ios rounds to nearest even",
-                    c.name);
+    ios::user_error(
+        "{}: ONNX 1.12's expected bfloat16 values truncate, where ios rounds to nearest even",
+        c.name);
   }
   std::ostringstream sink;
   const fs::path model = c.constant_variant ? constant_inputs_model(c, work) : c.dir / "model.onnx";
@@ -312,7 +313,8 @@ Result run_case(const Case& c, const fs::path& work, const std::string& backend)
     if (!fs::exists(pb)) break;
     if (c.constant_variant && c.attribute_inputs.count(c.inputs[k])) continue;
     const fs::path npy = work / fmt::format("input_{}.npy", k);
-    r.inputs.push_back(pb_to_npy(pb, c.inputs[k], npy, c.declared_types.at(c.inputs[k])) + "=" + npy.string());
+    r.inputs.push_back(pb_to_npy(pb, c.inputs[k], npy, c.declared_types.at(c.inputs[k])) + "=" +
+                       npy.string());
   }
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     const fs::path pb = data / fmt::format("output_{}.pb", k);

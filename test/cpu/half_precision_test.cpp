@@ -37,7 +37,8 @@ struct Error {
   double max_abs = 0.0;
 };
 
-Error error_against(const exec::HostTensor& actual, const exec::HostTensor& truth, const std::string& label) {
+Error error_against(const exec::HostTensor& actual, const exec::HostTensor& truth,
+                    const std::string& label) {
   const auto result = exec::compare(actual, truth, exec::Tolerance{1e-5, 1e-4}, label, 3);
   INFO(exec::format_report(result));
   REQUIRE(result.shape_error.empty());
@@ -70,8 +71,9 @@ void check_half_precision(const std::string& stem, bool heavy = false) {
   const std::filesystem::path base = models_dir() / stem;
   for (const char* suffix : {".onnx", ".input.npy", ".fp16.onnx", ".bf16.onnx"}) {
     if (!std::filesystem::exists(base.string() + suffix)) {
-      FAIL(base.string() + suffix << " is missing: run scripts/setup.sh (scripts/make-models.sh writes the "
-                                     "references and typed files)");
+      FAIL(base.string() + suffix
+           << " is missing: run scripts/setup.sh (scripts/make-models.sh writes the "
+              "references and typed files)");
     }
   }
   const exec::HostTensor input = exec::read_npy(base.string() + ".input.npy");
@@ -101,15 +103,16 @@ void check_half_precision(const std::string& stem, bool heavy = false) {
         const auto schedule = make_schedule(entry.name, "", graph, cost);
         const auto ours = run_cpu_outputs(graph, schedule, prepared->model.inputs[0].first, input);
         for (const auto& [name, truth] : truths) {
-          const std::string label = fmt::format("{} {} {} '{}' {}", stem, type, typed ? "typed" : "converted", name,
-                                                entry.name);
+          const std::string label = fmt::format("{} {} {} '{}' {}", stem, type,
+                                                typed ? "typed" : "converted", name, entry.name);
           const Error error = error_against(ours.at(name), truth, label);
           const Error ref = error_against(references.at(name), truth, label + " reference");
           const double floor = 0.5 * ulp * exec::value_stats(truth).max_abs;
-          std::cerr << fmt::format("{}: rms {:.3g} (reference {:.3g}, {:.2f}x), max abs {:.3g} ({:.3g}, {:.2f}x), "
-                                   "floor {:.2g}, {:.2f} s\n",
-                                   label, error.rms, ref.rms, error.rms / ref.rms, error.max_abs, ref.max_abs,
-                                   error.max_abs / ref.max_abs, floor, seconds_since(t1));
+          std::cerr << fmt::format(
+              "{}: rms {:.3g} (reference {:.3g}, {:.2f}x), max abs {:.3g} ({:.3g}, {:.2f}x), "
+              "floor {:.2g}, {:.2f} s\n",
+              label, error.rms, ref.rms, error.rms / ref.rms, error.max_abs, ref.max_abs,
+              error.max_abs / ref.max_abs, floor, seconds_since(t1));
           INFO(label);
           CHECK(error.rms <= 2.0 * ref.rms + floor);
           CHECK(error.max_abs <= 4.0 * ref.max_abs + floor);
@@ -121,16 +124,30 @@ void check_half_precision(const std::string& stem, bool heavy = false) {
 
 }  // namespace
 
-TEST_CASE("half precision: SqueezeNet 1.1", "[cpu][half]") { check_half_precision("squeezenet1_1-64x64"); }
-TEST_CASE("half precision: Inception V3", "[cpu][half]") { check_half_precision("inception_v3-75x75"); }
+TEST_CASE("half precision: SqueezeNet 1.1", "[cpu][half]") {
+  check_half_precision("squeezenet1_1-64x64");
+}
+TEST_CASE("half precision: Inception V3", "[cpu][half]") {
+  check_half_precision("inception_v3-75x75");
+}
 TEST_CASE("half precision: RandWire", "[cpu][half]") { check_half_precision("randwire-64x64"); }
-TEST_CASE("half precision: NASNet-A", "[cpu][half]") { check_half_precision("nasnet_a_large-99x99"); }
-TEST_CASE("half precision: ConvNeXt-T", "[cpu][half]") { check_half_precision("convnext_tiny-64x64"); }
+TEST_CASE("half precision: NASNet-A", "[cpu][half]") {
+  check_half_precision("nasnet_a_large-99x99");
+}
+TEST_CASE("half precision: ConvNeXt-T", "[cpu][half]") {
+  check_half_precision("convnext_tiny-64x64");
+}
 TEST_CASE("half precision: ViT-style encoder", "[cpu][half]") { check_half_precision("vit_style"); }
-TEST_CASE("half precision: DeepLabV3", "[cpu][half]") { check_half_precision("deeplabv3_resnet50-128x128-op17", true); }
-TEST_CASE("half precision: FCN", "[cpu][half]") { check_half_precision("fcn_resnet50-128x128-op17"); }
+TEST_CASE("half precision: DeepLabV3", "[cpu][half]") {
+  check_half_precision("deeplabv3_resnet50-128x128-op17", true);
+}
+TEST_CASE("half precision: FCN", "[cpu][half]") {
+  check_half_precision("fcn_resnet50-128x128-op17");
+}
 TEST_CASE("half precision: Swin-T", "[cpu][half]") { check_half_precision("swin_t-112x112"); }
-TEST_CASE("half precision: RetinaNet", "[cpu][half]") { check_half_precision("retinanet_resnet50_fpn-128x128", true); }
+TEST_CASE("half precision: RetinaNet", "[cpu][half]") {
+  check_half_precision("retinanet_resnet50_fpn-128x128", true);
+}
 TEST_CASE("half precision: MaxViT-T", "[cpu][half]") { check_half_precision("maxvit_t", true); }
 
 }  // namespace ios::test

@@ -1,7 +1,7 @@
 // The operator cases of the suite (op_suite.h). Expected values are computed
 // here in float64, from the ONNX definitions, never by a backend.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <array>
@@ -117,9 +117,13 @@ void cast_cases(std::vector<OpCase>& cases) {
   };
   for (const auto& [type, name, truth, ranges] :
        {std::tuple{ir::ElementType::kFloat16, "float16", &round_to_half,
-                   std::vector<Range>{{"normal", -60000.0f, 50000.0f}, {"small", -3.3f, 2.9f}, {"subnormal", -3e-5f, 2e-5f}}},
+                   std::vector<Range>{{"normal", -60000.0f, 50000.0f},
+                                      {"small", -3.3f, 2.9f},
+                                      {"subnormal", -3e-5f, 2e-5f}}},
         std::tuple{ir::ElementType::kBFloat16, "bfloat16", &round_to_bfloat16,
-                   std::vector<Range>{{"normal", -1e30f, 3e29f}, {"small", -3.3f, 2.9f}, {"subnormal", -3e-39f, 2e-39f}}}}) {
+                   std::vector<Range>{{"normal", -1e30f, 3e29f},
+                                      {"small", -3.3f, 2.9f},
+                                      {"subnormal", -3e-39f, 2e-39f}}}}) {
     for (const Range& range : ranges) {
       const std::vector<float> x = ramp(ir::num_elements(shape), range.lo, range.hi);
       Values e;
@@ -138,7 +142,10 @@ void cast_cases(std::vector<OpCase>& cases) {
     Values e;
     for (float v : x) e.push_back(round_to_half(v));
     CaseBuilder b("Cast of a float16 input to float32", OpKind::kCast);
-    b.output(b.node(OpKind::kCast, {b.input("x", shape, x)}, ir::CastAttrs{ir::ElementType::kFloat32}).at(0), e);
+    b.output(
+        b.node(OpKind::kCast, {b.input("x", shape, x)}, ir::CastAttrs{ir::ElementType::kFloat32})
+            .at(0),
+        e);
     OpCase c = b.take();
     c.tolerance = 0.0;
     ir::assign_element_types(c.graph, {{"x", ir::ElementType::kFloat16}}, c.name);
@@ -149,11 +156,13 @@ void cast_cases(std::vector<OpCase>& cases) {
     const std::vector<float> x = ramp(ir::num_elements(shape), -3.3f, 2.9f);
     std::vector<float> identity(9, 0.0f);
     for (int ch = 0; ch < 3; ++ch) identity[static_cast<size_t>(ch * 3 + ch)] = 1.0f;
-    const auto conv = b.node(OpKind::kConv, {b.input("x", shape, x), b.constant("w", {3, 3, 1, 1}, identity)},
-                             ir::ConvAttrs{}, 1, "c");
+    const auto conv =
+        b.node(OpKind::kConv, {b.input("x", shape, x), b.constant("w", {3, 3, 1, 1}, identity)},
+               ir::ConvAttrs{}, 1, "c");
     Values e;
     for (float v : x) e.push_back(round_to_half(v));
-    b.output(b.node(OpKind::kCast, {conv.at(0)}, ir::CastAttrs{ir::ElementType::kFloat16}).at(0), e);
+    b.output(b.node(OpKind::kCast, {conv.at(0)}, ir::CastAttrs{ir::ElementType::kFloat16}).at(0),
+             e);
     b.expect_units(2);
     OpCase c = b.take();
     c.tolerance = 0.0;

@@ -80,8 +80,10 @@ Attrs parse_thresholded_relu(const AttributeReader& r, const Shapes&) {
 Attrs parse_cast(const AttributeReader& r, const Shapes&) {
   const auto to = r.element_type_attribute("to");
   if (!to) {
-    r.fail("Cast to element type {} on a tensor computed at run time; ios runs float32, float16 and "
-           "bfloat16 tensors only", r.get_int("to", 0));
+    r.fail(
+        "Cast to element type {} on a tensor computed at run time; ios runs float32, float16 and "
+        "bfloat16 tensors only",
+        r.get_int("to", 0));
   }
   return CastAttrs{*to};
 }
@@ -220,7 +222,9 @@ OpInfo neg_op() { return work(op(OpKind::kNeg, "Neg", 6, nullptr, same_as_input,
 // Cast between the float types (integer Casts are shape arithmetic, folded
 // at import). A Cast that changes the type is no epilogue: it reads and
 // writes elements of different sizes, so it cannot run in place.
-OpInfo cast_op() { return work(op(OpKind::kCast, "Cast", 6, parse_cast, same_as_input, unary()), 1); }
+OpInfo cast_op() {
+  return work(op(OpKind::kCast, "Cast", 6, parse_cast, same_as_input, unary()), 1);
+}
 
 OpInfo abs_op() { return work(op(OpKind::kAbs, "Abs", 6, nullptr, same_as_input, unary()), 1); }
 
