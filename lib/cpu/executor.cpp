@@ -225,8 +225,7 @@ void CpuExecutor::place_storages(const exec::ExecPlan& plan) {
   // so the figure ios-optimize reports is the arena allocated here.
   constexpr int64_t kAlignment = exec::kArenaAlignment;
   const exec::MemoryLayout layout = exec::plan_memory(requests, order, kAlignment);
-  layout_bytes_per_float_ =
-      ir::count_types(ir_).any_half() ? 2 : static_cast<int64_t>(sizeof(float));
+  layout_bytes_per_float_ = rounds_ ? 2 : static_cast<int64_t>(sizeof(float));  // set by build_program
   storage_offsets_.resize(requests.size());
   std::set<int64_t> places;
   for (size_t s = 0; s < requests.size(); ++s) {
