@@ -367,7 +367,7 @@ ir::HardSigmoidAttrs hard_sigmoid_attrs(float alpha, float beta) {
   return a;
 }
 
-ir::PoolAttrs pool_attrs(int64_t k, int64_t s, std::array<int64_t, 4> pads, bool include_pad = false) {
+ir::PoolAttrs pool_attrs(int64_t k, int64_t s, ios::ir::Dims pads, bool include_pad = false) {
   ir::PoolAttrs a;
   a.kernel = {k, k};
   a.stride = {s, s};
@@ -959,10 +959,10 @@ std::vector<OpCase> make_cases() {
   for (bool grouped : {false, true}) {
     ir::ConvTransposeAttrs a;
     a.kernel = {3, 3};
-    a.stride = grouped ? std::array<int64_t, 2>{1, 1} : std::array<int64_t, 2>{2, 2};
-    a.dilation = grouped ? std::array<int64_t, 2>{2, 2} : std::array<int64_t, 2>{1, 1};
-    a.pads = grouped ? std::array<int64_t, 4>{2, 2, 2, 2} : std::array<int64_t, 4>{1, 1, 1, 1};
-    a.output_padding = grouped ? std::array<int64_t, 2>{0, 0} : std::array<int64_t, 2>{1, 1};
+    a.stride = grouped ? ios::ir::Dims{1, 1} : ios::ir::Dims{2, 2};
+    a.dilation = grouped ? ios::ir::Dims{2, 2} : ios::ir::Dims{1, 1};
+    a.pads = grouped ? ios::ir::Dims{2, 2, 2, 2} : ios::ir::Dims{1, 1, 1, 1};
+    a.output_padding = grouped ? ios::ir::Dims{0, 0} : ios::ir::Dims{1, 1};
     a.group = grouped ? 2 : 1;
     const int64_t cin = grouped ? 4 : 2, h = grouped ? 4 : 3, cout_g = grouped ? 1 : 3, cout = cout_g * a.group;
     const int64_t oh = a.stride[0] * (h - 1) + a.output_padding[0] + (a.kernel[0] - 1) * a.dilation[0] + 1 -
