@@ -12,6 +12,7 @@
 #include "cpu/parallel.h"
 #include "ir/broadcast.h"
 #include "ir/op_info.h"
+#include "ir/window.h"
 
 namespace ios::cpu {
 namespace {
@@ -105,33 +106,40 @@ void check_rank(const char* kernel, const ir::Shape& shape, size_t rank) {
 // zeros, so merged and unmerged outputs are equal bit for bit.
 constexpr int64_t kConvChannelsPerBlock = 64;
 
+// A convolution's geometry on three spatial axes (ir/window.h): 1-D and 2-D
+// convolutions are 3-D ones whose leading axes have length 1.
 struct ConvGeometry {
-  int64_t n, c, h, w;      // input
-  int64_t m, oh, ow;       // output
-  int64_t group, cg, mg;   // per-group channels
-  int64_t kh, kw, sh, sw, dh, dw, pt, pl;
+  int64_t n, c;           // input batch and channels
+  int64_t m;              // output channels
+  int64_t group, cg, mg;  // per-group channels
+  ir::Window3 win;        // spatial: input, output, kernel, stride, dilation, pads
+
+  int64_t in_volume() const { return win.in_volume(); }
+  int64_t out_volume() const { return win.out_volume(); }
+  int64_t kernel_volume() const { return win.kernel_volume(); }
 };
 
 ConvGeometry conv_geometry(const ConstView& x, const ir::ConvAttrs& a, const View& y) {
-  check_rank("Conv", x.shape, 4);
-  check_rank("Conv", y.shape, 4);
+  IOS_ASSERT(x.rank() == static_cast<int>(a.spatial_rank()) + 2 && y.rank() == x.rank(),
+             "Conv: a {}-D window over {} -> {}", a.spatial_rank(), ir::to_string(x.shape), ir::to_string(y.shape));
   ConvGeometry g{};
-  g.n = x.dim(0), g.c = x.dim(1), g.h = x.dim(2), g.w = x.dim(3);
-  g.m = y.dim(1), g.oh = y.dim(2), g.ow = y.dim(3);
+  g.n = x.dim(0), g.c = x.dim(1);
+  g.m = y.dim(1);
   g.group = a.group;
-  g.kh = a.kernel[0], g.kw = a.kernel[1];
-  g.sh = a.stride[0], g.sw = a.stride[1];
-  g.dh = a.dilation[0], g.dw = a.dilation[1];
-  g.pt = a.pads[0], g.pl = a.pads[1];
+  g.win = ir::window3(x.shape, y.shape, a);
   IOS_ASSERT(y.dim(0) == g.n, "Conv: batch {} in, {} out", g.n, y.dim(0));
   IOS_ASSERT(g.group >= 1 && g.c % g.group == 0 && g.m % g.group == 0, "Conv: group {} for {} -> {} channels",
              g.group, g.c, g.m);
   g.cg = g.c / g.group;
   g.mg = g.m / g.group;
   // The IR's output size must be what the attributes give.
-  const int64_t eh = (g.h + a.pads[0] + a.pads[2] - g.dh * (g.kh - 1) - 1) / g.sh + 1;
-  const int64_t ew = (g.w + a.pads[1] + a.pads[3] - g.dw * (g.kw - 1) - 1) / g.sw + 1;
-  IOS_ASSERT(eh == g.oh && ew == g.ow, "Conv: output {}x{} but the attributes give {}x{}", g.oh, g.ow, eh, ew);
+  const ir::Window3& w = g.win;
+  for (size_t d = 0; d < 3; ++d) {
+    const int64_t expected =
+        (w.in[d] + w.pad_begin[d] + w.pad_end[d] - w.dilation[d] * (w.kernel[d] - 1) - 1) / w.stride[d] + 1;
+    IOS_ASSERT(expected == w.out[d], "Conv: output {} but the attributes give {} on axis {}",
+               ir::to_string(y.shape), expected, d);
+  }
   return g;
 }
 
@@ -145,33 +153,40 @@ std::pair<int64_t, int64_t> valid_range(int64_t out, int64_t size, int64_t strid
   return {lo, hi};
 }
 
-// col[(c*kh + i)*kw + j][oh*OW + ow] = x[c][oh*sh - pt + i*dh][ow*sw - pl + j*dw], or 0 in the padding.
+// col[((c*kt + a)*kh + i)*kw + j][(ot*OH + oh)*OW + ow]
+//   = x[c][ot*st - pt + a*dt][oh*sh - ph + i*dh][ow*sw - pw + j*dw], or 0 in the padding.
 void im2col(const ConvGeometry& g, const float* x, float* col, int threads) {
-  const int64_t rows = g.cg * g.kh * g.kw;
-  const int64_t p = g.oh * g.ow;
+  const ir::Window3& w = g.win;
+  const int64_t kv = g.kernel_volume();
+  const int64_t rows = g.cg * kv;
+  const int64_t p = g.out_volume();
   parallel_for(rows, threads_for(rows * p, threads), 1, [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
-      const int64_t c = row / (g.kh * g.kw);
-      const int64_t i = (row / g.kw) % g.kh;
-      const int64_t j = row % g.kw;
+      const int64_t c = row / kv;
+      const int64_t a = (row / (w.kernel[1] * w.kernel[2])) % w.kernel[0];
+      const int64_t i = (row / w.kernel[2]) % w.kernel[1];
+      const int64_t j = row % w.kernel[2];
       float* dst = col + row * p;
-      const float* plane = x + c * g.h * g.w;
-      const auto [w_lo, w_hi] = valid_range(g.ow, g.w, g.sw, g.pl, j * g.dw);
-      for (int64_t oh = 0; oh < g.oh; ++oh) {
-        float* out = dst + oh * g.ow;
-        const int64_t ih = oh * g.sh - g.pt + i * g.dh;
-        if (ih < 0 || ih >= g.h) {
-          std::fill(out, out + g.ow, 0.0f);
-          continue;
+      const float* volume = x + c * g.in_volume();
+      const auto [w_lo, w_hi] = valid_range(w.out[2], w.in[2], w.stride[2], w.pad_begin[2], j * w.dilation[2]);
+      for (int64_t ot = 0; ot < w.out[0]; ++ot) {
+        const int64_t it = ot * w.stride[0] - w.pad_begin[0] + a * w.dilation[0];
+        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+          float* out = dst + (ot * w.out[1] + oh) * w.out[2];
+          const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + i * w.dilation[1];
+          if (it < 0 || it >= w.in[0] || ih < 0 || ih >= w.in[1]) {
+            std::fill(out, out + w.out[2], 0.0f);
+            continue;
+          }
+          std::fill(out, out + w_lo, 0.0f);
+          const float* src = volume + (it * w.in[1] + ih) * w.in[2] - w.pad_begin[2] + j * w.dilation[2];
+          if (w.stride[2] == 1) {
+            std::memcpy(out + w_lo, src + w_lo, static_cast<size_t>(w_hi - w_lo) * sizeof(float));
+          } else {
+            for (int64_t ow = w_lo; ow < w_hi; ++ow) out[ow] = src[ow * w.stride[2]];
+          }
+          std::fill(out + w_hi, out + w.out[2], 0.0f);
         }
-        std::fill(out, out + w_lo, 0.0f);
-        const float* src = plane + ih * g.w - g.pl + j * g.dw;
-        if (g.sw == 1) {
-          std::memcpy(out + w_lo, src + w_lo, static_cast<size_t>(w_hi - w_lo) * sizeof(float));
-        } else {
-          for (int64_t ow = w_lo; ow < w_hi; ++ow) out[ow] = src[ow * g.sw];
-        }
-        std::fill(out + w_hi, out + g.ow, 0.0f);
       }
     }
   });
@@ -180,27 +195,36 @@ void im2col(const ConvGeometry& g, const float* x, float* col, int threads) {
 // One output channel per input channel: direct loops, parallel over (n, c).
 void depthwise_conv(const KernelContext& ctx, const ConvGeometry& g, const ConstView& x, const float* weight,
                     const float* bias, const View& y) {
-  const int64_t work = g.n * g.c * g.oh * g.ow * g.kh * g.kw;
+  const ir::Window3& w = g.win;
+  const int64_t work = g.n * g.c * g.out_volume() * g.kernel_volume();
   parallel_for(g.n * g.c, threads_for(work, ctx.threads), 1, [&](int64_t b0, int64_t b1) {
     for (int64_t idx = b0; idx < b1; ++idx) {
       const int64_t n = idx / g.c, c = idx % g.c;
-      const float* xc = x.item(n) + c * g.h * g.w;
-      float* yc = y.item(n) + c * g.oh * g.ow;
-      const float* wc = weight + c * g.kh * g.kw;
+      const float* xc = x.item(n) + c * g.in_volume();
+      float* yc = y.item(n) + c * g.out_volume();
+      const float* wc = weight + c * g.kernel_volume();
       const float b = bias ? bias[c] : 0.0f;
-      for (int64_t oh = 0; oh < g.oh; ++oh) {
-        for (int64_t ow = 0; ow < g.ow; ++ow) {
-          float acc = 0.0f;
-          for (int64_t i = 0; i < g.kh; ++i) {
-            const int64_t ih = oh * g.sh - g.pt + i * g.dh;
-            if (ih < 0 || ih >= g.h) continue;
-            for (int64_t j = 0; j < g.kw; ++j) {
-              const int64_t iw = ow * g.sw - g.pl + j * g.dw;
-              if (iw < 0 || iw >= g.w) continue;
-              acc += xc[ih * g.w + iw] * wc[i * g.kw + j];
+      for (int64_t ot = 0; ot < w.out[0]; ++ot) {
+        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+            float acc = 0.0f;
+            for (int64_t a = 0; a < w.kernel[0]; ++a) {
+              const int64_t it = ot * w.stride[0] - w.pad_begin[0] + a * w.dilation[0];
+              if (it < 0 || it >= w.in[0]) continue;
+              for (int64_t i = 0; i < w.kernel[1]; ++i) {
+                const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + i * w.dilation[1];
+                if (ih < 0 || ih >= w.in[1]) continue;
+                const float* x_row = xc + (it * w.in[1] + ih) * w.in[2];
+                const float* w_row = wc + (a * w.kernel[1] + i) * w.kernel[2];
+                for (int64_t j = 0; j < w.kernel[2]; ++j) {
+                  const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + j * w.dilation[2];
+                  if (iw < 0 || iw >= w.in[2]) continue;
+                  acc += x_row[iw] * w_row[j];
+                }
+              }
             }
+            yc[(ot * w.out[1] + oh) * w.out[2] + ow] = acc + b;
           }
-          yc[oh * g.ow + ow] = acc + b;
         }
       }
     }
@@ -209,27 +233,54 @@ void depthwise_conv(const KernelContext& ctx, const ConvGeometry& g, const Const
 
 // --- Pooling ----------------------------------------------------------------
 
+// Calls fn(x_volume, taps, count) for every output of a pool, where `taps`
+// are the offsets in the input volume of the window's elements inside the
+// input and `count` is the window's size within the padded extent
+// (AveragePool's count_include_pad divisor).
 template <typename Fn>
 void for_each_pool_window(const ir::PoolAttrs& a, const ConstView& x, const View& y, Fn&& fn) {
-  check_rank("Pool", x.shape, 4);
-  check_rank("Pool", y.shape, 4);
-  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
-  const int64_t oh = y.dim(2), ow = y.dim(3);
-  IOS_ASSERT(y.dim(0) == n && y.dim(1) == c, "Pool: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
+  IOS_ASSERT(x.rank() == static_cast<int>(a.spatial_rank()) + 2 && y.rank() == x.rank() && y.dim(0) == x.dim(0) &&
+                 y.dim(1) == x.dim(1),
+             "Pool: a {}-D window over {} -> {}", a.spatial_rank(), ir::to_string(x.shape), ir::to_string(y.shape));
+  const ir::Window3 w = ir::window3(x.shape, y.shape, a);
+  const int64_t n = x.dim(0), c = x.dim(1);
+  std::vector<int64_t> taps;
+  taps.reserve(static_cast<size_t>(w.kernel_volume()));
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t ch = 0; ch < c; ++ch) {
-      const float* xc = x.item(b) + ch * h * w;
-      float* yc = y.item(b) + ch * oh * ow;
-      for (int64_t i = 0; i < oh; ++i) {
-        // The window, first within the padded extent, then clipped to the input.
-        const int64_t h0 = i * a.stride[0] - a.pads[0];
-        const int64_t h1 = std::min(h0 + a.kernel[0], h + a.pads[2]);
-        for (int64_t j = 0; j < ow; ++j) {
-          const int64_t w0 = j * a.stride[1] - a.pads[1];
-          const int64_t w1 = std::min(w0 + a.kernel[1], w + a.pads[3]);
-          const int64_t padded_area = (h1 - h0) * (w1 - w0);
-          yc[i * ow + j] = fn(xc, w, std::max<int64_t>(h0, 0), std::min(h1, h), std::max<int64_t>(w0, 0),
-                              std::min(w1, w), padded_area);
+      const float* xc = x.item(b) + ch * w.in_volume();
+      float* yc = y.item(b) + ch * w.out_volume();
+      for (int64_t ot = 0; ot < w.out[0]; ++ot) {
+        for (int64_t oh = 0; oh < w.out[1]; ++oh) {
+          for (int64_t ow = 0; ow < w.out[2]; ++ow) {
+            const int64_t o[3] = {ot, oh, ow};
+            // Per axis: the taps' count within the padded extent, which
+            // ends at in + pad_end.
+            int64_t count = 1;
+            for (size_t d = 0; d < 3; ++d) {
+              const int64_t first = o[d] * w.stride[d] - w.pad_begin[d];
+              int64_t inside = 0;
+              for (int64_t k = 0; k < w.kernel[d]; ++k) {
+                if (first + k * w.dilation[d] < w.in[d] + w.pad_end[d]) ++inside;
+              }
+              count *= inside;
+            }
+            taps.clear();
+            for (int64_t ka = 0; ka < w.kernel[0]; ++ka) {
+              const int64_t it = ot * w.stride[0] - w.pad_begin[0] + ka * w.dilation[0];
+              if (it < 0 || it >= w.in[0]) continue;
+              for (int64_t ki = 0; ki < w.kernel[1]; ++ki) {
+                const int64_t ih = oh * w.stride[1] - w.pad_begin[1] + ki * w.dilation[1];
+                if (ih < 0 || ih >= w.in[1]) continue;
+                for (int64_t kj = 0; kj < w.kernel[2]; ++kj) {
+                  const int64_t iw = ow * w.stride[2] - w.pad_begin[2] + kj * w.dilation[2];
+                  if (iw < 0 || iw >= w.in[2]) continue;
+                  taps.push_back((it * w.in[1] + ih) * w.in[2] + iw);
+                }
+              }
+            }
+            yc[(ot * w.out[1] + oh) * w.out[2] + ow] = fn(xc, taps, count);
+          }
         }
       }
     }
@@ -240,23 +291,24 @@ void for_each_pool_window(const ir::PoolAttrs& a, const ConstView& x, const View
 
 // --- Kernels ----------------------------------------------------------------
 
-void conv2d(const KernelContext& ctx, const ConstView& x, const float* weight, const float* bias,
+void conv(const KernelContext& ctx, const ConstView& x, const float* weight, const float* bias,
             const ir::ConvAttrs& attrs, const View& y) {
   const ConvGeometry g = conv_geometry(x, attrs, y);
   if (g.group == g.c && g.m == g.c && g.group > 1) {
     depthwise_conv(ctx, g, x, weight, bias, y);
     return;
   }
-  const int64_t k = g.cg * g.kh * g.kw;
-  const int64_t p = g.oh * g.ow;
+  const int64_t k = g.cg * g.kernel_volume();
+  const int64_t p = g.out_volume();
   // A 1x1 convolution with unit stride and no padding reads its input as the
   // GEMM's B matrix directly.
-  const bool direct = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 &&
-                      g.oh == g.h && g.ow == g.w;
+  const ir::Window3& w = g.win;
+  const bool direct = g.kernel_volume() == 1 && w.stride == ir::Axes3{1, 1, 1} &&
+                      w.pad_begin == ir::Axes3{0, 0, 0} && w.out == w.in;
   std::vector<float> col(direct ? 0 : static_cast<size_t>(k * p));
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t grp = 0; grp < g.group; ++grp) {
-      const float* xg = x.item(n) + grp * g.cg * g.h * g.w;
+      const float* xg = x.item(n) + grp * g.cg * g.in_volume();
       float* yg = y.item(n) + grp * g.mg * p;
       for (int64_t oc = 0; oc < g.mg; ++oc) {
         std::fill(yg + oc * p, yg + (oc + 1) * p, bias ? bias[grp * g.mg + oc] : 0.0f);
@@ -267,7 +319,7 @@ void conv2d(const KernelContext& ctx, const ConstView& x, const float* weight, c
         b = MatrixRef{col.data(), p, 1};
       }
       gemm_accumulate(g.mg, p, k, MatrixRef{weight + grp * g.mg * k, k, 1}, b, yg, p, ctx.threads,
-                      kConvChannelsPerBlock * g.kh * g.kw);
+                      kConvChannelsPerBlock * g.kernel_volume());
     }
   }
 }
@@ -454,28 +506,21 @@ void slice(const ir::SliceAttrs& attrs, const ConstView& x, const View& y) {
 }
 
 void max_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y) {
-  for_each_pool_window(attrs, x, y,
-                       [](const float* xc, int64_t w, int64_t h0, int64_t h1, int64_t w0, int64_t w1, int64_t) {
-                         float best = -std::numeric_limits<float>::infinity();
-                         for (int64_t i = h0; i < h1; ++i) {
-                           for (int64_t j = w0; j < w1; ++j) best = std::max(best, xc[i * w + j]);
-                         }
-                         return best;
-                       });
+  for_each_pool_window(attrs, x, y, [](const float* xc, const std::vector<int64_t>& taps, int64_t) {
+    float best = -std::numeric_limits<float>::infinity();
+    for (int64_t t : taps) best = std::max(best, xc[t]);
+    return best;
+  });
 }
 
 void average_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y) {
   const bool include_pad = attrs.count_include_pad;
-  for_each_pool_window(attrs, x, y,
-                       [include_pad](const float* xc, int64_t w, int64_t h0, int64_t h1, int64_t w0, int64_t w1,
-                                     int64_t padded_area) {
-                         float sum = 0.0f;
-                         for (int64_t i = h0; i < h1; ++i) {
-                           for (int64_t j = w0; j < w1; ++j) sum += xc[i * w + j];
-                         }
-                         const int64_t count = include_pad ? padded_area : (h1 - h0) * (w1 - w0);
-                         return count > 0 ? sum / static_cast<float>(count) : 0.0f;
-                       });
+  for_each_pool_window(attrs, x, y, [include_pad](const float* xc, const std::vector<int64_t>& taps, int64_t padded) {
+    float sum = 0.0f;
+    for (int64_t t : taps) sum += xc[t];
+    const auto count = include_pad ? padded : static_cast<int64_t>(taps.size());
+    return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+  });
 }
 
 void global_average_pool(const ConstView& x, const View& y) {
@@ -553,42 +598,53 @@ void reduce(ir::OpKind op, const ir::ReduceAttrs& attrs, const ConstView& x_view
 }
 
 // ConvTranspose as the scatter of every input element through its weights
-// [C_in, C_out / group, kh, kw], accumulated in double: the float64 truth
-// rounded once.
-void conv_transpose2d(const ir::ConvTransposeAttrs& a, const ConstView& x_view, const float* weight,
+// [C_in, C_out / group, k...], accumulated in double: the float64 truth
+// rounded once. 1-D and 2-D are the 3-D case with leading axes of length 1.
+void conv_transpose(const ir::ConvTransposeAttrs& a, const ConstView& x_view, const float* weight,
                       const float* bias, const View& y_view) {
   std::vector<float> storage;
   const ConstView x = densify(x_view, storage);
-  check_rank("ConvTranspose", x.shape, 4);
-  check_rank("ConvTranspose", y_view.shape, 4);
+  const size_t rank = a.spatial_rank();
+  IOS_ASSERT(x.rank() == static_cast<int>(rank) + 2 && y_view.rank() == x.rank(), "ConvTranspose: {}-D over {}",
+             rank, ir::to_string(x.shape));
   DenseOutput out(y_view);
-  const int64_t n = x.dim(0), cin = x.dim(1), h = x.dim(2), w = x.dim(3);
+  const int64_t n = x.dim(0), cin = x.dim(1);
   const ir::Shape& ys = out.view().shape;
-  const int64_t cout = ys[1], oh = ys[2], ow = ys[3];
-  const int64_t cin_g = cin / a.group, cout_g = cout / a.group, kh = a.kernel[0], kw = a.kernel[1];
+  const int64_t cout = ys[1];
+  const ir::Axes3 in = ir::spatial3(x.shape), size = ir::spatial3(ys);
+  const ir::Axes3 k = ir::axes3(a.kernel, 1), s = ir::axes3(a.stride, 1), d = ir::axes3(a.dilation, 1);
+  const ir::Axes3 p = ir::axes3(ir::Dims(a.pads.begin(), a.pads.begin() + static_cast<std::ptrdiff_t>(rank)), 0);
+  const int64_t cin_g = cin / a.group, cout_g = cout / a.group;
   IOS_ASSERT(ys[0] == n && cin_g * a.group == cin && cout_g * a.group == cout, "ConvTranspose: {} -> {}",
              ir::to_string(x.shape), ir::to_string(ys));
-  const int64_t plane = oh * ow;
+  const int64_t in_volume = ir::Window3::volume(in), plane = ir::Window3::volume(size);
+  const int64_t kernel_volume = ir::Window3::volume(k);
   std::vector<double> acc(static_cast<size_t>(cout * plane));
   for (int64_t b = 0; b < n; ++b) {
     for (int64_t m = 0; m < cout; ++m) {
       std::fill(acc.begin() + m * plane, acc.begin() + (m + 1) * plane, bias ? static_cast<double>(bias[m]) : 0.0);
     }
     for (int64_t ci = 0; ci < cin; ++ci) {
-      const float* xc = x.data + (b * cin + ci) * h * w;
+      const float* xc = x.data + (b * cin + ci) * in_volume;
       const int64_t group = ci / cin_g;
       for (int64_t co = 0; co < cout_g; ++co) {
-        const float* wk = weight + (ci * cout_g + co) * kh * kw;
+        const float* wk = weight + (ci * cout_g + co) * kernel_volume;
         double* ym = acc.data() + (group * cout_g + co) * plane;
-        for (int64_t i = 0; i < h; ++i) {
-          for (int64_t j = 0; j < w; ++j) {
-            const double xv = xc[i * w + j];
-            for (int64_t u = 0; u < kh; ++u) {
-              const int64_t r = i * a.stride[0] - a.pads[0] + u * a.dilation[0];
-              if (r < 0 || r >= oh) continue;
-              for (int64_t v = 0; v < kw; ++v) {
-                const int64_t c = j * a.stride[1] - a.pads[1] + v * a.dilation[1];
-                if (c >= 0 && c < ow) ym[r * ow + c] += xv * wk[u * kw + v];
+        for (int64_t t = 0; t < in[0]; ++t) {
+          for (int64_t i = 0; i < in[1]; ++i) {
+            for (int64_t j = 0; j < in[2]; ++j) {
+              const double xv = xc[(t * in[1] + i) * in[2] + j];
+              for (int64_t e = 0; e < k[0]; ++e) {
+                const int64_t q = t * s[0] - p[0] + e * d[0];
+                if (q < 0 || q >= size[0]) continue;
+                for (int64_t u = 0; u < k[1]; ++u) {
+                  const int64_t r = i * s[1] - p[1] + u * d[1];
+                  if (r < 0 || r >= size[1]) continue;
+                  for (int64_t v = 0; v < k[2]; ++v) {
+                    const int64_t c = j * s[2] - p[2] + v * d[2];
+                    if (c >= 0 && c < size[2]) ym[(q * size[1] + r) * size[2] + c] += xv * wk[(e * k[1] + u) * k[2] + v];
+                  }
+                }
               }
             }
           }
@@ -596,7 +652,7 @@ void conv_transpose2d(const ir::ConvTransposeAttrs& a, const ConstView& x_view, 
       }
     }
     float* yb = out.view().data + b * cout * plane;
-    for (size_t k = 0; k < acc.size(); ++k) yb[k] = static_cast<float>(acc[k]);
+    for (size_t e = 0; e < acc.size(); ++e) yb[e] = static_cast<float>(acc[e]);
   }
   out.finish();
 }
@@ -865,42 +921,55 @@ void pad(const ir::PadAttrs& attrs, const ConstView& x_view, const View& y_view)
 }
 
 void resize(const ir::ResizeAttrs& attrs, const ConstView& x, const View& y) {
-  IOS_ASSERT(x.rank() == 4 && y.rank() == 4 && y.dim(0) == x.dim(0) && y.dim(1) == x.dim(1) &&
-                 y.dim(2) == attrs.size[0] && y.dim(3) == attrs.size[1],
+  const size_t rank = attrs.spatial_rank();
+  IOS_ASSERT(rank >= 1 && rank <= 3 && x.rank() == static_cast<int>(rank) + 2 && y.rank() == x.rank() &&
+                 y.dim(0) == x.dim(0) && y.dim(1) == x.dim(1) && ir::Dims(y.shape.begin() + 2, y.shape.end()) == attrs.size,
              "Resize: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
-  const int64_t channels = x.dim(1), ih = x.dim(2), iw = x.dim(3), oh = y.dim(2), ow = y.dim(3);
-  // Per output row and column: the input indices and weights (the same for
-  // every channel).
-  std::vector<ir::resize::LinearTaps> ty(static_cast<size_t>(oh)), tx(static_cast<size_t>(ow));
-  for (int64_t i = 0; i < oh; ++i) {
-    auto& t = ty[static_cast<size_t>(i)];
-    if (attrs.mode == ir::resize::Mode::kLinear) {
-      t = ir::resize::linear_taps(attrs.coordinates, i, attrs.scale[0], ih, oh);
-    } else {
-      t.i0 = ir::resize::nearest_index(attrs.coordinates, attrs.nearest, i, attrs.scale[0], ih, oh);
+  const int64_t channels = x.dim(1);
+  // On T, H, W (ir/window.h); an added axis has one tap of weight 1.
+  const ir::Axes3 in = ir::spatial3(x.shape), size = ir::spatial3(y.shape);
+  const auto lead = static_cast<int64_t>(3 - rank);
+  const bool linear = attrs.mode == ir::resize::Mode::kLinear;
+  // Per output index of each axis: the input indices and weights (the same
+  // for every channel).
+  std::array<std::vector<ir::resize::LinearTaps>, 3> taps;
+  for (int64_t d = 0; d < 3; ++d) {
+    taps[d].resize(static_cast<size_t>(size[d]));
+    if (d < lead) continue;  // one tap: index 0, weight 1
+    const float scale = attrs.scale[static_cast<size_t>(d - lead)];
+    for (int64_t i = 0; i < size[d]; ++i) {
+      auto& t = taps[d][static_cast<size_t>(i)];
+      if (linear) {
+        t = ir::resize::linear_taps(attrs.coordinates, i, scale, in[d], size[d]);
+      } else {
+        t.i0 = ir::resize::nearest_index(attrs.coordinates, attrs.nearest, i, scale, in[d], size[d]);
+      }
     }
   }
-  for (int64_t j = 0; j < ow; ++j) {
-    auto& t = tx[static_cast<size_t>(j)];
-    if (attrs.mode == ir::resize::Mode::kLinear) {
-      t = ir::resize::linear_taps(attrs.coordinates, j, attrs.scale[1], iw, ow);
-    } else {
-      t.i0 = ir::resize::nearest_index(attrs.coordinates, attrs.nearest, j, attrs.scale[1], iw, ow);
-    }
-  }
+  const int64_t plane = in[1] * in[2];
   for (int64_t n = 0; n < x.batch(); ++n) {
     for (int64_t c = 0; c < channels; ++c) {
-      const float* in = x.item(n) + c * ih * iw;
-      float* out = y.item(n) + c * oh * ow;
-      for (int64_t i = 0; i < oh; ++i) {
-        const auto& r = ty[static_cast<size_t>(i)];
-        for (int64_t j = 0; j < ow; ++j) {
-          const auto& col = tx[static_cast<size_t>(j)];
-          if (attrs.mode == ir::resize::Mode::kLinear) {
-            out[i * ow + j] = ir::resize::bilinear(r, col, in[r.i0 * iw + col.i0], in[r.i0 * iw + col.i1],
-                                                   in[r.i1 * iw + col.i0], in[r.i1 * iw + col.i1]);
-          } else {
-            out[i * ow + j] = in[r.i0 * iw + col.i0];
+      const float* volume = x.item(n) + c * ir::Window3::volume(in);
+      float* out = y.item(n) + c * ir::Window3::volume(size);
+      for (int64_t q = 0; q < size[0]; ++q) {
+        const auto& tt = taps[0][static_cast<size_t>(q)];
+        for (int64_t i = 0; i < size[1]; ++i) {
+          const auto& r = taps[1][static_cast<size_t>(i)];
+          for (int64_t j = 0; j < size[2]; ++j) {
+            const auto& col = taps[2][static_cast<size_t>(j)];
+            float& o = out[(q * size[1] + i) * size[2] + j];
+            if (!linear) {
+              o = volume[tt.i0 * plane + r.i0 * in[2] + col.i0];
+              continue;
+            }
+            // Bilinear within a plane (ONNX Runtime's order); trilinear
+            // blends the two planes' bilinear values.
+            auto plane_value = [&](int64_t t) {
+              const float* in_plane = volume + t * plane;
+              return ir::resize::bilinear(r, col, in_plane[r.i0 * in[2] + col.i0], in_plane[r.i0 * in[2] + col.i1],
+                                          in_plane[r.i1 * in[2] + col.i0], in_plane[r.i1 * in[2] + col.i1]);
+            };
+            o = rank < 3 ? plane_value(tt.i0) : tt.w0 * plane_value(tt.i0) + tt.w1 * plane_value(tt.i1);
           }
         }
       }
@@ -938,7 +1007,7 @@ void run_binary(const KernelContext&, const ir::Node& node, std::span<const Cons
 void run_conv(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> in,
               std::span<const View> out) {
   need(node, in, out, 2, 1);
-  conv2d(ctx, in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr, node.attr<ir::ConvAttrs>(), out[0]);
+  conv(ctx, in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr, node.attr<ir::ConvAttrs>(), out[0]);
 }
 
 void run_concat(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
@@ -986,7 +1055,7 @@ void run_reduce(const KernelContext&, const ir::Node& node, std::span<const Cons
 void run_conv_transpose(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
                         std::span<const View> out) {
   need(node, in, out, 2, 1);
-  conv_transpose2d(node.attr<ir::ConvTransposeAttrs>(), in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr,
+  conv_transpose(node.attr<ir::ConvTransposeAttrs>(), in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr,
                    out[0]);
 }
 

@@ -27,9 +27,10 @@ struct KernelContext {
 
 // --- Individual kernels (also called directly by the tests). ---------------
 
-// y = conv(x, w) + bias. w is [M, C/group, kh, kw]; bias is [M] or null.
-void conv2d(const KernelContext& ctx, const ConstView& x, const float* weight, const float* bias,
-            const ir::ConvAttrs& attrs, const View& y);
+// y = conv(x, w) + bias over 1 to 3 spatial axes. w is [M, C/group, k...];
+// bias is [M] or null.
+void conv(const KernelContext& ctx, const ConstView& x, const float* weight, const float* bias,
+          const ir::ConvAttrs& attrs, const View& y);
 
 // A unary element-wise operator of ir/elementwise.h (Relu, Clip, ...) with
 // its scalar attributes; y may be the same memory as x (in-place epilogues).
@@ -54,8 +55,8 @@ void reduce_mean(const ir::ReduceAttrs& attrs, const ConstView& x, const View& y
 // ReduceMean, ReduceSum, ReduceMax, ReduceMin or ReduceProd (`op`) over attrs.axes.
 void reduce(ir::OpKind op, const ir::ReduceAttrs& attrs, const ConstView& x, const View& y);
 void tile(const std::vector<int64_t>& repeats, const ConstView& x, const View& y);
-void conv_transpose2d(const ir::ConvTransposeAttrs& attrs, const ConstView& x, const float* weight,
-                      const float* bias, const View& y);
+void conv_transpose(const ir::ConvTransposeAttrs& attrs, const ConstView& x, const float* weight,
+                    const float* bias, const View& y);
 // Flatten and Reshape: the same elements in the same order.
 void copy(const ConstView& x, const View& y);
 void transpose(const std::vector<int64_t>& perm, const ConstView& x, const View& y);

@@ -27,6 +27,13 @@ namespace ios::cuda {
 
 class Lowerer;
 
+// The CUDA backend's cuDNN descriptors and own kernels are written for 2-D
+// windows: a 1-D or 3-D window (Conv, pool, Resize) is refused with a
+// UserError that points at the CPU backend.
+void need_2d_window(const ir::Node& node, size_t spatial_rank);
+std::array<int64_t, 2> pair(const ir::Dims& v);  // a 2-D window's per-axis attribute
+std::array<int64_t, 4> quad(const ir::Dims& v);  // a 2-D window's pads
+
 // A kernel-table lowering: node n with the element-wise chain that runs in
 // place after it (`Whole`), or node n's one output written at value y, the
 // driver adding the chain after it (`Into`).

@@ -168,14 +168,15 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
     user_error("Conv '{}' (output '{}'): the CUDA backend needs a constant bias", node.name, label);
   }
   const int y = lw.chain_target(n, chain);
-  std::array<int64_t, 4> pads = a.pads;
+  need_2d_window(node, a.spatial_rank());
+  std::array<int64_t, 4> pads = quad(a.pads);
   ConvOp op;
   op.x = lw.explicit_pad(launch, lw.value_for(xt), pads, label);
   op.y = y;
   op.weight = lw.constant(node.inputs[1]);
-  op.kernel = a.kernel;
-  op.stride = a.stride;
-  op.dilation = a.dilation;
+  op.kernel = pair(a.kernel);
+  op.stride = pair(a.stride);
+  op.dilation = pair(a.dilation);
   op.pad = {pads[0], pads[1]};
   op.group = a.group;
   op.label = label;
@@ -225,7 +226,8 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   const int merged = lw.merged_value(kernel);
   for (const auto& m : spec.members) lw.value_for(lw.member_output(m.unit));
   const sched::MergedWeights weights = sched::assemble_merged_weights(lw.units(), spec);
-  std::array<int64_t, 4> pads = spec.conv.pads;
+  need_2d_window(lw.graph().node(lw.units().unit(spec.members.at(0).unit).anchor), spec.conv.spatial_rank());
+  std::array<int64_t, 4> pads = quad(spec.conv.pads);
   ConvOp op;
   op.label = launch.name;
   op.x = lw.explicit_pad(launch, lw.value_for(spec.input), pads, "merged");
@@ -234,9 +236,9 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
       launch.name + ":weight",
       {spec.out_channels, spec.in_channels, spec.conv.kernel[0], spec.conv.kernel[1]},
       weights.weight, lw.type_of(spec.input));
-  op.kernel = spec.conv.kernel;
-  op.stride = spec.conv.stride;
-  op.dilation = spec.conv.dilation;
+  op.kernel = pair(spec.conv.kernel);
+  op.stride = pair(spec.conv.stride);
+  op.dilation = pair(spec.conv.dilation);
   op.pad = {pads[0], pads[1]};
   op.group = 1;
 

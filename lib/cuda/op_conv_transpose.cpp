@@ -108,6 +108,7 @@ void lower_conv_transpose(Lowerer& lw, Launch& launch, NodeId n, int y) {
   const ir::Graph& g = lw.graph();
   const ir::Node& node = g.node(n);
   const auto& a = node.attr<ir::ConvTransposeAttrs>();
+  need_2d_window(node, a.spatial_rank());
   for (size_t k = 0; k < 2; ++k) {
     const int64_t skew = a.pads[k] - a.pads[k + 2] + a.output_padding[k];
     if (skew < 0 || skew >= a.stride[k]) {

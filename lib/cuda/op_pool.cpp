@@ -133,9 +133,14 @@ void lower_pool(Lowerer& lw, Launch& launch, NodeId n, int y) {
     op.mode = node.op == OpKind::kMaxPool ? PoolOp::Mode::kMax
               : a.count_include_pad       ? PoolOp::Mode::kAverageIncludePad
                                           : PoolOp::Mode::kAverageExcludePad;
-    op.kernel = a.kernel;
-    op.stride = a.stride;
-    op.pads = a.pads;
+    need_2d_window(node, a.spatial_rank());
+    if (a.dilation != ir::Dims{1, 1}) {
+      user_error("{} '{}': dilated pooling is not supported by the CUDA backend; run it with --backend cpu",
+                 ir::op_name(node.op), node.name);
+    }
+    op.kernel = pair(a.kernel);
+    op.stride = pair(a.stride);
+    op.pads = quad(a.pads);
     op.ceil_mode = a.ceil_mode;
   }
   // cuDNN: symmetric pads smaller than the window and floor-mode sizes.

@@ -56,6 +56,7 @@ class ResizeOp final : public Operation {
 void lower_resize(Lowerer& lw, Launch& launch, NodeId n, int y) {
   const ir::Graph& g = lw.graph();
   const ir::Node& node = g.node(n);
+  need_2d_window(node, node.attr<ir::ResizeAttrs>().spatial_rank());
   emit(launch, ResizeOp{lw.value_for(node.inputs[0]), y, node.attr<ir::ResizeAttrs>()});
 }
 

@@ -170,8 +170,10 @@ class StoragePlan::Builder {
         continue;
       }
       const ir::Shape& s = g_.tensor(member_output(spec.members.front().unit)).shape;
-      const ir::Shape shape{s[0], spec.out_channels, s[2], s[3]};
-      const int64_t plane = s[2] * s[3];
+      // The members' outputs with the merged channels: N, C, spatial...
+      ir::Shape shape = s;
+      shape.at(1) = spec.out_channels;
+      const int64_t plane = ir::num_elements(ir::Shape(s.begin() + 2, s.end()));
       bool persistent = false;
       for (const auto& m : spec.members)
         persistent |= out_.persistent_[static_cast<size_t>(member_output(m.unit))] != 0;

@@ -61,17 +61,21 @@ int fold_pad(Graph& graph) {
       ++folded;
       continue;
     }
-    if (a.mode != PadAttrs::Mode::kConstant || a.pads.size() != 8) continue;
+    // A window's input: N, C and one to three spatial axes.
+    const size_t rank = a.pads.size() / 2, spatial = rank - 2;
+    if (a.mode != PadAttrs::Mode::kConstant || rank < 3 || rank > 5) continue;
     if (std::any_of(a.pads.begin(), a.pads.end(), [](int64_t v) { return v < 0; })) continue;
-    if (a.pads[0] || a.pads[1] || a.pads[4] || a.pads[5]) continue;  // N or C padded
+    if (a.pads[0] || a.pads[1] || a.pads[rank] || a.pads[rank + 1]) continue;  // N or C padded
     const auto& consumers = graph.tensor(out).consumers;
     if (consumers.size() != 1) continue;
     const NodeId c = consumers[0];
     if (dead[static_cast<size_t>(c)] || !single_private_use(graph, out, c)) continue;
     if (graph.node(c).inputs.at(0) != out) continue;
-    const std::array<int64_t, 4> extra{a.pads[2], a.pads[3], a.pads[6], a.pads[7]};
+    // The spatial begins, then the spatial ends, as windows hold their pads.
+    Dims extra(a.pads.begin() + 2, a.pads.begin() + static_cast<std::ptrdiff_t>(rank));
+    extra.insert(extra.end(), a.pads.begin() + static_cast<std::ptrdiff_t>(rank) + 2, a.pads.end());
     Node& consumer = graph.node(c);
-    std::array<int64_t, 4>* target = nullptr;
+    Dims* target = nullptr;
     if (consumer.op == OpKind::kConv && a.value == 0.0f) {
       target = &consumer.attr<ConvAttrs>().pads;
     } else if (consumer.op == OpKind::kAveragePool && a.value == 0.0f) {
@@ -85,12 +89,13 @@ int fold_pad(Graph& graph) {
       auto& pool = consumer.attr<PoolAttrs>();
       const bool neg_inf = a.value <= -FLT_MAX;
       const bool zero_ok = a.value == 0.0f && known_non_negative(graph, in);
-      bool fits = true;
-      for (size_t i = 0; i < 4; ++i) fits = fits && pool.pads[i] + extra[i] < pool.kernel[i % 2];
+      // ONNX's MaxPool needs each pad smaller than the kernel (undilated).
+      bool fits = std::all_of(pool.dilation.begin(), pool.dilation.end(), [](int64_t d) { return d == 1; });
+      for (size_t i = 0; i < 2 * spatial; ++i) fits = fits && pool.pads[i] + extra[i] < pool.kernel[i % spatial];
       if (!pool.ceil_mode && fits && (neg_inf || zero_ok)) target = &pool.pads;
     }
-    if (!target) continue;
-    for (size_t i = 0; i < 4; ++i) (*target)[i] += extra[i];
+    if (!target || target->size() != extra.size()) continue;
+    for (size_t i = 0; i < extra.size(); ++i) (*target)[i] += extra[i];
     consumer.inputs[0] = in;
     dead[p] = true;
     ++folded;

@@ -34,7 +34,11 @@ std::string to_string(const Shape& shape);  // "1x3x224x224"
 std::string_view op_name(OpKind op);  // the ONNX op type, e.g. "Conv" (from ir/op_info.h)
 
 // --- Attributes: one struct per operator family, held in Node::attrs. -------
-// Spatial arrays are {H, W}; pads are {top, left, bottom, right}.
+// Windows (convolutions, pools, Resize) work on the spatial axes of their
+// input, every axis after N and C: one for N,C,L (audio), two for N,C,H,W,
+// three for N,C,T,H,W (video). Their arrays (ir::Dims) hold one entry per
+// spatial axis, and pads the begins then the ends, ONNX's order
+// ({top, left, bottom, right} in 2-D). The defaults are a 2-D window.
 //
 // Each struct is defined once, here: its members, `operator==` (defaulted)
 // and `fields()`, the list of its members with their names. Everything
@@ -66,12 +70,16 @@ constexpr AttrField<S, M> field(std::string_view name, M S::*member,
   return {name, member, text};
 }
 
+using Dims = std::vector<int64_t>;
+
 struct ConvAttrs {
-  std::array<int64_t, 2> kernel{1, 1};
-  std::array<int64_t, 2> stride{1, 1};
-  std::array<int64_t, 2> dilation{1, 1};
-  std::array<int64_t, 4> pads{0, 0, 0, 0};
+  Dims kernel{1, 1};
+  Dims stride{1, 1};
+  Dims dilation{1, 1};
+  Dims pads{0, 0, 0, 0};
   int64_t group = 1;
+
+  size_t spatial_rank() const { return kernel.size(); }
 
   bool operator==(const ConvAttrs&) const = default;
   static constexpr auto fields() {
@@ -84,17 +92,21 @@ struct ConvAttrs {
 };
 
 struct PoolAttrs {  // MaxPool, AveragePool
-  std::array<int64_t, 2> kernel{1, 1};
-  std::array<int64_t, 2> stride{1, 1};
-  std::array<int64_t, 4> pads{0, 0, 0, 0};
+  Dims kernel{1, 1};
+  Dims stride{1, 1};
+  Dims dilation{1, 1};  // MaxPool only (ONNX's AveragePool has none before opset 19)
+  Dims pads{0, 0, 0, 0};
   bool count_include_pad = false;  // AveragePool only
   bool ceil_mode = false;
+
+  size_t spatial_rank() const { return kernel.size(); }
 
   bool operator==(const PoolAttrs&) const = default;
   static constexpr auto fields() {
     using A = PoolAttrs;
     return std::tuple{field("k", &A::kernel, FieldText::kDims),
-                      field("s", &A::stride, FieldText::kDims), field("p", &A::pads),
+                      field("s", &A::stride, FieldText::kDims),
+                      field("d", &A::dilation, FieldText::kDims), field("p", &A::pads),
                       field("cip", &A::count_include_pad), field("ceil", &A::ceil_mode)};
   }
 };
@@ -212,12 +224,14 @@ struct BatchNormAttrs {
   static constexpr auto fields() { return std::tuple{field("eps", &BatchNormAttrs::epsilon)}; }
 };
 
-struct ResizeAttrs {  // Resize and Upsample of a 4-D NCHW tensor on H and W
+struct ResizeAttrs {  // Resize and Upsample on the spatial axes (N and C keep their sizes)
   resize::Mode mode = resize::Mode::kNearest;
   resize::Coordinates coordinates = resize::Coordinates::kHalfPixel;
   resize::Nearest nearest = resize::Nearest::kRoundPreferFloor;
-  std::array<float, 2> scale{1.0f, 1.0f};  // output / input of H and W, as the coordinate transform uses it
-  std::array<int64_t, 2> size{1, 1};       // output H and W
+  std::vector<float> scale{1.0f, 1.0f};  // output / input per spatial axis, as the coordinate transform uses it
+  Dims size{1, 1};                       // output size per spatial axis
+
+  size_t spatial_rank() const { return size.size(); }
 
   bool operator==(const ResizeAttrs&) const = default;
   static constexpr auto fields() {
@@ -253,13 +267,15 @@ struct GeluAttrs {  // approximate = "tanh": 0.5x(1 + tanh(sqrt(2/pi)(x + 0.0447
   ew::Params ew_params() const { return {tanh ? 1.0f : 0.0f, 0.0f}; }  // ew::Gelu's
 };
 
-struct ConvTransposeAttrs {  // 2-D; weights [C_in, C_out / group, kh, kw]
-  std::array<int64_t, 2> kernel{1, 1};
-  std::array<int64_t, 2> stride{1, 1};
-  std::array<int64_t, 2> dilation{1, 1};
-  std::array<int64_t, 4> pads{0, 0, 0, 0};  // removed from the full output: H_begin, W_begin, H_end, W_end
-  std::array<int64_t, 2> output_padding{0, 0};
+struct ConvTransposeAttrs {  // weights [C_in, C_out / group, k...]
+  Dims kernel{1, 1};
+  Dims stride{1, 1};
+  Dims dilation{1, 1};
+  Dims pads{0, 0, 0, 0};  // removed from the full output: the begins, then the ends
+  Dims output_padding{0, 0};
   int64_t group = 1;
+
+  size_t spatial_rank() const { return kernel.size(); }
 
   bool operator==(const ConvTransposeAttrs&) const = default;
   static constexpr auto fields() {

@@ -12,25 +12,35 @@ int64_t normalize_axis(const AttributeReader& r, int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-std::array<int64_t, 4> window_pads(const AttributeReader& r, const Shape& x,
-                                   const std::array<int64_t, 2>& kernel,
-                                   const std::array<int64_t, 2>& stride,
-                                   const std::array<int64_t, 2>& dilation) {
+size_t window_rank(const AttributeReader& r, const Shape& x, std::string_view what) {
+  if (x.size() < 3 || x.size() > 5) {
+    r.fail("input has shape {}; {} takes 1-D (N,C,L), 2-D (N,C,H,W) or 3-D (N,C,T,H,W) input", to_string(x),
+           what);
+  }
+  return x.size() - 2;
+}
+
+Dims window_pads(const AttributeReader& r, const Shape& x, const Dims& kernel, const Dims& stride,
+                 const Dims& dilation) {
+  const size_t rank = kernel.size();
   const std::string auto_pad = r.get_string("auto_pad", "NOTSET");
-  std::array<int64_t, 4> pads{0, 0, 0, 0};
+  Dims pads(2 * rank, 0);
   if (auto_pad == "NOTSET") {
-    const auto p = r.get_ints("pads").value_or(std::vector<int64_t>(4, 0));
-    if (p.size() != 4) r.fail("pads has {} entries, expected 4", p.size());
-    std::copy(p.begin(), p.end(), pads.begin());  // ONNX {H_begin, W_begin, H_end, W_end}
+    const auto p = r.get_ints("pads").value_or(pads);
+    if (p.size() != 2 * rank) {
+      r.fail("pads has {} entries; a {}-D window takes {} (the begins, then the ends)", p.size(), rank, 2 * rank);
+    }
+    pads = p;
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t a = 0; a < 2; ++a) {
+    for (size_t a = 0; a < rank; ++a) {
       const int64_t in = x[2 + a];
+      if (stride[a] < 1 || dilation[a] < 1 || kernel[a] < 1) r.fail("kernel, strides and dilations must be >= 1");
       const int64_t out = (in + stride[a] - 1) / stride[a];
       const int64_t total =
           std::max<int64_t>(0, (out - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - in);
       const int64_t small = total / 2, large = total - small;
       pads[a] = auto_pad == "SAME_UPPER" ? small : large;
-      pads[a + 2] = auto_pad == "SAME_UPPER" ? large : small;
+      pads[a + rank] = auto_pad == "SAME_UPPER" ? large : small;
     }
   } else if (auto_pad != "VALID") {
     r.fail("unknown auto_pad '{}'", auto_pad);
@@ -38,13 +48,11 @@ std::array<int64_t, 4> window_pads(const AttributeReader& r, const Shape& x,
   return pads;
 }
 
-std::array<int64_t, 2> pair_attr(const AttributeReader& r, const char* name,
-                                 std::array<int64_t, 2> fallback) {
+Dims spatial_attr(const AttributeReader& r, const char* name, size_t rank, Dims fallback) {
   const auto v = r.get_ints(name);
   if (!v) return fallback;
-  if (v->size() != 2)
-    r.fail("{} has {} entries; only 2-D (NCHW) windows are supported", name, v->size());
-  return {(*v)[0], (*v)[1]};
+  if (v->size() != rank) r.fail("{} has {} entries; a {}-D window takes {}", name, v->size(), rank, rank);
+  return *v;
 }
 
 void need_rank(const AttributeReader& r, const Shape& x, size_t rank, const char* what) {
@@ -81,21 +89,34 @@ void need_rank(const Node& node, const std::vector<Shape>& in, size_t index, siz
   }
 }
 
-Shape window_op(const Node& node, const std::vector<Shape>& in, int64_t channels,
-                const std::array<int64_t, 2>& kernel, const std::array<int64_t, 2>& stride,
-                const std::array<int64_t, 2>& dilation, const std::array<int64_t, 4>& pads,
-                bool ceil_mode) {
+Shape window_op(const Node& node, const std::vector<Shape>& in, int64_t channels, const Dims& kernel,
+                const Dims& stride, const Dims& dilation, const Dims& pads, bool ceil_mode) {
   const Shape& x = in[0];
-  Shape out{x[0], channels, 0, 0};
-  for (size_t a = 0; a < 2; ++a) {
-    if (kernel[a] < 1 || stride[a] < 1 || dilation[a] < 1 || pads[a] < 0 || pads[a + 2] < 0) {
+  const size_t rank = kernel.size();
+  if (rank < 1 || rank > 3 || x.size() != rank + 2 || stride.size() != rank || dilation.size() != rank ||
+      pads.size() != 2 * rank) {
+    fail(node, in, "a {}-D window needs input of rank {} and {} strides, dilations and {} pads", rank, rank + 2,
+         rank, 2 * rank);
+  }
+  Shape out{x[0], channels};
+  for (size_t a = 0; a < rank; ++a) {
+    if (kernel[a] < 1 || stride[a] < 1 || dilation[a] < 1 || pads[a] < 0 || pads[a + rank] < 0) {
       fail(node, in, "kernel, stride and dilation must be >= 1 and pads >= 0");
     }
+    // The window's extent is file data: bound it before the arithmetic
+    // below can overflow (a huge dilation times a huge kernel).
+    if (kernel[a] > kMaxWindowExtent || dilation[a] > kMaxWindowExtent || stride[a] > kMaxWindowExtent ||
+        pads[a] > kMaxWindowExtent || pads[a + rank] > kMaxWindowExtent ||
+        (kernel[a] - 1) * dilation[a] > kMaxWindowExtent) {
+      fail(node, in, "the window on spatial axis {} (kernel {}, dilation {}, stride {}, pads {} and {}) is larger "
+           "than {}; fix the attributes", a, kernel[a], dilation[a], stride[a], pads[a], pads[a + rank],
+           kMaxWindowExtent);
+    }
     const int64_t size = window_output_size(x[2 + a], kernel[a], stride[a], dilation[a], pads[a],
-                                            pads[a + 2], ceil_mode);
+                                            pads[a + rank], ceil_mode);
     if (size <= 0) {
-      fail(node, in, "the {}x{} window (dilation {}) does not fit the padded input", kernel[0],
-           kernel[1], dilation[a]);
+      fail(node, in, "the {} window (dilation {}) does not fit the padded input", to_string(kernel),
+           dilation[a]);
     }
     // With ceil_mode, ONNX's formula can place the last window entirely in
     // the end padding, where PyTorch drops it; refuse the ambiguous case.
@@ -104,7 +125,7 @@ Shape window_op(const Node& node, const std::vector<Shape>& in, int64_t channels
            "with ceil_mode the last window starts in the padding (ONNX and PyTorch "
            "disagree on the output size); re-export without ceil_mode");
     }
-    out[2 + a] = size;
+    out.push_back(size);
   }
   return out;
 }

@@ -65,13 +65,23 @@ double mean_flops(const Graph& g, const Node& n);      // one add per input elem
 // --- Attribute parsers' checks (each fails naming the node). ----------------
 
 int64_t normalize_axis(const AttributeReader& r, int64_t axis, int64_t rank);
-// Pads of a 2-D window from pads or auto_pad, as {H_begin, W_begin, H_end, W_end}.
-std::array<int64_t, 4> window_pads(const AttributeReader& r, const Shape& x,
-                                   const std::array<int64_t, 2>& kernel,
-                                   const std::array<int64_t, 2>& stride,
-                                   const std::array<int64_t, 2>& dilation);
-std::array<int64_t, 2> pair_attr(const AttributeReader& r, const char* name,
-                                 std::array<int64_t, 2> fallback);
+// Windows (Conv, ConvTranspose, MaxPool, AveragePool) take 1 to 3 spatial
+// axes: input ranks 3 (N,C,L), 4 (N,C,H,W) and 5 (N,C,T,H,W). Fails on
+// another rank, naming `what`; returns the number of spatial axes.
+// The largest window extent, stride or pad ios accepts along one axis: the
+// attributes are file data, and bounding them keeps the size arithmetic of
+// every window far from int64 overflow.
+inline constexpr int64_t kMaxWindowExtent = int64_t{1} << 24;
+size_t window_rank(const AttributeReader& r, const Shape& x, std::string_view what);
+// Pads of a window over `x`'s spatial axes from pads or auto_pad: the
+// begins, then the ends.
+Dims window_pads(const AttributeReader& r, const Shape& x, const Dims& kernel, const Dims& stride,
+                 const Dims& dilation);
+// An attribute of one value per spatial axis (kernel_shape, strides,
+// dilations), or `fallback` where the file has none.
+Dims spatial_attr(const AttributeReader& r, const char* name, size_t rank, Dims fallback);
+// One value per spatial axis, each `value`.
+inline Dims filled(size_t rank, int64_t value) { return Dims(rank, value); }
 void need_rank(const AttributeReader& r, const Shape& x, size_t rank, const char* what);
 // Fails when an output other than the first is used: ios computes only the
 // first output of `r`'s operator.
@@ -90,11 +100,9 @@ template <typename... Args>
 
 void need_inputs(const Node& node, const Shapes& in, size_t lo, size_t hi);
 void need_rank(const Node& node, const Shapes& in, size_t index, size_t rank);
-// The output of a 2-D window (conv, pool) over NCHW input 0.
-Shape window_op(const Node& node, const Shapes& in, int64_t channels,
-                const std::array<int64_t, 2>& kernel, const std::array<int64_t, 2>& stride,
-                const std::array<int64_t, 2>& dilation, const std::array<int64_t, 4>& pads,
-                bool ceil_mode);
+// The output of a window (conv, pool) over input 0's spatial axes.
+Shape window_op(const Node& node, const Shapes& in, int64_t channels, const Dims& kernel,
+                const Dims& stride, const Dims& dilation, const Dims& pads, bool ceil_mode);
 // `axis` checked to lie in [0, rank), or [0, rank] with allow_rank.
 int64_t checked_axis(const Node& node, const Shapes& in, int64_t axis, size_t rank,
                      bool allow_rank = false);

@@ -3,12 +3,15 @@
 // arithmetic of merged convolutions is in merge_geometry.cpp.
 #include "sched/merge.h"
 
+#include "ir/window.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "core/error.h"
 #include "ir/op_info.h"
+#include "ir/window.h"
 #include "sched/fused_epilogue.h"
 #include "sched/merge_geometry.h"
 
@@ -54,15 +57,20 @@ MergeCheck check_conv_merge(const UnitGraph& graph, const std::vector<UnitId>& u
     const ir::Tensor& out = ir->tensor(conv.outputs.at(0));
     const auto& attrs = conv.attr<ir::ConvAttrs>();
     const bool constant_bias = conv.inputs.size() < 3 || ir->tensor(conv.inputs[2]).is_constant();
-    if (!w.is_constant() || !constant_bias || w.shape.size() != 4 || in.shape.size() != 4 ||
-        out.shape.size() != 4) {
-      return fail(fmt::format("convolution of unit '{}' is not a 2-D convolution with constant weights and bias",
+    const size_t rank = attrs.spatial_rank() + 2;
+    if (!w.is_constant() || !constant_bias || w.shape.size() != rank || in.shape.size() != rank ||
+        out.shape.size() != rank) {
+      return fail(fmt::format("convolution of unit '{}' is not a convolution with constant weights and bias",
                               unit.id));
+    }
+    if (m > 0 && attrs.spatial_rank() != geometry.front().conv.spatial_rank()) {
+      return fail(fmt::format("unit '{}' is a {}-D convolution, unit '{}' a {}-D one", unit.id,
+                              attrs.spatial_rank(), graph.unit(units[0]).id, geometry.front().conv.spatial_rank()));
     }
     if (attrs.group != 1) {
       return fail(fmt::format("unit '{}' is a grouped convolution (group = {})", unit.id, attrs.group));
     }
-    if (w.shape[2] != attrs.kernel[0] || w.shape[3] != attrs.kernel[1] || w.shape[1] != in.shape[1]) {
+    if (ir::Dims(w.shape.begin() + 2, w.shape.end()) != attrs.kernel || w.shape[1] != in.shape[1]) {
       return fail(fmt::format("weights of unit '{}' do not match its kernel and input", unit.id));
     }
     if (m > 0) {
@@ -71,8 +79,8 @@ MergeCheck check_conv_merge(const UnitGraph& graph, const std::vector<UnitId>& u
     }
     ConvGeometry g;
     g.conv = attrs;
-    g.input_hw = {in.shape[2], in.shape[3]};
-    g.output_hw = {out.shape[2], out.shape[3]};
+    g.input_spatial.assign(in.shape.begin() + 2, in.shape.end());
+    g.output_spatial.assign(out.shape.begin() + 2, out.shape.end());
     geometry.push_back(g);
     MergeMember member;
     member.unit = units[m];
@@ -313,32 +321,35 @@ MergedWeights assemble_merged_weights(const UnitGraph& graph, const MergeSpec& s
   if (spec.kind == MergeKind::kMatMul) return assemble_matmul_weights(graph, spec);
   const int64_t out_c = spec.out_channels;
   const int64_t in_c = spec.in_channels;
-  const int64_t kh = spec.conv.kernel[0];
-  const int64_t kw = spec.conv.kernel[1];
+  // On T, H, W (ir/window.h): a 1-D or 2-D kernel has leading axes of 1.
+  const ir::Axes3 k = ir::axes3(spec.conv.kernel, 1);
+  const int64_t volume = ir::Window3::volume(k);
   MergedWeights merged;
-  merged.weight.assign(static_cast<size_t>(out_c * in_c * kh * kw), 0.0f);
+  merged.weight.assign(static_cast<size_t>(out_c * in_c * volume), 0.0f);
   merged.bias.assign(static_cast<size_t>(out_c), 0.0f);
   for (const MergeMember& member : spec.members) {
     const ir::Node& conv = ir->node(graph.unit(member.unit).anchor);
     const ir::Tensor& w = ir->tensor(conv.inputs.at(1));
-    IOS_ASSERT(w.data && w.shape.size() == 4 && w.shape[0] == member.out_channels &&
+    IOS_ASSERT(w.data && w.shape.size() == spec.conv.spatial_rank() + 2 && w.shape[0] == member.out_channels &&
                    w.shape[1] == in_c,
                "weights of unit {} do not match the merge spec", member.unit);
-    const int64_t mh = w.shape[2];
-    const int64_t mw = w.shape[3];
-    const int64_t oh = member.kernel_offset[0];
-    const int64_t ow = member.kernel_offset[1];
-    IOS_ASSERT(oh >= 0 && ow >= 0 && oh + mh <= kh && ow + mw <= kw,
-               "kernel of unit {} does not fit the merged kernel", member.unit);
+    const ir::Axes3 mk = ir::spatial3(w.shape);
+    const ir::Axes3 off = ir::axes3(member.kernel_offset, 0);
+    for (size_t d = 0; d < 3; ++d) {
+      IOS_ASSERT(off[d] >= 0 && off[d] + mk[d] <= k[d], "kernel of unit {} does not fit the merged kernel",
+                 member.unit);
+    }
     const std::vector<float>& src = *w.data;
+    size_t from = 0;
     for (int64_t o = 0; o < member.out_channels; ++o) {
       for (int64_t c = 0; c < in_c; ++c) {
-        for (int64_t i = 0; i < mh; ++i) {
-          for (int64_t j = 0; j < mw; ++j) {
-            const size_t from = static_cast<size_t>(((o * in_c + c) * mh + i) * mw + j);
-            const size_t to = static_cast<size_t>(
-                (((member.channel_offset + o) * in_c + c) * kh + (oh + i)) * kw + (ow + j));
-            merged.weight[to] = src[from];
+        const int64_t base = ((member.channel_offset + o) * in_c + c) * volume;
+        for (int64_t t = 0; t < mk[0]; ++t) {
+          for (int64_t i = 0; i < mk[1]; ++i) {
+            for (int64_t j = 0; j < mk[2]; ++j) {
+              const int64_t to = base + ((off[0] + t) * k[1] + (off[1] + i)) * k[2] + (off[2] + j);
+              merged.weight[static_cast<size_t>(to)] = src[from++];
+            }
           }
         }
       }

@@ -32,7 +32,7 @@ struct MergeMember {
   UnitId unit = 0;
   int64_t out_channels = 0;    // convolution: output channels; matrix product: N_i (columns)
   int64_t channel_offset = 0;  // first channel (column) of this member in the merged output
-  std::array<int64_t, 2> kernel_offset{0, 0};  // {row, col} where its kernel sits in the merged one
+  ir::Dims kernel_offset{0, 0};  // per spatial axis, where its kernel sits in the merged one
 };
 
 struct MergeSpec {
@@ -71,8 +71,8 @@ struct MergeCheck {
 MergeCheck check_merge(const UnitGraph& graph, const std::vector<UnitId>& units);
 
 // The merged weights and bias [out_channels] built from the members'
-// (already BN-folded) weights. kConv: weight [out_channels, in_channels, kh,
-// kw]; kMatMul: weight [K, out_channels] (row-major, member i's columns at its
+// (already BN-folded) weights. kConv: weight [out_channels, in_channels,
+// k...]; kMatMul: weight [K, out_channels] (row-major, member i's columns at its
 // offset, a transB weight transposed), bias from the Gemm members' C (zero
 // for MatMul members, whose bias is an Add of their epilogue).
 struct MergedWeights {

@@ -1,7 +1,9 @@
 // The arithmetic behind operator merge (sched/merge.h), kept apart from the
 // unit graph so it can be checked on its own.
 //
-// Member m has kernel k_m, begin/end pads pb_m/pe_m and dilation d per axis.
+// Member m has kernel k_m, begin/end pads pb_m/pe_m and dilation d per
+// spatial axis (one for 1-D, two for 2-D, three for 3-D convolutions; all
+// members have the same axes).
 // With the merged kernel K = max k_m and the member's kernel placed o_m rows
 // (columns) into it, the merged convolution computes the member's output
 // exactly iff  merged_pad_begin = pb_m + o_m * d  and the output sizes are
@@ -13,7 +15,6 @@
 // non-matching pads).
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,14 +25,14 @@
 namespace ios::sched {
 
 struct ConvGeometry {
-  ir::ConvAttrs conv;              // pads {top, left, bottom, right}
-  std::array<int64_t, 2> input_hw{0, 0};
-  std::array<int64_t, 2> output_hw{0, 0};
+  ir::ConvAttrs conv;  // pads: the begins, then the ends
+  ir::Dims input_spatial;
+  ir::Dims output_spatial;
 };
 
 struct MergedGeometry {
-  ir::ConvAttrs conv;  // merged kernel, common stride/dilation, merged pads, group 1
-  std::vector<std::array<int64_t, 2>> kernel_offsets;  // per member {row, col}
+  ir::ConvAttrs conv;                      // merged kernel, common stride/dilation, merged pads, group 1
+  std::vector<ir::Dims> kernel_offsets;    // per member, one offset per spatial axis
 };
 
 struct MergeGeometryResult {

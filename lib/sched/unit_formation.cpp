@@ -89,14 +89,16 @@ bool is_depthwise(const Graph& g, const Node& n) {
   if (n.op != OpKind::kConv) return false;
   const int64_t group = n.attr<ir::ConvAttrs>().group;
   const ir::Shape& in = g.tensor(n.inputs[0]).shape;
-  return group > 1 && in.size() == 4 && group == in[1];
+  return group > 1 && in.size() >= 3 && group == in[1];
 }
 
 bool is_pointwise(const Graph& g, const Node& n) {
   if (n.op != OpKind::kConv) return false;
   const auto& a = n.attr<ir::ConvAttrs>();
-  return a.group == 1 && a.kernel[0] == 1 && a.kernel[1] == 1 && a.stride[0] == 1 &&
-         a.stride[1] == 1 && a.pads == std::array<int64_t, 4>{0, 0, 0, 0};
+  auto all_equal = [](const ir::Dims& v, int64_t x) {
+    return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+  };
+  return a.group == 1 && all_equal(a.kernel, 1) && all_equal(a.stride, 1) && all_equal(a.pads, 0);
 }
 
 // The assignment of nodes to units while the rules run: owner[n] is the

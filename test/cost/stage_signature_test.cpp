@@ -185,9 +185,9 @@ TEST_CASE("stage signatures: the text of every attribute struct is pinned",
       "concurrent|conv{Conv(k=3x3,s=2x2,d=1x2,p=1,2,1,2,g=2)[x0:1x8x16x16,w:8x4x3x3,w:8]"
       "->[1x8x8x8] Clip(min=0,max=6)[u0.n0.0]->[1x8x8x8] Mul()[u0.n1.0,w:1x8x1x1]->[1x8x8x8] "
       "HardSigmoid(alpha=0.1666,beta=0.5)[u0.n2.0]->[1x8x8x8] Relu()[u0.n3.0]->[1x8x8x8*]}",
-      "concurrent|pool{MaxPool(k=3x3,s=2x2,p=0,0,1,1,cip=false,ceil=true)[x0:1x8x8x8]"
+      "concurrent|pool{MaxPool(k=3x3,s=2x2,d=1x1,p=0,0,1,1,cip=false,ceil=true)[x0:1x8x8x8]"
       "->[1x8x4x4*]}",
-      "concurrent|pool{AveragePool(k=3x3,s=1x1,p=1,1,1,1,cip=true,ceil=false)[x0:1x8x8x8]"
+      "concurrent|pool{AveragePool(k=3x3,s=1x1,d=1x1,p=1,1,1,1,cip=true,ceil=false)[x0:1x8x8x8]"
       "->[1x8x8x8] BatchNormalization(eps=0.001)[u0.n0.0,w:8,w:8,w:8,w:8]->[1x8x8x8*]}",
       "concurrent|concat{Concat(axis=1)[x0:1x8x8x8,x1:1x8x8x8]->[1x16x8x8*]}",
       "concurrent|layout{Slice(axes=1,3,starts=2,0,ends=10,8,steps=1,2)[x0:1x16x8x8]"
@@ -235,14 +235,14 @@ TEST_CASE("stage signatures: groups of several units and merge stages are pinned
   CHECK(concurrent ==
         "concurrent|layout{Slice(axes=1,3,starts=2,0,ends=10,8,steps=1,2)[x0:1x16x8x8]"
         "->[1x8x8x4*]};pool{ReduceMean(axes=2,3,keepdims=true)[u0.n0.0]->[1x8x1x1*]}|"
-        "pool{AveragePool(k=3x3,s=1x1,p=1,1,1,1,cip=true,ceil=false)[x1:1x8x8x8]->[1x8x8x8] "
+        "pool{AveragePool(k=3x3,s=1x1,d=1x1,p=1,1,1,1,cip=true,ceil=false)[x1:1x8x8x8]->[1x8x8x8] "
         "BatchNormalization(eps=0.001)[u0.n0.0,w:8,w:8,w:8,w:8]->[1x8x8x8*]}|"
-        "pool{MaxPool(k=3x3,s=2x2,p=0,0,1,1,cip=false,ceil=true)[x1:1x8x8x8]->[1x8x4x4*]};"
+        "pool{MaxPool(k=3x3,s=2x2,d=1x1,p=0,0,1,1,cip=false,ceil=true)[x1:1x8x8x8]->[1x8x4x4*]};"
         "pool{GlobalAveragePool()[u0.n0.0]->[1x8x1x1*]}");
   CHECK(merged ==
-        "merge|pool{AveragePool(k=3x3,s=1x1,p=1,1,1,1,cip=true,ceil=false)[x0:1x8x8x8]"
+        "merge|pool{AveragePool(k=3x3,s=1x1,d=1x1,p=1,1,1,1,cip=true,ceil=false)[x0:1x8x8x8]"
         "->[1x8x8x8] BatchNormalization(eps=0.001)[u0.n0.0,w:8,w:8,w:8,w:8]->[1x8x8x8*]};"
-        "pool{MaxPool(k=3x3,s=2x2,p=0,0,1,1,cip=false,ceil=true)[x0:1x8x8x8]->[1x8x4x4*]}");
+        "pool{MaxPool(k=3x3,s=2x2,d=1x1,p=0,0,1,1,cip=false,ceil=true)[x0:1x8x8x8]->[1x8x4x4*]}");
 }
 
 TEST_CASE("stage signatures: 16-bit tensors carry their type; float32 stages are unchanged",

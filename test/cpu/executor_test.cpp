@@ -267,7 +267,7 @@ struct MergeCase {
   std::vector<std::string> members;
 };
 
-MergeCase merge_1x1_3x3(bool epilogue, std::array<int64_t, 2> stride, int64_t channels = 5) {
+MergeCase merge_1x1_3x3(bool epilogue, ios::ir::Dims stride, int64_t channels = 5) {
   GraphBuilder b;
   const auto x = b.input("x", {2, channels, 8, 7});
   auto a = b.conv(x, channels, 6, {1, 1}, {0, 0, 0, 0}, "a_conv", stride);
@@ -297,7 +297,7 @@ void check_merge_case(const MergeCase& mc) {
   REQUIRE(spec.spec.has_value());
   // The merged kernel is the largest member kernel, so the members really
   // are zero-padded into it.
-  CHECK(spec.spec->conv.kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(spec.spec->conv.kernel == ios::ir::Dims{3, 3});
   const auto inputs = random_inputs(mc.graph, 4);
   const auto unmerged = run_graph_reference(mc.graph, inputs);  // one conv per member
   CpuExecutor exec(units, exec::lower(units, staged({merge(members)})), ExecutorOptions{2});
@@ -311,7 +311,7 @@ void check_merge_case(const MergeCase& mc) {
     const auto& out_shape = mc.graph.tensor(node.outputs[0]).shape;
     exec::HostTensor direct(out_shape);
     const auto& xin = inputs.at("x");
-    conv2d(KernelContext{1}, ConstView(xin.data.data(), xin.shape), w.data->data(),
+    conv(KernelContext{1}, ConstView(xin.data.data(), xin.shape), w.data->data(),
            mc.graph.tensor(node.inputs[2]).data->data(), node.attr<ir::ConvAttrs>(), View(direct.data.data(), out_shape));
     if (units.unit(unit(units, id)).nodes.size() > 1) {  // the ReLU epilogue
       for (float& v : direct.data) v = std::max(v, 0.0f);

@@ -53,8 +53,8 @@ class GraphBuilder {
   }
 
   // Conv with random weights and bias; pads {top, left, bottom, right}.
-  ir::TensorId conv(ir::TensorId x, int64_t in_channels, int64_t out_channels, std::array<int64_t, 2> kernel,
-                    std::array<int64_t, 4> pads, const std::string& output, std::array<int64_t, 2> stride = {1, 1},
+  ir::TensorId conv(ir::TensorId x, int64_t in_channels, int64_t out_channels, ios::ir::Dims kernel,
+                    ios::ir::Dims pads, const std::string& output, ios::ir::Dims stride = {1, 1},
                     int64_t group = 1) {
     ir::ConvAttrs a;
     a.kernel = kernel;

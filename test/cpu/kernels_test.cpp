@@ -58,13 +58,13 @@ void check_conv(const ConvCase& k, int threads, bool with_bias = true) {
   const auto w = random_values(k.m * (k.c / a.group) * a.kernel[0] * a.kernel[1], 2);
   const auto b = random_values(k.m, 3);
   std::vector<float> y(static_cast<size_t>(k.n * k.m * oh * ow), std::numeric_limits<float>::quiet_NaN());
-  conv2d(KernelContext{threads}, ConstView(x.data(), {k.n, k.c, k.h, k.w}), w.data(), with_bias ? b.data() : nullptr,
+  conv(KernelContext{threads}, ConstView(x.data(), {k.n, k.c, k.h, k.w}), w.data(), with_bias ? b.data() : nullptr,
          a, View(y.data(), {k.n, k.m, oh, ow}));
   require_close(y, naive_conv(k, x, w, with_bias ? &b : nullptr, oh, ow));
 }
 
-ir::ConvAttrs conv_attrs(std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride = {1, 1},
-                         std::array<int64_t, 4> pads = {0, 0, 0, 0}, std::array<int64_t, 2> dilation = {1, 1},
+ir::ConvAttrs conv_attrs(ios::ir::Dims kernel, ios::ir::Dims stride = {1, 1},
+                         ios::ir::Dims pads = {0, 0, 0, 0}, ios::ir::Dims dilation = {1, 1},
                          int64_t group = 1) {
   ir::ConvAttrs a;
   a.kernel = kernel;
@@ -115,7 +115,7 @@ TEST_CASE("conv2d writes a channel slice of a larger buffer and nothing else", "
   const auto b = random_values(3, 6);
   std::vector<float> big(2 * 8 * 25, -7.0f);
   const View slice(big.data() + 2 * 25, {2, 3, 5, 5}, 8 * 25);
-  conv2d(KernelContext{2}, ConstView(x.data(), {2, 3, 5, 5}), w.data(), b.data(), k.attrs, slice);
+  conv(KernelContext{2}, ConstView(x.data(), {2, 3, 5, 5}), w.data(), b.data(), k.attrs, slice);
   const auto expected = naive_conv(k, x, w, &b, 5, 5);
   for (int64_t n = 0; n < 2; ++n) {
     for (int64_t c = 0; c < 8; ++c) {
@@ -202,7 +202,7 @@ TEST_CASE("MatMul: 2-D and batched with broadcast", "[cpu][kernels]") {
 
 // --- Pooling ----------------------------------------------------------------
 
-ir::PoolAttrs pool_attrs(std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride, std::array<int64_t, 4> pads,
+ir::PoolAttrs pool_attrs(ios::ir::Dims kernel, ios::ir::Dims stride, ios::ir::Dims pads,
                          bool ceil_mode = false, bool count_include_pad = false) {
   ir::PoolAttrs a;
   a.kernel = kernel;

@@ -216,7 +216,7 @@ ConvAttrs conv3x3() {
   return a;
 }
 
-PoolAttrs pool3x3(bool include_pad = false, std::array<int64_t, 4> pads = {0, 0, 0, 0}) {
+PoolAttrs pool3x3(bool include_pad = false, ios::ir::Dims pads = {0, 0, 0, 0}) {
   PoolAttrs a;
   a.kernel = {3, 3};
   a.stride = {2, 2};
@@ -233,7 +233,7 @@ TEST_CASE("fold_pad folds a zero Pad into the conv reading it", "[ir][passes]") 
   REQUIRE(fold_pad(c.g) == 1);
   REQUIRE(c.g.num_nodes() == 1);
   const Node& conv = c.g.node(0);
-  CHECK(conv.attr<ConvAttrs>().pads == std::array<int64_t, 4>{2, 2, 3, 1});
+  CHECK(conv.attr<ConvAttrs>().pads == ios::ir::Dims{2, 2, 3, 1});
   CHECK(c.g.tensor(conv.inputs[0]).name == "x");
   infer_shapes(c.g);
   CHECK(c.g.tensor(conv.outputs[0]).shape == before);
@@ -265,7 +265,7 @@ TEST_CASE("fold_pad folds into pooling where the semantics match", "[ir][passes]
     const Shape before = c.g.tensor(c.y).shape;
     REQUIRE(fold_pad(c.g) == 1);
     const auto& a = c.g.node(0).attr<PoolAttrs>();
-    CHECK(a.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+    CHECK(a.pads == ios::ir::Dims{1, 1, 1, 1});
     CHECK(a.count_include_pad);
     infer_shapes(c.g);
     CHECK(c.g.tensor(c.g.node(0).outputs[0]).shape == before);
@@ -274,18 +274,18 @@ TEST_CASE("fold_pad folds into pooling where the semantics match", "[ir][passes]
     PadCase c = pad_case(OpKind::kAdd, {0, 0, 1, 0, 0, 0, 0, 1}, 0.0f, OpKind::kAveragePool,
                          pool3x3(true, {0, 1, 1, 0}));
     REQUIRE(fold_pad(c.g) == 1);
-    CHECK(c.g.node(0).attr<PoolAttrs>().pads == std::array<int64_t, 4>{1, 1, 1, 1});
+    CHECK(c.g.node(0).attr<PoolAttrs>().pads == ios::ir::Dims{1, 1, 1, 1});
   }
   {
     PadCase c = pad_case(OpKind::kAdd, {0, 0, 1, 1, 0, 0, 1, 1}, -INFINITY, OpKind::kMaxPool, pool3x3());
     REQUIRE(fold_pad(c.g) == 1);
-    CHECK(c.g.node(0).attr<PoolAttrs>().pads == std::array<int64_t, 4>{1, 1, 1, 1});
+    CHECK(c.g.node(0).attr<PoolAttrs>().pads == ios::ir::Dims{1, 1, 1, 1});
   }
   for (OpKind producer : {OpKind::kRelu, OpKind::kClip, OpKind::kSigmoid}) {
     PadCase c = pad_case(producer, {0, 0, 1, 1, 0, 0, 1, 1}, 0.0f, OpKind::kMaxPool, pool3x3());
     REQUIRE(fold_pad(c.g) == 1);
     REQUIRE(c.g.num_nodes() == 2);
-    CHECK(c.g.node(1).attr<PoolAttrs>().pads == std::array<int64_t, 4>{1, 1, 1, 1});
+    CHECK(c.g.node(1).attr<PoolAttrs>().pads == ios::ir::Dims{1, 1, 1, 1});
     CHECK(c.g.tensor(c.g.node(1).inputs[0]).name == "act");
   }
 }

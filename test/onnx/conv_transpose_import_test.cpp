@@ -36,6 +36,26 @@ ios::ir::Shape output_shape(const ios::onnx::ImportedModel& m) { return m.graph.
 
 }  // namespace
 
+TEST_CASE("ConvTranspose over one and three spatial axes", "[onnx][conv_transpose]") {
+  SECTION("nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1): twice the length") {
+    const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
+                                              ModelBuilder::ints(n, "strides", {2});
+                                              ModelBuilder::ints(n, "pads", {1, 1});
+                                              ModelBuilder::ints(n, "output_padding", {1});
+                                            }, 1, {1, 4, 5}).save("ct_1d.onnx"));
+    CHECK(output_shape(m) == ios::ir::Shape{1, 6, 10});
+  }
+  SECTION("nn.ConvTranspose3d(4, 6, 3, stride=(1, 2, 2)): frames kept, H and W doubled plus the kernel") {
+    const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
+                                              ModelBuilder::ints(n, "strides", {1, 2, 2});
+                                            }, 1, {1, 4, 2, 3, 3}).save("ct_3d.onnx"));
+    CHECK(output_shape(m) == ios::ir::Shape{1, 6, 4, 7, 7});
+    const auto& a = m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>();
+    CHECK(a.pads == ios::ir::Dims{0, 0, 0, 0, 0, 0});
+    CHECK(a.output_padding == ios::ir::Dims{0, 0, 0});
+  }
+}
+
 TEST_CASE("ConvTranspose's output length: strides, pads, output_padding, output_shape, auto_pad", "[onnx][conv_transpose]") {
   SECTION("nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1): twice the input") {
     const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
@@ -45,7 +65,7 @@ TEST_CASE("ConvTranspose's output length: strides, pads, output_padding, output_
                                            }).save("ct.onnx"));
     CHECK(output_shape(m) == ios::ir::Shape{1, 6, 10, 10});
     const auto& a = m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>();
-    CHECK(a.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+    CHECK(a.pads == ios::ir::Dims{1, 1, 1, 1});
   }
   SECTION("output_shape gives the pads (the extra one at the start)") {
     const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
@@ -54,7 +74,7 @@ TEST_CASE("ConvTranspose's output length: strides, pads, output_padding, output_
                                            }).save("ct_shape.onnx"));
     CHECK(output_shape(m) == ios::ir::Shape{1, 6, 10, 9});
     // Full length 11: one row of padding, at the start; two columns, one each side.
-    CHECK(m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>().pads == std::array<int64_t, 4>{1, 1, 0, 1});
+    CHECK(m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>().pads == ios::ir::Dims{1, 1, 0, 1});
   }
   SECTION("auto_pad SAME_UPPER: input times stride, the extra pad at the end") {
     const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
@@ -62,7 +82,7 @@ TEST_CASE("ConvTranspose's output length: strides, pads, output_padding, output_
                                              ModelBuilder::text(n, "auto_pad", "SAME_UPPER");
                                            }).save("ct_same.onnx"));
     CHECK(output_shape(m) == ios::ir::Shape{1, 6, 10, 10});
-    CHECK(m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>().pads == std::array<int64_t, 4>{0, 0, 1, 1});
+    CHECK(m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>().pads == ios::ir::Dims{0, 0, 1, 1});
   }
   SECTION("an output_shape past the full output: the extra rows are output padding") {
     const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
@@ -71,8 +91,8 @@ TEST_CASE("ConvTranspose's output length: strides, pads, output_padding, output_
                                            }).save("ct_longer.onnx"));
     CHECK(output_shape(m) == ios::ir::Shape{1, 6, 16, 10});
     const auto& a = m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>();
-    CHECK(a.output_padding == std::array<int64_t, 2>{1, 0});  // 3 * 4 + 3 = 15 rows, one more
-    CHECK(a.pads == std::array<int64_t, 4>{0, 1, 0, 0});  // 11 columns, one pad at the start
+    CHECK(a.output_padding == ios::ir::Dims{1, 0});  // 3 * 4 + 3 = 15 rows, one more
+    CHECK(a.pads == ios::ir::Dims{0, 1, 0, 0});  // 11 columns, one pad at the start
   }
   SECTION("groups") {
     const auto m = ios::onnx::import_model(conv_transpose([](auto& n) { ModelBuilder::integer(n, "group", 2); }, 2).save("ct_group.onnx"));
@@ -94,7 +114,8 @@ TEST_CASE("hostile ConvTranspose attributes are refused in one line naming the n
           "output_padding [2, 0] must be at least 0 and smaller than the stride (2) or the dilation (1)");
   refused("ct_op_negative.onnx", conv_transpose([](auto& n) { ModelBuilder::ints(n, "output_padding", {-1, 0}); }),
           "output_padding [-1, 0]");
-  refused("ct_3d.onnx", conv_transpose([](auto&) {}, 1, {1, 4, 3, 3, 3}), "only 2-D transposed convolutions");
+  // Four spatial axes: windows take one to three.
+  refused("ct_4d.onnx", conv_transpose([](auto&) {}, 1, {1, 4, 3, 3, 3, 3}), "or 3-D (N,C,T,H,W) input");
   refused("ct_group.onnx", conv_transpose([](auto& n) { ModelBuilder::integer(n, "group", 3); }, 2), "group 3");
   refused("ct_huge.onnx", conv_transpose([](auto& n) {
             ModelBuilder::ints(n, "dilations", {1 << 20, 1});

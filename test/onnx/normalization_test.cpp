@@ -111,7 +111,7 @@ TEST_CASE("the F.pad paddings chain folds and the Pad joins the conv", "[onnx][f
   b.output("y", 4);
   const auto model = import(b, "torch_pad_chain.onnx");
   REQUIRE(model.graph.num_nodes() == 1);
-  CHECK(model.graph.node(0).attr<ios::ir::ConvAttrs>().pads == std::array<int64_t, 4>{2, 1, 2, 1});
+  CHECK(model.graph.node(0).attr<ios::ir::ConvAttrs>().pads == ios::ir::Dims{2, 1, 2, 1});
   CHECK(model.graph.tensor(model.graph.outputs()[0]).shape == Shape{1, 3, 7, 5});
 }
 
@@ -234,14 +234,14 @@ TEST_CASE("Conv attributes: groups dilation asymmetric pads and auto_pad", "[onn
   REQUIRE(g.num_nodes() == 2);
   const auto& a1 = g.node(0).attr<ios::ir::ConvAttrs>();
   CHECK(a1.group == 4);
-  CHECK(a1.dilation == std::array<int64_t, 2>{2, 1});
-  CHECK(a1.pads == std::array<int64_t, 4>{2, 0, 1, 3});
-  CHECK(a1.kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(a1.dilation == ios::ir::Dims{2, 1});
+  CHECK(a1.pads == ios::ir::Dims{2, 0, 1, 3});
+  CHECK(a1.kernel == ios::ir::Dims{3, 3});
   // H: 9 + 3 - 5 + 1 = 8; W: 10 + 3 - 3 + 1 = 11
   CHECK(g.tensor(g.node(0).outputs[0]).shape == Shape{1, 8, 8, 11});
   const auto& a2 = g.node(1).attr<ios::ir::ConvAttrs>();
   // SAME_UPPER, stride 2: H 8 -> 4 needs total pad 1 (0 top, 1 bottom); W 11 -> 6 needs 2.
-  CHECK(a2.pads == std::array<int64_t, 4>{0, 1, 1, 1});
+  CHECK(a2.pads == ios::ir::Dims{0, 1, 1, 1});
   CHECK(g.tensor(g.outputs()[0]).shape == Shape{1, 4, 4, 6});
 }
 
@@ -271,7 +271,7 @@ TEST_CASE("pooling attributes and Pad folding through the importer", "[onnx][fol
   const Graph& g = model.graph;
   CHECK(count(g, OpKind::kPad) == 0);
   const auto& pa = only(g, OpKind::kAveragePool).attr<ios::ir::PoolAttrs>();
-  CHECK(pa.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+  CHECK(pa.pads == ios::ir::Dims{1, 1, 1, 1});
   CHECK(pa.count_include_pad);
   const auto& pm = only(g, OpKind::kMaxPool).attr<ios::ir::PoolAttrs>();
   CHECK(pm.ceil_mode);

@@ -56,8 +56,8 @@ TEST_CASE("Resize scales give floor(input * scale) rows and columns", "[onnx][re
   CHECK(model.graph.tensor(n.outputs[0]).shape == ios::ir::Shape{1, 2, 10, 9});
   CHECK(a.mode == resize::Mode::kLinear);
   CHECK(a.coordinates == resize::Coordinates::kPytorchHalfPixel);
-  CHECK(a.scale == std::array<float, 2>{2.0f, 1.5f});
-  CHECK(a.size == std::array<int64_t, 2>{10, 9});
+  CHECK(a.scale == std::vector<float>{2.0f, 1.5f});
+  CHECK(a.size == ios::ir::Dims{10, 9});
 }
 
 TEST_CASE("Resize sizes give the output and the scales out / in", "[onnx][resize]") {
@@ -68,8 +68,8 @@ TEST_CASE("Resize sizes give the output and the scales out / in", "[onnx][resize
   CHECK(a.mode == resize::Mode::kNearest);
   CHECK(a.coordinates == resize::Coordinates::kHalfPixel);
   CHECK(a.nearest == resize::Nearest::kCeil);
-  CHECK(a.size == std::array<int64_t, 2>{3, 12});
-  CHECK(a.scale == std::array<float, 2>{3.0f / 5.0f, 2.0f});
+  CHECK(a.size == ios::ir::Dims{3, 12});
+  CHECK(a.scale == std::vector<float>{3.0f / 5.0f, 2.0f});
 }
 
 TEST_CASE("Upsample (opset 9) and Resize-10 read as asymmetric Resize", "[onnx][resize]") {

@@ -172,7 +172,7 @@ TEST_CASE("torchvision models import as folded static flat graphs", "[onnx][mode
         }
         REQUIRE(onnx_pads.size() == 8);
         const auto& a = pool.attr<ios::ir::PoolAttrs>();
-        const std::array<int64_t, 4> expected{onnx_pads[2], onnx_pads[3], onnx_pads[6], onnx_pads[7]};
+        const ios::ir::Dims expected{onnx_pads[2], onnx_pads[3], onnx_pads[6], onnx_pads[7]};
         CHECK(a.pads == expected);
         const bool padded = onnx_pads[2] || onnx_pads[3] || onnx_pads[6] || onnx_pads[7];
         if (padded) CHECK(a.count_include_pad);

@@ -16,15 +16,15 @@ namespace {
 
 // A convolution on an H x W input with kernel k, pads {top, left, bottom,
 // right}, stride, dilation; the output size follows from them.
-ConvGeometry conv(std::array<int64_t, 2> k, std::array<int64_t, 4> pads, int64_t stride = 1,
+ConvGeometry conv(ios::ir::Dims k, ios::ir::Dims pads, int64_t stride = 1,
                   int64_t dilation = 1, int64_t h = 17, int64_t w = 17) {
   ConvGeometry g;
   g.conv.kernel = k;
   g.conv.pads = pads;
   g.conv.stride = {stride, stride};
   g.conv.dilation = {dilation, dilation};
-  g.input_hw = {h, w};
-  g.output_hw = {conv_output_size(h, k[0], stride, dilation, pads[0], pads[2]),
+  g.input_spatial = {h, w};
+  g.output_spatial = {conv_output_size(h, k[0], stride, dilation, pads[0], pads[2]),
                  conv_output_size(w, k[1], stride, dilation, pads[1], pads[3])};
   return g;
 }
@@ -34,21 +34,21 @@ ConvGeometry conv(std::array<int64_t, 2> k, std::array<int64_t, 4> pads, int64_t
 TEST_CASE("merge geometry: 1x1 with 3x3", "[merge]") {
   const auto r = merge_geometry({conv({1, 1}, {0, 0, 0, 0}), conv({3, 3}, {1, 1, 1, 1})});
   REQUIRE(r.merged.has_value());
-  CHECK(r.merged->conv.kernel == std::array<int64_t, 2>{3, 3});
-  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{1, 1, 1, 1});
-  CHECK(r.merged->kernel_offsets[0] == std::array<int64_t, 2>{1, 1});
-  CHECK(r.merged->kernel_offsets[1] == std::array<int64_t, 2>{0, 0});
+  CHECK(r.merged->conv.kernel == ios::ir::Dims{3, 3});
+  CHECK(r.merged->conv.pads == ios::ir::Dims{1, 1, 1, 1});
+  CHECK(r.merged->kernel_offsets[0] == ios::ir::Dims{1, 1});
+  CHECK(r.merged->kernel_offsets[1] == ios::ir::Dims{0, 0});
 }
 
 TEST_CASE("merge geometry: 1x3, 3x1 and 3x3", "[merge]") {
   const auto r = merge_geometry(
       {conv({1, 3}, {0, 1, 0, 1}), conv({3, 1}, {1, 0, 1, 0}), conv({3, 3}, {1, 1, 1, 1})});
   REQUIRE(r.merged.has_value());
-  CHECK(r.merged->conv.kernel == std::array<int64_t, 2>{3, 3});
-  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{1, 1, 1, 1});
-  CHECK(r.merged->kernel_offsets[0] == std::array<int64_t, 2>{1, 0});
-  CHECK(r.merged->kernel_offsets[1] == std::array<int64_t, 2>{0, 1});
-  CHECK(r.merged->kernel_offsets[2] == std::array<int64_t, 2>{0, 0});
+  CHECK(r.merged->conv.kernel == ios::ir::Dims{3, 3});
+  CHECK(r.merged->conv.pads == ios::ir::Dims{1, 1, 1, 1});
+  CHECK(r.merged->kernel_offsets[0] == ios::ir::Dims{1, 0});
+  CHECK(r.merged->kernel_offsets[1] == ios::ir::Dims{0, 1});
+  CHECK(r.merged->kernel_offsets[2] == ios::ir::Dims{0, 0});
 }
 
 TEST_CASE("merge geometry: strides, dilation and larger kernels", "[merge]") {
@@ -56,16 +56,16 @@ TEST_CASE("merge geometry: strides, dilation and larger kernels", "[merge]") {
   auto r = merge_geometry({conv({5, 5}, {2, 2, 2, 2}, 2), conv({3, 3}, {1, 1, 1, 1}, 2),
                            conv({1, 1}, {0, 0, 0, 0}, 2)});
   REQUIRE(r.merged.has_value());
-  CHECK(r.merged->conv.kernel == std::array<int64_t, 2>{5, 5});
-  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{2, 2, 2, 2});
-  CHECK(r.merged->conv.stride == std::array<int64_t, 2>{2, 2});
-  CHECK(r.merged->kernel_offsets[1] == std::array<int64_t, 2>{1, 1});
-  CHECK(r.merged->kernel_offsets[2] == std::array<int64_t, 2>{2, 2});
+  CHECK(r.merged->conv.kernel == ios::ir::Dims{5, 5});
+  CHECK(r.merged->conv.pads == ios::ir::Dims{2, 2, 2, 2});
+  CHECK(r.merged->conv.stride == ios::ir::Dims{2, 2});
+  CHECK(r.merged->kernel_offsets[1] == ios::ir::Dims{1, 1});
+  CHECK(r.merged->kernel_offsets[2] == ios::ir::Dims{2, 2});
   // Dilation 2: the 1x1 sits one kernel step (two input rows) in.
   r = merge_geometry({conv({3, 3}, {2, 2, 2, 2}, 1, 2), conv({1, 1}, {0, 0, 0, 0}, 1, 2)});
   REQUIRE(r.merged.has_value());
-  CHECK(r.merged->conv.pads == std::array<int64_t, 4>{2, 2, 2, 2});
-  CHECK(r.merged->conv.dilation == std::array<int64_t, 2>{2, 2});
+  CHECK(r.merged->conv.pads == ios::ir::Dims{2, 2, 2, 2});
+  CHECK(r.merged->conv.dilation == ios::ir::Dims{2, 2});
   // Valid (unpadded) 3x3 with 1x1: offsets line up only with zero-padded
   // outputs of different size, rejected.
   r = merge_geometry({conv({3, 3}, {0, 0, 0, 0}), conv({1, 1}, {0, 0, 0, 0})});
@@ -112,10 +112,10 @@ TEST_CASE("merge geometry: the merged formula reproduces each member's rows", "[
         const int64_t o = r.merged->kernel_offsets[k][axis];
         REQUIRE(o >= 0);
         REQUIRE(o + c.kernel[axis] <= m.kernel[axis]);
-        CHECK(conv_output_size(members[k].input_hw[axis], m.kernel[axis], m.stride[axis],
+        CHECK(conv_output_size(members[k].input_spatial[axis], m.kernel[axis], m.stride[axis],
                                m.dilation[axis], m.pads[axis], m.pads[axis + 2]) ==
-              members[k].output_hw[axis]);
-        for (int64_t i = 0; i < members[k].output_hw[axis]; ++i) {
+              members[k].output_spatial[axis]);
+        for (int64_t i = 0; i < members[k].output_spatial[axis]; ++i) {
           for (int64_t t = 0; t < c.kernel[axis]; ++t) {
             const int64_t merged_row = i * m.stride[axis] - m.pads[axis] + (t + o) * m.dilation[axis];
             const int64_t member_row = i * c.stride[axis] - c.pads[axis] + t * c.dilation[axis];
@@ -149,7 +149,7 @@ TensorId add_const(Graph& g, const std::string& name, Shape shape, float base) {
 }
 
 TensorId add_conv(Graph& g, TensorId x, const std::string& name, int64_t out_c,
-                  std::array<int64_t, 2> k, std::array<int64_t, 4> pads, int64_t stride,
+                  ios::ir::Dims k, ios::ir::Dims pads, int64_t stride,
                   bool bias, float base, const std::vector<OpKind>& epilogue, float clip_max = 6.0f) {
   const Shape in = g.tensor(x).shape;  // a copy: add_tensor may move tensors
   Node conv;
@@ -230,14 +230,14 @@ TEST_CASE("check_merge: legality on a unit graph and weight placement", "[merge]
   CHECK(spec.input == x);
   CHECK(spec.in_channels == 4);
   CHECK(spec.out_channels == 6);
-  CHECK(spec.conv.kernel == std::array<int64_t, 2>{3, 3});
-  CHECK(spec.conv.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+  CHECK(spec.conv.kernel == ios::ir::Dims{3, 3});
+  CHECK(spec.conv.pads == ios::ir::Dims{1, 1, 1, 1});
   REQUIRE(spec.members.size() == 3);
   CHECK(spec.members[0].channel_offset == 0);
   CHECK(spec.members[1].channel_offset == 2);
   CHECK(spec.members[2].channel_offset == 5);
-  CHECK(spec.members[0].kernel_offset == std::array<int64_t, 2>{1, 1});
-  CHECK(spec.members[2].kernel_offset == std::array<int64_t, 2>{1, 0});
+  CHECK(spec.members[0].kernel_offset == ios::ir::Dims{1, 1});
+  CHECK(spec.members[2].kernel_offset == ios::ir::Dims{1, 0});
 
   CHECK_FALSE(check_merge(units, {a}).spec.has_value());
   CHECK_THAT(check_merge(units, {a, d}).reason, Catch::Contains("stride"));

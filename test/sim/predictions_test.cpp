@@ -204,12 +204,12 @@ std::vector<std::pair<sched::UnitId, sched::UnitId>> asymmetric_pairs(const sche
     const sched::Unit& unit = units.unit(u);
     return graph.node(unit.anchor).op == ir::OpKind::kConv
                ? graph.node(unit.anchor).attr<ir::ConvAttrs>().kernel
-               : std::array<int64_t, 2>{0, 0};
+               : ios::ir::Dims{0, 0};
   };
   std::vector<std::pair<sched::UnitId, sched::UnitId>> pairs;
   for (sched::UnitId a = block.begin; a < block.end; ++a) {
     for (sched::UnitId b = block.begin; b < block.end; ++b) {
-      if (kernel_of(a) == std::array<int64_t, 2>{1, 3} && kernel_of(b) == std::array<int64_t, 2>{3, 1} &&
+      if (kernel_of(a) == ios::ir::Dims{1, 3} && kernel_of(b) == ios::ir::Dims{3, 1} &&
           units.unit(a).inputs == units.unit(b).inputs) {
         pairs.emplace_back(a, b);
       }

@@ -1,4 +1,4 @@
-// ConvTranspose: 2-D transposed convolution of NCHW tensors (U-Net's
+// ConvTranspose: 1-D, 2-D and 3-D transposed convolution (U-Net's
 // up-sampling), grouped and dilated, with output padding, explicit or
 // automatic pads, or an output_shape; bias optional.
 //
@@ -28,19 +28,31 @@ int64_t full_length(int64_t in, int64_t k, int64_t s, int64_t d, int64_t op) {
 Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
   const Shape& x = in.at(0);
   const Shape& w = in.at(1);
-  need_rank(r, x, 4, "only 2-D transposed convolutions (4-D NCHW input) are supported");
-  need_rank(r, w, 4, "only 2-D transposed convolutions (4-D weights) are supported");
+  const size_t rank = window_rank(r, x, "ConvTranspose");
+  if (w.size() != x.size()) {
+    r.fail("weights have shape {}; a {}-D transposed convolution takes weights of rank {}", to_string(w), rank,
+           x.size());
+  }
   ConvTransposeAttrs a;
-  a.kernel = pair_attr(r, "kernel_shape", {w[2], w[3]});
-  a.stride = pair_attr(r, "strides", {1, 1});
-  a.dilation = pair_attr(r, "dilations", {1, 1});
+  a.kernel = spatial_attr(r, "kernel_shape", rank, Dims(w.begin() + 2, w.end()));
+  a.stride = spatial_attr(r, "strides", rank, filled(rank, 1));
+  a.dilation = spatial_attr(r, "dilations", rank, filled(rank, 1));
+  a.pads = filled(2 * rank, 0);
+  a.output_padding = filled(rank, 0);
   a.group = r.get_int("group", 1);
   if (a.group < 1) r.fail("group {} must be at least 1", a.group);
-  const auto output_padding = r.get_ints("output_padding").value_or(std::vector<int64_t>{0, 0});
-  if (output_padding.size() != 2) {
-    r.fail("output_padding has {} values; a 2-D transposed convolution takes 2", output_padding.size());
+  for (size_t k = 0; k < rank; ++k) {
+    if (a.stride[k] < 1 || a.dilation[k] < 1) {
+      r.fail("strides [{}] and dilations [{}] must be at least 1", fmt::join(a.stride, ", "),
+             fmt::join(a.dilation, ", "));
+    }
   }
-  for (size_t k = 0; k < 2; ++k) {
+  const auto output_padding = r.get_ints("output_padding").value_or(filled(rank, 0));
+  if (output_padding.size() != rank) {
+    r.fail("output_padding has {} values; a {}-D transposed convolution takes {}", output_padding.size(), rank,
+           rank);
+  }
+  for (size_t k = 0; k < rank; ++k) {
     const int64_t op = output_padding[k];
     // ONNX: smaller than the stride or the dilation; beyond both it adds
     // rows that no input reaches.
@@ -55,17 +67,18 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
   const auto output_shape = r.get_ints("output_shape");
   if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     if (r.has("pads")) r.fail("has pads together with {}; ONNX computes the pads from it", output_shape ? "output_shape" : "auto_pad");
-    std::vector<int64_t> target(2);
+    Dims target(rank);
     if (output_shape) {
-      // Either the spatial dims or the whole [N, C, H, W].
-      if (output_shape->size() != 2 && output_shape->size() != 4) {
-        r.fail("output_shape [{}] must give H and W (or N, C, H and W)", fmt::join(*output_shape, ", "));
+      // Either the spatial dims or the whole [N, C, spatial...].
+      if (output_shape->size() != rank && output_shape->size() != rank + 2) {
+        r.fail("output_shape [{}] must give the {} spatial lengths (or N, C and them)", fmt::join(*output_shape, ", "),
+               rank);
       }
-      target = {output_shape->at(output_shape->size() - 2), output_shape->back()};
+      target.assign(output_shape->end() - static_cast<std::ptrdiff_t>(rank), output_shape->end());
     } else {
-      target = {x[2] * a.stride[0], x[3] * a.stride[1]};
+      for (size_t k = 0; k < rank; ++k) target[k] = x[2 + k] * a.stride[k];
     }
-    for (size_t k = 0; k < 2; ++k) {
+    for (size_t k = 0; k < rank; ++k) {
       if (target[k] < 1) r.fail("output length {} along axis {} must be at least 1", target[k], 2 + k);
       const int64_t total = full_length(x[2 + k], a.kernel[k], a.stride[k], a.dilation[k], a.output_padding[k]) - target[k];
       if (total < 0) {
@@ -77,7 +90,7 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
       // ONNX: SAME_UPPER puts the extra pad at the end; otherwise at the start.
       const int64_t half = total / 2;
       a.pads[k] = auto_pad == "SAME_UPPER" ? half : total - half;
-      a.pads[k + 2] = total - a.pads[k];
+      a.pads[k + rank] = total - a.pads[k];
     }
     return a;
   }
@@ -86,11 +99,13 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
   }
   if (auto_pad == "NOTSET") {
     if (auto pads = r.get_ints("pads")) {
-      if (pads->size() != 4) r.fail("pads has {} values; a 2-D transposed convolution takes 4", pads->size());
+      if (pads->size() != 2 * rank) {
+        r.fail("pads has {} values; a {}-D transposed convolution takes {}", pads->size(), rank, 2 * rank);
+      }
       for (int64_t p : *pads) {
         if (p < 0) r.fail("pads [{}] must be at least 0", fmt::join(*pads, ", "));
       }
-      for (size_t k = 0; k < 4; ++k) a.pads[k] = (*pads)[k];
+      a.pads = *pads;
     }
   }
   return a;
@@ -98,46 +113,51 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
 
 Shape conv_transpose_one(const Node& node, const std::vector<Shape>& in) {
   need_inputs(node, in, 2, 3);
-  need_rank(node, in, 0, 4);
-  need_rank(node, in, 1, 4);
   const auto& a = node.attr<ConvTransposeAttrs>();
+  const size_t rank = a.spatial_rank();
+  need_rank(node, in, 0, rank + 2);
+  need_rank(node, in, 1, rank + 2);
+  if (rank < 1 || rank > 3 || a.stride.size() != rank || a.dilation.size() != rank || a.pads.size() != 2 * rank ||
+      a.output_padding.size() != rank) {
+    fail(node, in, "the attributes do not describe a {}-D transposed convolution", rank);
+  }
   const Shape& x = in[0];
   const Shape& w = in[1];
-  // Weights [C_in, C_out / group, kh, kw].
+  // Weights [C_in, C_out / group, k...].
   if (a.group < 1 || x[1] != w[0] || w[0] % a.group != 0) {
     fail(node, in, "{} input channels do not fit weights {} with group {}", x[1], to_string(w), a.group);
   }
-  if (w[2] != a.kernel[0] || w[3] != a.kernel[1]) {
-    fail(node, in, "kernel {}x{} differs from the weight shape", a.kernel[0], a.kernel[1]);
+  if (!std::equal(a.kernel.begin(), a.kernel.end(), w.begin() + 2)) {
+    fail(node, in, "kernel {} differs from the weight shape", to_string(a.kernel));
   }
   const int64_t channels = w[1] * a.group;
   if (in.size() == 3 && in[2] != Shape{channels}) fail(node, in, "the bias must have shape {}", channels);
-  Shape out{x[0], channels, 0, 0};
-  for (size_t k = 0; k < 2; ++k) {
-    if (a.kernel[k] < 1 || a.stride[k] < 1 || a.dilation[k] < 1 || a.pads[k] < 0 || a.pads[k + 2] < 0) {
+  Shape out{x[0], channels};
+  for (size_t k = 0; k < rank; ++k) {
+    if (a.kernel[k] < 1 || a.stride[k] < 1 || a.dilation[k] < 1 || a.pads[k] < 0 || a.pads[k + rank] < 0) {
       fail(node, in, "kernel, stride and dilation must be >= 1 and pads >= 0");
     }
     // Each term is at most 2^20 (the importer's attribute bounds) times an
     // input length, so the sum cannot overflow before this check.
     const int64_t length = full_length(x[2 + k], a.kernel[k], a.stride[k], a.dilation[k], a.output_padding[k]) -
-                           a.pads[k] - a.pads[k + 2];
+                           a.pads[k] - a.pads[k + rank];
     if (length < 1) fail(node, in, "the pads leave no output along axis {}", 2 + k);
     if (length > kMaxLength) {
       fail(node, in, "the output would be {} long along axis {}, more than 2^24; check strides and dilations", length,
            2 + k);
     }
-    out[2 + k] = length;
+    out.push_back(length);
   }
   return out;
 }
 
 Shapes conv_transpose_shapes(const Node& node, const Shapes& in) { return {conv_transpose_one(node, in)}; }
 
-// Each input element meets C_out/group * kh * kw weights: the products per
+// Each input element meets C_out/group times the kernel's volume of weights: the products per
 // output element are that times the input's elements over the output's.
 double conv_transpose_flops(const Graph& g, const Node& n) {
   const Shape& w = input_shape(g, n, 1);
-  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) * static_cast<double>(w[1] * w[2] * w[3]);
+  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) * static_cast<double>(num_elements(w) / w[0]);
   const bool bias = n.inputs.size() > 2;
   return 2.0 * products + (bias ? output_elements(g, n) : 0.0);
 }
@@ -145,7 +165,7 @@ double conv_transpose_flops(const Graph& g, const Node& n) {
 double conv_transpose_reduction(const Graph& g, const Node& n) {
   const double out = output_elements(g, n);
   const Shape& w = input_shape(g, n, 1);
-  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) * static_cast<double>(w[1] * w[2] * w[3]);
+  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) * static_cast<double>(num_elements(w) / w[0]);
   return out > 0 ? std::max(1.0, products / out) : 1.0;
 }
 

@@ -1,5 +1,6 @@
-// Resize (opset 10+) and Upsample (opset 7-9): resampling on H and W, a window operator like a
-// pool (it takes epilogues).
+// Resize (opset 10+) and Upsample (opset 7-9): resampling on the spatial axes
+// of N,C,L, N,C,H,W and N,C,T,H,W tensors (linear is linear, bilinear or
+// trilinear by rank), a window operator like a pool (it takes epilogues).
 //
 // Its entries in the operator table (ir/op_info.h), with their attribute
 // parsers, shape functions and work (docs/architecture.md, "Adding an
@@ -58,13 +59,16 @@ resize::Nearest resize_nearest(const AttributeReader& r) {
 
 Attrs parse_resize(const AttributeReader& r, const Shapes& in) {
   const Shape& x = in.at(0);
-  need_rank(r, x, 4, "only 4-D NCHW input is resized (on H and W)");
+  const size_t spatial = window_rank(r, x, r.op_type());
+  const size_t rank = x.size();
   const bool upsample = r.op_type() == "Upsample";
   ResizeAttrs a;
+  a.scale.assign(spatial, 1.0f);
+  a.size.assign(spatial, 1);
   const std::string mode = r.get_string("mode", "nearest");
   if (mode == "nearest") {
     a.mode = resize::Mode::kNearest;
-  } else if (mode == "linear" || (upsample && mode == "bilinear")) {
+  } else if (mode == "linear" || (upsample && (mode == "bilinear" || mode == "trilinear"))) {
     a.mode = resize::Mode::kLinear;
   } else {
     r.fail("mode '{}' is not supported (supported: nearest, linear)", mode);
@@ -105,12 +109,12 @@ Attrs parse_resize(const AttributeReader& r, const Shapes& in) {
     r.fail("exactly one of scales and sizes must be given");
 
   if (scales) {
-    if (scales->size() != 4) r.fail("has {} scales for a 4-D input", scales->size());
+    if (scales->size() != rank) r.fail("has {} scales for a {}-D input", scales->size(), rank);
     if ((*scales)[0] != 1.0 || (*scales)[1] != 1.0) {
-      r.fail("resizes the batch or channel axis (scales [{}]); only H and W are resized",
+      r.fail("resizes the batch or channel axis (scales [{}]); only the spatial axes are resized",
              fmt::join(*scales, ", "));
     }
-    for (size_t d = 0; d < 2; ++d) {
+    for (size_t d = 0; d < spatial; ++d) {
       const auto s = static_cast<float>((*scales)[2 + d]);
       if (!(s > 0.0f) || !std::isfinite(s))
         r.fail("scale {} is not a positive finite number", (*scales)[2 + d]);
@@ -134,13 +138,13 @@ Attrs parse_resize(const AttributeReader& r, const Shapes& in) {
       }
     }
   } else {
-    if (sizes->size() != 4) r.fail("has {} sizes for a 4-D input", sizes->size());
+    if (sizes->size() != rank) r.fail("has {} sizes for a {}-D input", sizes->size(), rank);
     if ((*sizes)[0] != x[0] || (*sizes)[1] != x[1]) {
       r.fail(
-          "resizes the batch or channel axis (sizes [{}] for input {}); only H and W are resized",
+          "resizes the batch or channel axis (sizes [{}] for input {}); only the spatial axes are resized",
           fmt::join(*sizes, ", "), to_string(x));
     }
-    for (size_t d = 0; d < 2; ++d) {
+    for (size_t d = 0; d < spatial; ++d) {
       const int64_t out = (*sizes)[2 + d];
       if (out < 1 || out > (int64_t{1} << 31)) r.fail("size {} is out of range", out);
       a.size[d] = out;
@@ -152,21 +156,34 @@ Attrs parse_resize(const AttributeReader& r, const Shapes& in) {
 
 Shapes resize_shapes(const Node& node, const Shapes& in) {
   need_inputs(node, in, 1, 1);
-  need_rank(node, in, 0, 4);
   const auto& a = node.attr<ResizeAttrs>();
-  if (a.size[0] < 1 || a.size[1] < 1)
-    fail(node, in, "output size {}x{} is empty", a.size[0], a.size[1]);
-  return {{in[0][0], in[0][1], a.size[0], a.size[1]}};
+  need_rank(node, in, 0, a.spatial_rank() + 2);
+  if (a.scale.size() != a.size.size()) fail(node, in, "{} scales for {} sizes", a.scale.size(), a.size.size());
+  for (int64_t size : a.size) {
+    if (size < 1) fail(node, in, "output size {} is empty", to_string(a.size));
+  }
+  Shape out{in[0][0], in[0][1]};
+  out.insert(out.end(), a.size.begin(), a.size.end());
+  return {out};
 }
 
-// Bilinear: four weight products, four multiplies and three adds per output
-// (ir/resize_math.h); nearest only copies.
+// Linear interpolation reads 2^axes taps: one multiply and one add per tap
+// for the weighted sum, and the taps' weights, a product of one weight per
+// axis (bilinear: four weight products, four multiplies, three adds: 11;
+// ir/resize_math.h); nearest only copies.
+double resize_taps(const Node& n) {
+  return static_cast<double>(int64_t{1} << n.attr<ResizeAttrs>().spatial_rank());
+}
+
 double resize_flops(const Graph& g, const Node& n) {
-  return n.attr<ResizeAttrs>().mode == resize::Mode::kLinear ? 11.0 * output_elements(g, n) : 0.0;
+  if (n.attr<ResizeAttrs>().mode != resize::Mode::kLinear) return 0.0;
+  const double taps = resize_taps(n);
+  const double axes = static_cast<double>(n.attr<ResizeAttrs>().spatial_rank());
+  return (taps * (axes - 1.0) + 2.0 * taps - 1.0) * output_elements(g, n);
 }
 
 double resize_reduction(const Graph&, const Node& n) {
-  return n.attr<ResizeAttrs>().mode == resize::Mode::kLinear ? 4.0 : 1.0;
+  return n.attr<ResizeAttrs>().mode == resize::Mode::kLinear ? resize_taps(n) : 1.0;
 }
 
 }  // namespace
