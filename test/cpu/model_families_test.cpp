@@ -374,7 +374,8 @@ TEST_CASE("model family vs float64 truth: r2plus1d_18 on 4x28x28 clips", "[cpu][
   check_family_model("r2plus1d_18-4x28x28.onnx");
 }
 // S3D's final AvgPool3d has a fixed 2x7x7 kernel: its smallest clip,
-// 13x209x209, is 30 GFLOP, too much for every scheduler's CPU run in CI, and
+// 13x209x209, is 30 GFLOP (every scheduler's CPU run together 17 s, its
+// export up to 45 s: more than CI's budget leaves), and
 // scripts/make-models.sh does not export it. Run by name after
 //   onnx_models/export_models.py --truth --out-dir onnx_models/generated
 //       --models s3d --image-size 13x209x209
