@@ -508,13 +508,30 @@ void convert_to_min_opset(ModelProto& model, int64_t opset, const std::string& f
     const std::string what = e.what();
     user_error("{}: the ONNX checker rejected the model: {}", file, what.substr(0, what.find('\n')));
   }
+  // The checker lets a graph output name a value nothing defines; the
+  // converter's graph import then writes through a null pointer.
+  std::unordered_set<std::string> defined;
+  for (const auto& v : model.graph().input()) defined.insert(v.name());
+  for (const TensorProto& t : model.graph().initializer()) defined.insert(t.name());
+  for (const NodeProto& node : model.graph().node()) {
+    defined.insert(node.output().begin(), node.output().end());
+  }
+  for (const auto& v : model.graph().output()) {
+    if (!defined.count(v.name())) {
+      user_error(
+          "{}: graph output '{}' is not produced by any node; ios needs every output "
+          "computed by the graph",
+          file, v.name());
+    }
+  }
   // The broadcast adapters read their operands' shapes from the graph's
   // value_info; a lenient inference leaves unknown what it cannot infer.
   ModelProto inferred = model;
   try {
     const ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*error_mode=*/0,
                                                 /*enable_data_propagation=*/false);
-    ::onnx::shape_inference::InferShapes(inferred, ::onnx::OpSchemaRegistry::Instance(), options);
+    const ImportSchemas schemas;  // ONNX's own Conv inference crashes on some ranks
+    ::onnx::shape_inference::InferShapes(inferred, &schemas, options);
   } catch (const std::exception& e) {
     converter_failed(e);
   }

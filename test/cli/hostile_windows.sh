@@ -39,6 +39,16 @@ save("conv_transpose3d_output_padding",
 save("conv_transpose1d_huge",
      helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="t1", strides=[1 << 20], dilations=[1 << 20]),
      [1, 4, 64], [("w", np.ones((4, 2, 3), np.float32))])
+# auto_pad SAME with output_padding: ONNX's shape inference and the
+# specification disagree on the length (an internal error before the fix).
+save("conv_transpose1d_same_output_padding",
+     helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="t1s", strides=[2], output_padding=[1],
+                      auto_pad="SAME_UPPER"),
+     [1, 4, 8], [("w", np.ones((4, 2, 3), np.float32))])
+# Weights of another rank than the input, no kernel_shape: ONNX 1.12's
+# inference read from address 0 on them (found by the fuzzer).
+save("conv_transpose_weights_rank3_input_rank2",
+     helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="tw"), [1, 4], [("w", np.ones((4, 4, 3), np.float32))])
 save("batch_norm3d_wrong_length", helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn"),
      [1, 3, 2, 4, 4], [(n, np.ones(4, np.float32)) for n in "sbmv"])
 save("prelu3d_wrong_slope", helper.make_node("PRelu", ["x", "s"], ["y"], name="pr"), [1, 3, 2, 4, 4],
@@ -58,6 +68,8 @@ refused pool1d_dilation_over_bound "node 'p1' \\(MaxPool\\): attribute 'dilation
 refused pool_four_spatial_axes "node 'p4' \\(MaxPool\\): input has shape 1x3x4x4x4x4; MaxPool takes 1-D \\(N,C,L\\), 2-D \\(N,C,H,W\\) or 3-D"
 refused conv_transpose3d_output_padding "node 't3' \\(ConvTranspose\\): output_padding \\[0, 2, 0\\] must be at least 0 and smaller than the stride"
 refused conv_transpose1d_huge "node 't1' \\(ConvTranspose\\).*more than 2\\^24"
+refused conv_transpose1d_same_output_padding "node 't1s' \\(ConvTranspose\\): auto_pad SAME_UPPER .*ONNX's shape inference gives length 17, the ONNX specification 16"
+refused conv_transpose_weights_rank3_input_rank2 "node name: tw.*the weights have rank 3 and the input rank 2"
 refused batch_norm3d_wrong_length "node 'bn' \\(BatchNormalization\\).*parameter 1 must have shape 3"
 refused prelu3d_wrong_slope "node 'pr' \\(PRelu\\): the slope has shape 4x1x1x1"
 refused resize3d_overflow "node 'r3' \\(Resize\\): its output 'y' has shape 1x3x4000000x8000000x8000000, more than 2\\^34 elements"

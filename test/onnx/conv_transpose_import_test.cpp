@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "import_error.h"
@@ -129,12 +130,57 @@ TEST_CASE("hostile ConvTranspose attributes are refused in one line naming the n
   CHECK(import_error(conv_transpose([](auto& n) { ModelBuilder::ints(n, "output_shape", {0, 5}); })
                          .save("ct_shape_zero.onnx"))
             .find("node name: up") != std::string::npos);
+  // auto_pad SAME where ONNX's shape inference and the specification give
+  // different lengths (an output_padding; a stride past the kernel, in 1-D
+  // and 3-D): refused, not an internal error when the two shapes meet.
+  refused("ct_same_op.onnx", conv_transpose([](auto& n) {
+            ModelBuilder::ints(n, "strides", {2, 2});
+            ModelBuilder::ints(n, "output_padding", {1, 0});
+            ModelBuilder::text(n, "auto_pad", "SAME_UPPER");
+          }),
+          "auto_pad SAME_UPPER with kernel 3, stride 2, dilation 1 and output_padding 1 on axis 2: ONNX's shape "
+          "inference gives length 11, the ONNX specification 10");
+  refused("ct_same_1d.onnx", conv_transpose([](auto& n) {
+            ModelBuilder::ints(n, "strides", {5});
+            ModelBuilder::text(n, "auto_pad", "SAME_LOWER");
+          }, 1, {1, 4, 8}),
+          "gives length 38, the ONNX specification 40; re-export with explicit pads");
+  refused("ct_same_3d.onnx", conv_transpose([](auto& n) {
+            ModelBuilder::ints(n, "strides", {1, 4, 2});
+            ModelBuilder::text(n, "auto_pad", "SAME_LOWER");
+          }, 1, {1, 4, 2, 3, 3}),
+          "on axis 3: ONNX's shape inference gives length 11, the ONNX specification 12");
   SECTION("zero and negative strides are refused before shape inference") {
     for (int64_t stride : {0, -2}) {
       const std::string message =
           import_error(conv_transpose([&](auto& n) { ModelBuilder::ints(n, "strides", {stride, 1}); }).save("ct_stride.onnx"));
       CHECK(message.find("'up' (ConvTranspose): attribute 'strides' has the value " + std::to_string(stride)) !=
             std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("Conv and ConvTranspose with weights of another rank than the input never crash", "[onnx][conv_transpose][errors]") {
+  // Found by the ONNX import fuzzer: without kernel_shape, ONNX 1.12's
+  // inference takes a kernel length per spatial axis of the weights and a
+  // dilation per spatial axis of the input, and read from address 0 (input
+  // N,C: no spatial axis) or past its list (1-D input, 3-D weights). The
+  // opset-1 model goes through the version converter's inference first.
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    for (const auto& [opset, x_dims, w_dims] :
+         {std::tuple<int64_t, std::vector<int64_t>, std::vector<int64_t>>{13, {1, 4}, {4, 4, 3}},
+          {1, {1, 4}, {4, 4, 3}},
+          {13, {1, 4, 8}, {4, 4, 3, 3, 3}}}) {
+      ModelBuilder b(opset);
+      b.input("x", x_dims);
+      b.ramp_weight("w", w_dims);
+      b.node(op, {"x", "w"}, {"y"}, "c");
+      b.output("y", 3);
+      const std::string message = import_error(b.save("window_weight_rank.onnx"));
+      INFO(op << " at opset " << opset << ": " << message);
+      CHECK(message.find("node name: c") != std::string::npos);
+      CHECK(message.find("the weights have rank " + std::to_string(w_dims.size()) + " and the input rank " +
+                         std::to_string(x_dims.size())) != std::string::npos);
     }
   }
 }

@@ -275,4 +275,16 @@ TEST_CASE("opset 6 models are converted to opset 9 by ONNX's version converter",
     CHECK(message.find("opset6_bad.onnx: the ONNX checker rejected the model") != std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
   }
+  SECTION("a graph output nothing produces is named before the converter") {
+    // Found by the ONNX import fuzzer: the checker accepts it, and ONNX's
+    // converter wrote through a null pointer on it.
+    ModelBuilder c(6);
+    c.input("x", {2, 3});
+    c.node("Relu", {"x"}, {"y"}, "relu");
+    c.output("z", 2);
+    const std::string message = import_error(c.save("opset6_undefined_output.onnx"));
+    CHECK(message.find("opset6_undefined_output.onnx: graph output 'z' is not produced by any node") !=
+          std::string::npos);
+    CHECK(message.find('\n') == std::string::npos);
+  }
 }

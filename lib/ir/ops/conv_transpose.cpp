@@ -76,7 +76,26 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
       }
       target.assign(output_shape->end() - static_cast<std::ptrdiff_t>(rank), output_shape->end());
     } else {
-      for (size_t k = 0; k < rank; ++k) target[k] = x[2 + k] * a.stride[k];
+      for (size_t k = 0; k < rank; ++k) {
+        target[k] = x[2 + k] * a.stride[k];
+        // The specification (and ONNX Runtime) make the output input times
+        // stride; ONNX's shape inference instead pads by the effective
+        // kernel less the stride, at least 0, which differs with an
+        // output_padding or a stride past the kernel. Refuse rather than
+        // pick one of the two lengths.
+        const int64_t effective = (a.kernel[k] - 1) * a.dilation[k] + 1;
+        const int64_t inferred =
+            full_length(x[2 + k], a.kernel[k], a.stride[k], a.dilation[k], a.output_padding[k]) -
+            std::max<int64_t>(0, effective - a.stride[k]);
+        if (inferred != target[k]) {
+          r.fail(
+              "auto_pad {} with kernel {}, stride {}, dilation {} and output_padding {} on "
+              "axis {}: ONNX's shape inference gives length {}, the ONNX specification {}; "
+              "re-export with explicit pads",
+              auto_pad, a.kernel[k], a.stride[k], a.dilation[k], a.output_padding[k], 2 + k,
+              inferred, target[k]);
+        }
+      }
     }
     for (size_t k = 0; k < rank; ++k) {
       if (target[k] < 1) r.fail("output length {} along axis {} must be at least 1", target[k], 2 + k);
