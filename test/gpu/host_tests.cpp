@@ -174,7 +174,7 @@ TEST_CASE("element-wise chains after a convolution run in place in one operation
   CHECK(pad->begin == std::vector<int64_t>{0, 0, 0, 0});
   CHECK(p.values[static_cast<size_t>(pad->y)].shape == ir::Shape{2, 4, 10, 10});
   CHECK(conv->x == pad->y);
-  CHECK(conv->pad == std::array<int64_t, 2>{0, 0});
+  CHECK(conv->pad == ir::Dims{0, 0});
   CHECK_FALSE(conv->fused);
   CHECK(p.values[static_cast<size_t>(conv->y)].name == "y");  // the conv writes the chain's output
   CHECK(ew->x.is_value());
@@ -258,7 +258,7 @@ TEST_CASE("a merged convolution writes one buffer whose slices are the members' 
   const auto* conv = dynamic_cast<const cuda::ConvOp*>(p.launches[0].ops[0].get());
   REQUIRE(conv != nullptr);
   CHECK(conv->fused);  // both epilogues are exactly ReLU
-  CHECK(conv->kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(conv->kernel == ir::Dims{3, 3});
   CHECK(p.constants[static_cast<size_t>(conv->weight)].shape == ir::Shape{10, 8, 3, 3});
 }
 
