@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""Export the CNN benchmarks of ios, and the segmentation, ConvNeXt and ViT-style
-models, to ONNX (opset 13 unless --opset), deterministically.
+"""Export the CNN benchmarks of ios, and the segmentation, ConvNeXt, ViT-style,
+video, audio and multi-resolution models, to ONNX (opset 13 unless --opset),
+deterministically.
 
 Run with Debian's Python (it has torch 1.13, torchvision 0.14, onnx 1.12):
 
     /usr/bin/python3 onnx_models/export_models.py                 # all models
     /usr/bin/python3 onnx_models/export_models.py --models inception_v3,randwire
     /usr/bin/python3 onnx_models/export_models.py --models randwire --image-size 64x64
+    /usr/bin/python3 onnx_models/export_models.py --models r3d_18 --image-size 4x32x32  # T x H x W
     /usr/bin/python3 onnx_models/export_models.py --self-test     # determinism check
     /usr/bin/python3 onnx_models/export_models.py --list
 
@@ -21,9 +23,11 @@ File names (in --out-dir, default: this script's folder):
     <name>[-b<N>|-bdyn][-<H>x<W>].onnx
     -b<N>    only when the batch is not 1 (--batch N)
     -bdyn    with --dynamic-batch (dim 0 of input and output is "batch")
-    -<H>x<W> only when the image size is not the model's default
+    -<H>x<W> only when the image size is not the model's default: HxW for
+             images (N,3,H,W), TxHxW for video clips (N,3,T,H,W), L for
+             sequences (N,C,L)
 e.g. inception_v3.onnx, inception_v3-b2-75x75.onnx, randwire-64x64.onnx,
-     resnet50-bdyn.onnx.
+     resnet50-bdyn.onnx, r3d_18-4x32x32.onnx.
 
 Every exported model is checked: onnx.checker, only op types the ios importer
 supports (others are listed and the script exits with status 1 without
@@ -77,18 +81,24 @@ SUPPORTED_OPS = {
     # constants, folded at import), MaxViT's relative-position attention,
     # FCOS's GroupNorm
     "Mod", "Range", "ScatterND", "Not", "Einsum", "InstanceNormalization",
+    # the audio CNN's per-channel PReLU, the multi-resolution net's ELU
+    "PRelu", "Elu",
 }
 
 
 @dataclass
 class ModelSpec:
+    # The sizes are the input's spatial dims, after N and C: (H, W) for
+    # images, (T, H, W) for video clips, (L,) for sequences; the model's
+    # rank is their count.
     build: Callable[["argparse.Namespace"], nn.Module]
-    size: Tuple[int, int]        # default input H, W
-    min_size: Tuple[int, int]    # smallest H, W whose shapes stay valid
-    test_size: Tuple[int, int]   # small size used by --self-test
+    size: Tuple[int, ...]        # default input size
+    min_size: Tuple[int, ...]    # smallest size whose shapes stay valid
+    test_size: Tuple[int, ...]   # small size used by --self-test
     doc: str
-    calib: Tuple[int, int] = (3, 4)  # (batches, images per batch) for BN calibration
+    calib: Tuple[int, int] = (3, 4)  # (batches, inputs per batch) for BN calibration
     prepare: Optional[Callable[[nn.Module], None]] = None  # after random init, before calibration
+    channels: int = 3            # input channels
 
 
 def _tv(fn, **kw):
@@ -195,6 +205,28 @@ MODELS = {
     "vit_style": ModelSpec(lambda a: nets.ViTStyle(), (64, 64), (64, 64), (64, 64),
                            "ViT-style encoder: 8x8 patches, dim 192, 4 blocks, 3 heads, separate q/k/v "
                            "(nets.py)"),
+    # Video classification: N,3,T,H,W clips through Conv3d, BatchNorm3d,
+    # MaxPool3d and 3-D pooling.  The defaults are torchvision's 16x112x112
+    # (S3D: 16x224x224, whose final AvgPool3d has a fixed 2x7x7 kernel).
+    "r3d_18": ModelSpec(_tv(tvm.video.r3d_18), (16, 112, 112), (1, 16, 16), (4, 28, 28),
+                        "torchvision R3D-18 (3x3x3 convolutions)", calib=(2, 4)),
+    "mc3_18": ModelSpec(_tv(tvm.video.mc3_18), (16, 112, 112), (1, 16, 16), (4, 28, 28),
+                        "torchvision MC3-18 (3x3x3 convolutions in the stem and layer1, 1x3x3 after)",
+                        calib=(2, 4)),
+    "r2plus1d_18": ModelSpec(_tv(tvm.video.r2plus1d_18), (16, 112, 112), (1, 16, 16), (4, 28, 28),
+                             "torchvision R(2+1)D-18 (each 3x3x3 factored into 1x3x3 then 3x1x1)",
+                             calib=(2, 4)),
+    "s3d": ModelSpec(_tv(tvm.video.s3d), (16, 224, 224), (13, 209, 209), (13, 209, 209),
+                     "torchvision S3D (separable 3-D Inception blocks; the final 2x7x7 AvgPool3d fixes "
+                     "the smallest clip)", calib=(2, 2)),
+    # 1-D and multi-resolution networks written here (nets.py).
+    "audio_cnn": ModelSpec(lambda a: nets.AudioCNN(), (2048,), (256,), (1024,),
+                           "1-D waveform CNN: Conv1d with stride, dilation and groups, PReLU, parallel "
+                           "temporal branches (nets.py)", channels=1,
+                           prepare=lambda m: m.randomize_slopes()),
+    "hrnet_style": ModelSpec(lambda a: nets.HRNetStyle(), (64, 64), (16, 16), (64, 64),
+                             "HRNet-style: branches at 1/2, 1/4 and 1/8 with exchange units, "
+                             "16/32/64 channels, segmentation head (nets.py)"),
 }
 
 
@@ -310,10 +342,10 @@ def as_outputs(result):
 
 
 def final_layer(model):
-    """The classifier: the last Linear/Conv2d registered in the model."""
+    """The classifier: the last Linear or convolution registered in the model."""
     last = None
     for m in model.modules():
-        if isinstance(m, (nn.Linear, nn.Conv2d)):
+        if isinstance(m, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)):
             last = m
     return last
 
@@ -327,7 +359,7 @@ def calibrate(model, spec, hw, seed):
             m.momentum = None  # cumulative moving average
     gen = torch.Generator().manual_seed(seed + 1)
     batches, bs = spec.calib
-    data = [torch.randn(bs, 3, hw[0], hw[1], generator=gen) for _ in range(batches)]
+    data = [torch.randn(bs, spec.channels, *hw, generator=gen) for _ in range(batches)]
     model.train()
     for x in data:
         model(x)
@@ -352,7 +384,7 @@ def file_name(name, spec, args, hw):
     elif args.batch != 1:
         parts.append(f"b{args.batch}")
     if tuple(hw) != spec.size:
-        parts.append(f"{hw[0]}x{hw[1]}")
+        parts.append(size_text(hw))
     if args.opset != OPSET:
         parts.append(f"op{args.opset}")
     return "-".join(parts) + ".onnx"
@@ -371,7 +403,7 @@ def export_one(name, args, hw, out_path):
 
     batch = 1 if args.dynamic_batch else args.batch
     gen = torch.Generator().manual_seed(args.seed + 2)
-    dummy = torch.randn(batch, 3, hw[0], hw[1], generator=gen)
+    dummy = torch.randn(batch, spec.channels, *hw, generator=gen)
     with torch.no_grad():
         refs = as_outputs(model(dummy))
     if not all(torch.isfinite(r).all() for r in refs):
@@ -394,7 +426,8 @@ def export_one(name, args, hw, out_path):
     proto.producer_version = f"torch-{torch.__version__}"
     proto.doc_string = f"{name}: {spec.doc}; random weights, seed {args.seed}"
     meta = {"ios.model": name, "ios.seed": str(args.seed),
-            "ios.image_size": f"{hw[0]}x{hw[1]}",
+            # images keep the key their files have always had
+            "ios.image_size" if len(hw) == 2 else "ios.input_size": size_text(hw),
             "ios.batch": "dynamic" if args.dynamic_batch else str(args.batch)}
     if args.opset != OPSET:  # files at the default opset stay byte-identical to earlier exports
         meta["ios.opset"] = str(args.opset)
@@ -415,7 +448,7 @@ def export_one(name, args, hw, out_path):
             f.write(data)
         os.replace(tmp, out_path)
         if args.truth:
-            errors = write_truth(model, args, hw, out_path)
+            errors = write_truth(model, spec, args, hw, out_path)
 
     inits = {i.name: i for i in proto.graph.initializer}
     errors = errors if args.truth and not bad else None
@@ -439,7 +472,7 @@ def error_vs_truth(value, truth):
 
 
 @torch.no_grad()
-def write_truth(model, args, hw, out_path):
+def write_truth(model, spec, args, hw, out_path):
     """The numerical truth the tests compare against: a seeded N(0,1) input
     (batch 2 for a symbolic batch) and the model's output computed in float64
     from the same weights, next to the model as <stem>.input.npy and
@@ -455,7 +488,7 @@ def write_truth(model, args, hw, out_path):
     --half-truth."""
     batch = 2 if args.dynamic_batch else args.batch
     gen = torch.Generator().manual_seed(args.seed + 3)
-    x = torch.randn(batch, 3, hw[0], hw[1], generator=gen)
+    x = torch.randn(batch, spec.channels, *hw, generator=gen)
     truths = [t.numpy() for t in as_outputs(copy.deepcopy(model).double()(x.double()))]
     names = output_names(model)
     stem = out_path[:-len(".onnx")]
@@ -504,14 +537,20 @@ def report(r):
               file=sys.stderr)
 
 
+def size_text(size):
+    return "x".join(str(d) for d in size)
+
+
 def parse_size(s):
     try:
-        h, w = (int(v) for v in s.lower().split("x"))
-        if h <= 0 or w <= 0:
+        dims = tuple(int(v) for v in s.lower().split("x"))
+        if not 1 <= len(dims) <= 3 or min(dims) <= 0:
             raise ValueError
-        return h, w
+        return dims
     except ValueError:
-        raise argparse.ArgumentTypeError(f"bad image size '{s}', expected HxW, e.g. 224x224")
+        raise argparse.ArgumentTypeError(
+            f"bad input size '{s}', expected HxW (e.g. 224x224), TxHxW for a video model (e.g. 8x112x112) "
+            "or L for a 1-D one (e.g. 2048)")
 
 
 def main(argv=None):
@@ -526,7 +565,8 @@ def main(argv=None):
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--batch", type=int, default=1, help="static batch size (default 1)")
     g.add_argument("--dynamic-batch", action="store_true", help="symbolic batch dim 'batch'")
-    ap.add_argument("--image-size", type=parse_size, help="HxW (default: per model, see --list)")
+    ap.add_argument("--image-size", "--input-size", dest="image_size", type=parse_size,
+                    help="HxW, TxHxW for a video model, L for a 1-D one (default: per model, see --list)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     ap.add_argument("--opset", type=int, default=OPSET, choices=range(13, 18), metavar="{13..17}",
                     help="ONNX opset of the export (default %(default)s; opset 17 writes LayerNorm as "
@@ -554,7 +594,7 @@ def main(argv=None):
 
     if args.list:
         for n, s in MODELS.items():
-            print(f"{n:<15} default {s.size[0]}x{s.size[1]}  min {s.min_size[0]}x{s.min_size[1]}  {s.doc}")
+            print(f"{n:<15} default {size_text(s.size)}  min {size_text(s.min_size)}  {s.doc}")
         return 0
 
     if args.models == "all":
@@ -570,9 +610,10 @@ def main(argv=None):
     for n in names:
         s = MODELS[n]
         hw = args.image_size or (s.test_size if args.self_test else s.size)
-        if hw[0] < s.min_size[0] or hw[1] < s.min_size[1]:
-            ap.error(f"{n} needs an image size of at least {s.min_size[0]}x{s.min_size[1]}, "
-                     f"got {hw[0]}x{hw[1]}")
+        if len(hw) != len(s.size):
+            ap.error(f"{n} takes a {len(s.size)}-D input size like {size_text(s.size)}, got {size_text(hw)}")
+        if any(d < m for d, m in zip(hw, s.min_size)):
+            ap.error(f"{n} needs an input size of at least {size_text(s.min_size)}, got {size_text(hw)}")
 
     failed = False
     if args.self_test:

@@ -1,4 +1,6 @@
-"""RandWire and NASNet-A Large in plain PyTorch, for export to ONNX.
+"""RandWire and NASNet-A Large in plain PyTorch, for export to ONNX, with a
+ViT-style encoder, a 1-D audio CNN and an HRNet-style multi-resolution
+network (each described where it is defined, below).
 
 Imported by ``export_models.py`` (same folder). Only standard modules are
 used (nn.Conv2d with ``groups``, nn.BatchNorm2d, nn.ReLU, nn.MaxPool2d,
@@ -461,3 +463,190 @@ class ViTStyle(nn.Module):
         x = torch.cat([cls, x], dim=1) + self.pos_embed
         x = self.norm(self.blocks(x))
         return self.head(x[:, 0])
+
+
+# ---------------------------------------------------------------------------
+# A 1-D audio CNN on raw waveforms (N, 1, L), in the manner of the
+# keyword-spotting and sound-classification nets (M5/M11, SincNet's front end
+# without the sinc filters, Inception-style temporal blocks).  It covers the
+# 1-D forms of what the 2-D families exercise: Conv1d with stride, dilation
+# and groups (depthwise and grouped), BatchNorm1d, per-channel PReLU,
+# MaxPool1d (one with ceil_mode), AvgPool1d (count_include_pad=False),
+# residual adds and, in each temporal block, four branches of different
+# receptive fields on one input concatenated (work a scheduler can run side by
+# side), then a global average pool and a Linear classifier (35 classes: the
+# Speech Commands keywords).
+
+def conv1d_bn_prelu(cin, cout, k, stride=1, dilation=1, groups=1):
+    return nn.Sequential(
+        nn.Conv1d(cin, cout, k, stride=stride, padding=dilation * (k - 1) // 2, dilation=dilation,
+                  groups=groups, bias=False),
+        nn.BatchNorm1d(cout), nn.PReLU(cout))
+
+
+class TemporalBlock(nn.Module):
+    """Four branches on one input, concatenated: 1x1; 3 dilated by `dilation`;
+    9 grouped (groups of 8 channels); 3-wide average pool then 1x1.  The
+    output has 4 * `branch` channels and the input's length."""
+
+    def __init__(self, cin, branch, dilation):
+        super().__init__()
+        self.b1 = conv1d_bn_prelu(cin, branch, 1)
+        self.b3 = conv1d_bn_prelu(cin, branch, 3, dilation=dilation)
+        self.b9 = nn.Sequential(conv1d_bn_prelu(cin, branch, 1),
+                                conv1d_bn_prelu(branch, branch, 9, groups=branch // 8))
+        self.pool = nn.Sequential(nn.AvgPool1d(3, stride=1, padding=1, count_include_pad=False),
+                                  conv1d_bn_prelu(cin, branch, 1))
+
+    def forward(self, x):
+        return torch.cat([self.b1(x), self.b3(x), self.b9(x), self.pool(x)], dim=1)
+
+
+class AudioCNN(nn.Module):
+    """Raw waveform (N, 1, L) -> (N, num_classes), for L a multiple of 256:
+        stem   Conv1d 1->32, 11 stride 4, BN, PReLU; MaxPool1d 3 stride 2   L/8
+        block1 TemporalBlock(32, 4x16, dilation 1), + 1x1 residual          L/8
+        down   depthwise Conv1d 5 stride 2 + pointwise 64->96, BN, PReLU    L/16
+        block2 TemporalBlock(96, 4x32, dilation 2), + residual (identity
+               after a 1x1 to 128)                                          L/16
+        pool   MaxPool1d 3 stride 2 ceil_mode; AvgPool1d 3 stride 2 pad 1   L/64
+        block3 TemporalBlock(128, 4x32, dilation 4)                         L/64
+        head   AdaptiveAvgPool1d(1), Linear 128 -> num_classes"""
+
+    def __init__(self, num_classes=35):
+        super().__init__()
+        self.stem = nn.Sequential(conv1d_bn_prelu(1, 32, 11, stride=4), nn.MaxPool1d(3, stride=2, padding=1))
+        self.block1 = TemporalBlock(32, 16, 1)
+        self.skip1 = nn.Conv1d(32, 64, 1)
+        self.down = nn.Sequential(conv1d_bn_prelu(64, 64, 5, stride=2, groups=64), conv1d_bn_prelu(64, 96, 1))
+        self.block2 = TemporalBlock(96, 32, 2)
+        self.skip2 = nn.Conv1d(96, 128, 1)
+        # ceil_mode keeps the last, partial window (L/16 = 128 -> 64, not 63);
+        # the average pool counts its zero padding (torch exports a Pad)
+        self.pool = nn.Sequential(nn.MaxPool1d(3, stride=2, ceil_mode=True), nn.AvgPool1d(3, stride=2, padding=1))
+        self.block3 = TemporalBlock(128, 32, 4)
+        self.gap = nn.AdaptiveAvgPool1d(1)
+        self.fc = nn.Linear(128, num_classes)
+
+    def randomize_slopes(self):
+        """PReLU starts with every slope 0.25; a trained one has a slope per
+        channel (and identical slopes would also leave the exporter to share
+        one initializer between all PReLUs through Identity nodes)."""
+        with torch.no_grad():
+            for m in self.modules():
+                if isinstance(m, nn.PReLU):
+                    m.weight.uniform_(0.05, 0.4)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x = self.block1(x) + self.skip1(x)
+        x = self.down(x)
+        x = self.block2(x) + self.skip2(x)
+        x = self.block3(self.pool(x))
+        return self.fc(torch.flatten(self.gap(x), 1))
+
+
+# ---------------------------------------------------------------------------
+# A small HRNet-style multi-resolution network (Wang et al. 2020, "Deep
+# High-Resolution Representation Learning"): a stem, then branches at 1x, 1/2
+# and 1/4 of the stem's resolution that run in parallel, joined by exchange
+# units after every stage: to a lower resolution by strided 3x3 convolutions,
+# to a higher one by a 1x1 convolution and an nn.Upsample (nearest from the
+# next branch, bilinear from two below; both export as Resize), summed.  The
+# head is HRNetV2's segmentation head: every branch upsampled to 1x
+# (bilinear), concatenated, a 1x1 fusion and a 1x1 classifier, upsampled to
+# the input size (bilinear, align_corners=True).  The three branches of a stage
+# are independent chains of basic blocks, the widest parallel work in any
+# model here.  ReLU in the 1x branch and the exchanges, ELU in the lower ones.
+
+def conv_bn(cin, cout, k=3, stride=1):
+    return nn.Sequential(nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False), nn.BatchNorm2d(cout))
+
+
+class BasicBlock(nn.Module):
+    """ResNet's basic block: 3x3, BN, act, 3x3, BN, + x, act."""
+
+    def __init__(self, c, act):
+        super().__init__()
+        self.conv1, self.conv2 = conv_bn(c, c), conv_bn(c, c)
+        self.act = act()
+
+    def forward(self, x):
+        return self.act(self.conv2(self.act(self.conv1(x))) + x)
+
+
+class Exchange(nn.Module):
+    """HRNet's fusion unit: output i is the sum over inputs j of j brought to
+    resolution i and width out_channels[i], then ReLU.  There may be one more
+    output than inputs: a new, lower-resolution branch."""
+
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.paths = nn.ModuleList()
+        for i, ci in enumerate(out_channels):
+            row = nn.ModuleList()
+            for j, cj in enumerate(in_channels):
+                if j == i:
+                    row.append(nn.Identity())
+                elif j > i:  # up: 1x1 to i's width, then upsample by 2^(j-i)
+                    mode = "nearest" if j - i == 1 else "bilinear"
+                    row.append(nn.Sequential(conv_bn(cj, ci, 1),
+                                             nn.Upsample(scale_factor=2 ** (j - i), mode=mode)))
+                else:  # down: i-j strided 3x3 convs, ReLU between them
+                    steps = []
+                    for s in range(i - j):
+                        last = s == i - j - 1
+                        steps.append(conv_bn(cj, ci if last else cj, 3, stride=2))
+                        if not last:
+                            steps.append(nn.ReLU())
+                    row.append(nn.Sequential(*steps))
+            self.paths.append(row)
+        self.act = nn.ReLU()
+
+    def forward(self, xs):
+        return [self.act(_sum([path(x) for path, x in zip(row, xs)])) for row in self.paths]
+
+
+class HRNetStyle(nn.Module):
+    """(N, 3, H, W) -> (N, num_classes, H, W), for H and W multiples of 8:
+        stem    3x3 stride 2 (3->16), BN, ReLU; 3x3 (16->16), BN, ReLU      1/2
+        stage2  branches 16 @ 1/2 and 32 @ 1/4 (a strided 3x3 from the
+                stem), 2 basic blocks each; exchange into 3 branches (the
+                new 64 @ 1/8 from both)
+        stage3  3 branches, 2 basic blocks each; exchange
+        stage4  3 branches, 1 basic block each; exchange
+        head    upsample 1/4 and 1/8 to 1/2 (bilinear), concat (112), 1x1 to
+                64, BN, ReLU, 1x1 to num_classes, upsample x2 (bilinear,
+                align_corners)"""
+
+    def __init__(self, num_classes=19, channels=(16, 32, 64)):
+        super().__init__()
+        c1 = channels[0]
+        self.stem = nn.Sequential(conv_bn(3, c1, 3, 2), nn.ReLU(), conv_bn(c1, c1), nn.ReLU())
+        self.transition = nn.Sequential(conv_bn(c1, channels[1], 3, 2), nn.ReLU())
+        acts = (nn.ReLU, nn.ELU, nn.ELU)
+
+        def branches(n, blocks):
+            return nn.ModuleList(nn.Sequential(*[BasicBlock(channels[b], acts[b]) for _ in range(blocks)])
+                                 for b in range(n))
+
+        self.stage2 = branches(2, 2)
+        self.exchange2 = Exchange(channels[:2], channels)
+        self.stage3 = branches(3, 2)
+        self.exchange3 = Exchange(channels, channels)
+        self.stage4 = branches(3, 1)
+        self.exchange4 = Exchange(channels, channels)
+        self.up2 = nn.Upsample(scale_factor=2, mode="bilinear")
+        self.up4 = nn.Upsample(scale_factor=4, mode="bilinear")
+        self.fuse = nn.Sequential(conv_bn(sum(channels), 64, 1), nn.ReLU())
+        self.classifier = nn.Conv2d(64, num_classes, 1)
+        self.out = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+
+    def forward(self, x):
+        x = self.stem(x)
+        xs = [x, self.transition(x)]
+        xs = self.exchange2([b(t) for b, t in zip(self.stage2, xs)])
+        xs = self.exchange3([b(t) for b, t in zip(self.stage3, xs)])
+        xs = self.exchange4([b(t) for b, t in zip(self.stage4, xs)])
+        y = torch.cat([xs[0], self.up2(xs[1]), self.up4(xs[2])], dim=1)
+        return self.out(self.classifier(self.fuse(y)))

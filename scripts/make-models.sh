@@ -59,6 +59,16 @@ $py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models 
 $py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models retinanet_resnet50_fpn,fcos_resnet50_fpn \
   --image-size 128x128
 $py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models ssdlite320_mobilenet_v3_large
+# Networks of other ranks (opset 13, static batch 1), with their truths:
+# torchvision's video classifiers on 4x28x28 clips (N,3,T,H,W; about 1.4
+# GFLOP each, R(2+1)D also with its half-precision references), the 1-D audio
+# CNN on 2048 samples (N,1,L) and the HRNet-style network at 64x64. S3D is
+# not exported here: its fixed final pool needs clips of 13x209x209 or more,
+# 30 GFLOP, 15-45 s to export and 17 s for its comparison's CPU runs, more
+# than CI's budget leaves.
+$py onnx_models/export_models.py --truth --out-dir "$out" --models r3d_18,mc3_18 --image-size 4x28x28
+$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models r2plus1d_18 --image-size 4x28x28
+$py onnx_models/export_models.py --truth --out-dir "$out" --models audio_cnn,hrnet_style
 # Typed half-precision files of the acceptance set: <stem>.fp16.onnx and
 # <stem>.bf16.onnx (float32 inputs and outputs, Casts inside; the reduction
 # and normalisation ops stay float32, see convert_half.py), two at a time.

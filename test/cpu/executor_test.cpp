@@ -15,6 +15,7 @@
 #include "exec/plan.h"
 #include "graph_builder.h"
 #include "sched/merge.h"
+#include "sched/merge_geometry.h"
 #include "sched/schedule.h"
 #include "sched/unit_graph.h"
 
@@ -288,7 +289,30 @@ MergeCase merge_1x3_3x1_3x3(int64_t channels = 4) {
   return {b.finish({a, c, d}), {"a", "c", "d"}};
 }
 
-void check_merge_case(const MergeCase& mc) {
+// 1-D: kernels 1, 3 and 5 of one sequence, as an audio block's branches.
+MergeCase merge_1d(int64_t channels = 4) {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, channels, 17});
+  const auto a = b.relu(b.conv(x, channels, 3, {1}, {0, 0}, "a_conv"), "a");
+  const auto c = b.relu(b.conv(x, channels, 5, {3}, {1, 1}, "c_conv"), "c");
+  const auto d = b.relu(b.conv(x, channels, 2, {5}, {2, 2}, "d_conv"), "d");
+  return {b.finish({a, c, d}), {"a", "c", "d"}};
+}
+
+// 3-D: a 3x3x3 convolution beside a (2+1)D block's 1x3x3 spatial and 3x1x1
+// temporal factors and a 1x1x1 projection, all of one clip, strided 1x2x2.
+MergeCase merge_3d(int64_t channels = 3) {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, channels, 4, 7, 6});
+  const ios::ir::Dims stride{1, 2, 2};
+  const auto a = b.relu(b.conv(x, channels, 4, {3, 3, 3}, {1, 1, 1, 1, 1, 1}, "a_conv", stride), "a");
+  const auto c = b.relu(b.conv(x, channels, 2, {1, 3, 3}, {0, 1, 1, 0, 1, 1}, "c_conv", stride), "c");
+  const auto d = b.relu(b.conv(x, channels, 3, {3, 1, 1}, {1, 0, 0, 1, 0, 0}, "d_conv", stride), "d");
+  const auto e = b.relu(b.conv(x, channels, 2, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, "e_conv", stride), "e");
+  return {b.finish({a, c, d, e}), {"a", "c", "d", "e"}};
+}
+
+void check_merge_case(const MergeCase& mc, const ios::ir::Dims& merged_kernel = {3, 3}) {
   const auto units = sched::UnitGraph::form(mc.graph);
   std::vector<sched::UnitId> members;
   for (const auto& id : mc.members) members.push_back(unit(units, id));
@@ -297,7 +321,7 @@ void check_merge_case(const MergeCase& mc) {
   REQUIRE(spec.spec.has_value());
   // The merged kernel is the largest member kernel, so the members really
   // are zero-padded into it.
-  CHECK(spec.spec->conv.kernel == ios::ir::Dims{3, 3});
+  CHECK(spec.spec->conv.kernel == merged_kernel);
   const auto inputs = random_inputs(mc.graph, 4);
   const auto unmerged = run_graph_reference(mc.graph, inputs);  // one conv per member
   CpuExecutor exec(units, exec::lower(units, staged({merge(members)})), ExecutorOptions{2});
@@ -333,6 +357,35 @@ TEST_CASE("merged 1x1 with 3x3 convolution equals its unmerged members", "[cpu][
 TEST_CASE("merged 1x3 with 3x1 with 3x3 convolution equals its unmerged members", "[cpu][executor][merge]") {
   SECTION("4 input channels") { check_merge_case(merge_1x3_3x1_3x3()); }
   SECTION("200 input channels") { check_merge_case(merge_1x3_3x1_3x3(200)); }
+}
+
+TEST_CASE("merged 1-D and 3-D convolutions equal their unmerged members", "[cpu][executor][merge]") {
+  SECTION("1-D kernels 1, 3 and 5") { check_merge_case(merge_1d(), {5}); }
+  SECTION("1-D, 150 input channels") { check_merge_case(merge_1d(150), {5}); }
+  SECTION("3-D 3x3x3, 1x3x3, 3x1x1 and 1x1x1, stride 1x2x2") { check_merge_case(merge_3d(), {3, 3, 3}); }
+  SECTION("3-D, 70 input channels") { check_merge_case(merge_3d(70), {3, 3, 3}); }
+}
+
+TEST_CASE("convolutions of different spatial ranks do not merge", "[cpu][merge]") {
+  // Two inputs of one shape family cannot be shared across ranks; a graph
+  // whose 3-D convolution and a 2-D one read different tensors is refused
+  // for reading different tensors, so check the rank rule on the geometry.
+  sched::ConvGeometry two, three;
+  two.conv.kernel = {3, 3};
+  two.conv.stride = {1, 1};
+  two.conv.dilation = {1, 1};
+  two.conv.pads = {1, 1, 1, 1};
+  two.input_spatial = {8, 8};
+  two.output_spatial = {8, 8};
+  three.conv.kernel = {1, 3, 3};
+  three.conv.stride = {1, 1, 1};
+  three.conv.dilation = {1, 1, 1};
+  three.conv.pads = {0, 1, 1, 0, 1, 1};
+  three.input_spatial = {1, 8, 8};
+  three.output_spatial = {1, 8, 8};
+  const auto r = sched::merge_geometry({two, three});
+  CHECK_FALSE(r.merged.has_value());
+  CHECK(r.reason.find("member 1 has stride 1x1x1, member 0 has 1x1") != std::string::npos);
 }
 
 // x [batch, 5, k] -> q, k, v projections (MatMul + bias Add as PyTorch

@@ -52,16 +52,21 @@ class GraphBuilder {
     return node_n(op, std::move(inputs), std::move(attrs), {output}).at(0);
   }
 
-  // Conv with random weights and bias; pads {top, left, bottom, right}.
+  // Conv with random weights and bias over the kernel's spatial axes; pads
+  // the begins, then the ends ({top, left, bottom, right} in 2-D). A stride
+  // of {1, 1} is every axis 1.
   ir::TensorId conv(ir::TensorId x, int64_t in_channels, int64_t out_channels, ios::ir::Dims kernel,
                     ios::ir::Dims pads, const std::string& output, ios::ir::Dims stride = {1, 1},
                     int64_t group = 1) {
     ir::ConvAttrs a;
     a.kernel = kernel;
     a.pads = pads;
-    a.stride = stride;
+    a.stride = stride == ios::ir::Dims{1, 1} ? ios::ir::Dims(kernel.size(), 1) : stride;
+    a.dilation.assign(kernel.size(), 1);
     a.group = group;
-    const auto w = constant(output + "_w", {out_channels, in_channels / group, kernel[0], kernel[1]});
+    ir::Shape w_shape{out_channels, in_channels / group};
+    w_shape.insert(w_shape.end(), kernel.begin(), kernel.end());
+    const auto w = constant(output + "_w", w_shape);
     const auto b = constant(output + "_b", {out_channels});
     return node(ir::OpKind::kConv, {x, w, b}, a, output);
   }

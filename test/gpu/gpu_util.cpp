@@ -22,7 +22,9 @@ HostMap random_inputs(const ir::Graph& graph, uint64_t seed) {
 
 std::vector<ShippedModel> shipped_models(const std::filesystem::path& dir) {
   std::map<std::string, ShippedModel> by_name;
-  const std::regex file_name("([a-z0-9_]+)(-b([0-9]+)|-bdyn)?(-[0-9]+x[0-9]+)?\\.onnx");
+  // NAME[-bN|-bdyn][-SIZE].onnx, SIZE an image's HxW, a clip's TxHxW or a
+  // sequence's L.
+  const std::regex file_name("([a-z0-9_]+)(-b([0-9]+)|-bdyn)?(-[0-9]+(x[0-9]+)*)?\\.onnx");
   if (!std::filesystem::is_directory(dir)) return {};
   std::set<std::string> keep;
   if (const char* only = std::getenv("IOS_GPU_TEST_MODELS")) {

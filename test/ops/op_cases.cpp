@@ -353,6 +353,330 @@ void resize_cases(std::vector<OpCase>& cases) {
               resize_attrs(M::kNearest, C::kAsymmetric, N::kSimple, 6, 2), 3, 4, {2.0, 0.5});
 }
 
+// --- Windows over one and three spatial axes --------------------------------
+//
+// The float64 truths below walk N-D indices directly from the ONNX
+// definitions (no mapping onto 3-D as the backends do), so a backend that
+// mixes up axes or pads disagrees with them.
+
+// The multi-index of flat position `flat` in `shape`, row-major.
+std::vector<int64_t> unravel(int64_t flat, const ir::Shape& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
+int64_t ravel(const std::vector<int64_t>& index, const ir::Shape& shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
+  return flat;
+}
+
+// The output lengths of a window (floor, or ceil with ceil_mode).
+ir::Shape window_output(const ir::Shape& xs, int64_t channels, const ir::Dims& k, const ir::Dims& s,
+                        const ir::Dims& d, const ir::Dims& pads, bool ceil_mode = false) {
+  const size_t rank = k.size();
+  ir::Shape ys{xs[0], channels};
+  for (size_t a = 0; a < rank; ++a) {
+    const int64_t span = xs[2 + a] + pads[a] + pads[a + rank] - d[a] * (k[a] - 1) - 1;
+    ys.push_back((ceil_mode ? (span + s[a] - 1) / s[a] : span / s[a]) + 1);
+  }
+  return ys;
+}
+
+// Conv over any number of spatial axes: y[n, m, o...] = b[m] +
+// sum_{c, k...} x[n, g*Cg + c, o*s - p + k*d] w[m, c, k...].
+Values conv_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const std::vector<float>& w,
+                     const ir::Shape& ws, const std::vector<float>& bias, const ir::ConvAttrs& a) {
+  const size_t rank = a.kernel.size();
+  const ir::Shape ys = window_output(xs, ws[0], a.kernel, a.stride, a.dilation, a.pads);
+  const ir::Shape kernel_box(ws.begin() + 1, ws.end());  // [Cg, k...]
+  const int64_t mg = ws[0] / a.group;
+  Values out;
+  for (int64_t flat = 0; flat < ir::num_elements(ys); ++flat) {
+    const auto o = unravel(flat, ys);
+    const int64_t group = o[1] / mg;
+    double acc = bias.empty() ? 0.0 : bias[static_cast<size_t>(o[1])];
+    for (int64_t kf = 0; kf < ir::num_elements(kernel_box); ++kf) {
+      const auto k = unravel(kf, kernel_box);
+      std::vector<int64_t> in{o[0], group * ws[1] + k[0]};
+      bool inside = true;
+      for (size_t ax = 0; ax < rank; ++ax) {
+        const int64_t i = o[2 + ax] * a.stride[ax] - a.pads[ax] + k[1 + ax] * a.dilation[ax];
+        inside = inside && i >= 0 && i < xs[2 + ax];
+        in.push_back(i);
+      }
+      if (!inside) continue;
+      acc += double(x[static_cast<size_t>(ravel(in, xs))]) * w[static_cast<size_t>(o[1] * ir::num_elements(kernel_box) + kf)];
+    }
+    out.push_back(acc);
+  }
+  return out;
+}
+
+// MaxPool (with dilations) and AveragePool over any number of spatial axes;
+// the average divides by the taps inside the input, or with
+// count_include_pad by those inside the padded extent.
+Values pool_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const ir::PoolAttrs& a, bool max) {
+  const size_t rank = a.kernel.size();
+  const ir::Shape ys = window_output(xs, xs[1], a.kernel, a.stride, a.dilation, a.pads, a.ceil_mode);
+  const ir::Shape box(a.kernel.begin(), a.kernel.end());
+  Values out;
+  for (int64_t flat = 0; flat < ir::num_elements(ys); ++flat) {
+    const auto o = unravel(flat, ys);
+    double best = -INFINITY, sum = 0.0;
+    int64_t inside_input = 0, inside_padded = 0;
+    for (int64_t kf = 0; kf < ir::num_elements(box); ++kf) {
+      const auto k = unravel(kf, box);
+      std::vector<int64_t> in{o[0], o[1]};
+      bool in_input = true, in_padded = true;
+      for (size_t ax = 0; ax < rank; ++ax) {
+        const int64_t i = o[2 + ax] * a.stride[ax] - a.pads[ax] + k[ax] * a.dilation[ax];
+        in_input = in_input && i >= 0 && i < xs[2 + ax];
+        in_padded = in_padded && i < xs[2 + ax] + a.pads[ax + rank];
+        in.push_back(i);
+      }
+      inside_padded += in_padded ? 1 : 0;
+      if (!in_input) continue;
+      const double e = x[static_cast<size_t>(ravel(in, xs))];
+      best = std::max(best, e);
+      sum += e;
+      ++inside_input;
+    }
+    out.push_back(max ? best : sum / double(a.count_include_pad ? inside_padded : inside_input));
+  }
+  return out;
+}
+
+// ConvTranspose over any number of spatial axes: every input element
+// scattered through its weights [C_in, C_out / group, k...].
+Values conv_transpose_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const std::vector<float>& w,
+                               const ir::Shape& ws, const std::vector<float>& bias, const ir::ConvTransposeAttrs& a) {
+  const size_t rank = a.kernel.size();
+  ir::Shape ys{xs[0], ws[1] * a.group};
+  for (size_t ax = 0; ax < rank; ++ax) {
+    ys.push_back(a.stride[ax] * (xs[2 + ax] - 1) + a.output_padding[ax] + (a.kernel[ax] - 1) * a.dilation[ax] + 1 -
+                 a.pads[ax] - a.pads[ax + rank]);
+  }
+  Values y(static_cast<size_t>(ir::num_elements(ys)), 0.0);
+  for (int64_t flat = 0; flat < ir::num_elements(ys); ++flat) {
+    y[static_cast<size_t>(flat)] = bias.empty() ? 0.0 : bias[static_cast<size_t>(unravel(flat, ys)[1])];
+  }
+  const ir::Shape box(ws.begin() + 1, ws.end());  // [Cout/g, k...]
+  const int64_t cin_g = xs[1] / a.group;
+  for (int64_t xf = 0; xf < ir::num_elements(xs); ++xf) {
+    const auto i = unravel(xf, xs);
+    for (int64_t kf = 0; kf < ir::num_elements(box); ++kf) {
+      const auto k = unravel(kf, box);
+      std::vector<int64_t> out{i[0], (i[1] / cin_g) * ws[1] + k[0]};
+      bool inside = true;
+      for (size_t ax = 0; ax < rank; ++ax) {
+        const int64_t o = i[2 + ax] * a.stride[ax] - a.pads[ax] + k[1 + ax] * a.dilation[ax];
+        inside = inside && o >= 0 && o < ys[2 + ax];
+        out.push_back(o);
+      }
+      if (!inside) continue;
+      y[static_cast<size_t>(ravel(out, ys))] +=
+          double(x[static_cast<size_t>(xf)]) * w[static_cast<size_t>(i[1] * ir::num_elements(box) + kf)];
+    }
+  }
+  return y;
+}
+
+// Resize over any number of spatial axes: nearest per axis, or linear as
+// the product of one-axis interpolations (ONNX's n-linear definition).
+Values resize_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const ir::ResizeAttrs& a) {
+  const size_t rank = a.size.size();
+  ir::Shape ys{xs[0], xs[1]};
+  ys.insert(ys.end(), a.size.begin(), a.size.end());
+  Values out;
+  for (int64_t flat = 0; flat < ir::num_elements(ys); ++flat) {
+    const auto o = unravel(flat, ys);
+    if (a.mode == ir::resize::Mode::kNearest) {
+      std::vector<int64_t> in{o[0], o[1]};
+      for (size_t ax = 0; ax < rank; ++ax) {
+        in.push_back(resize_nearest_truth(a, o[2 + ax], a.scale[ax], xs[2 + ax], ys[2 + ax]));
+      }
+      out.push_back(x[static_cast<size_t>(ravel(in, xs))]);
+      continue;
+    }
+    std::vector<Taps> taps;
+    for (size_t ax = 0; ax < rank; ++ax) taps.push_back(resize_linear_truth(a, o[2 + ax], a.scale[ax], xs[2 + ax], ys[2 + ax]));
+    double value = 0.0;
+    for (int64_t corner = 0; corner < (int64_t{1} << rank); ++corner) {
+      std::vector<int64_t> in{o[0], o[1]};
+      double weight = 1.0;
+      for (size_t ax = 0; ax < rank; ++ax) {
+        const bool upper = (corner >> (rank - 1 - ax)) & 1;
+        in.push_back(upper ? taps[ax].i1 : taps[ax].i0);
+        weight *= upper ? taps[ax].r : 1.0 - taps[ax].r;
+      }
+      value += weight * x[static_cast<size_t>(ravel(in, xs))];
+    }
+    out.push_back(value);
+  }
+  return out;
+}
+
+ir::ConvAttrs conv_nd_attrs(ir::Dims k, ir::Dims s, ir::Dims d, ir::Dims pads, int64_t group = 1) {
+  ir::ConvAttrs a;
+  a.kernel = std::move(k);
+  a.stride = std::move(s);
+  a.dilation = std::move(d);
+  a.pads = std::move(pads);
+  a.group = group;
+  return a;
+}
+
+ir::PoolAttrs pool_nd_attrs(ir::Dims k, ir::Dims s, ir::Dims d, ir::Dims pads, bool include_pad = false,
+                            bool ceil_mode = false) {
+  ir::PoolAttrs a;
+  a.kernel = std::move(k);
+  a.stride = std::move(s);
+  a.dilation = std::move(d);
+  a.pads = std::move(pads);
+  a.count_include_pad = include_pad;
+  a.ceil_mode = ceil_mode;
+  return a;
+}
+
+// 1-D (audio: N,C,L) and 3-D (video: N,C,T,H,W) windows, and MaxPool with
+// dilations: the shapes of the networks of docs/operators.md's families
+// (a strided, dilated 1-D stem; R(2+1)D's temporal and spatial factors; a
+// 3-D max pool that keeps the frames).
+void window_nd_cases(std::vector<OpCase>& cases) {
+  auto conv_case = [&](const std::string& name, const ir::Shape& xs, const ir::Shape& ws, const ir::ConvAttrs& a,
+                       bool bias, bool relu) {
+    const auto x = ramp(ir::num_elements(xs), -1.0f, 1.2f);
+    const auto w = ramp(ir::num_elements(ws), -0.5f, 0.6f);
+    const std::vector<float> b = bias ? ramp(ws[0], -0.3f, 0.2f) : std::vector<float>{};
+    Values e = conv_nd_truth(x, xs, w, ws, b, a);
+    CaseBuilder c(name, OpKind::kConv);
+    std::vector<ir::TensorId> in{c.input("x", xs, x), c.constant("w", ws, w)};
+    if (bias) in.push_back(c.constant("b", {ws[0]}, b));
+    auto y = c.node(OpKind::kConv, in, a, 1, relu ? "conv" : "y").at(0);
+    if (relu) {
+      for (double& v : e) v = std::max(0.0, v);
+      y = c.node(OpKind::kRelu, {y}).at(0);
+      c.expect_units(1);
+    }
+    c.output(y, e);
+    cases.push_back(c.take());
+  };
+  conv_case("Conv 1-D, strided and dilated, asymmetric pads, bias", {1, 3, 11}, {4, 3, 3},
+            conv_nd_attrs({3}, {2}, {2}, {2, 1}), true, false);
+  conv_case("Conv 1-D grouped, Relu fused", {2, 4, 9}, {6, 2, 5}, conv_nd_attrs({5}, {1}, {1}, {2, 2}, 2), true, true);
+  conv_case("Conv 3-D, stride 1x2x2, pads 1", {1, 2, 3, 5, 5}, {3, 2, 3, 3, 3},
+            conv_nd_attrs({3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}), true, false);
+  conv_case("Conv 3-D temporal 3x1x1 (R(2+1)D's factor), Relu fused", {1, 3, 4, 3, 3}, {2, 3, 3, 1, 1},
+            conv_nd_attrs({3, 1, 1}, {2, 1, 1}, {1, 1, 1}, {1, 0, 0, 1, 0, 0}), false, true);
+  conv_case("Conv 3-D depthwise, dilated", {1, 2, 5, 4, 4}, {2, 1, 2, 2, 2},
+            conv_nd_attrs({2, 2, 2}, {1, 1, 1}, {2, 1, 1}, {0, 1, 0, 0, 0, 1}, 2), false, false);
+
+  auto pool_case = [&](const std::string& name, OpKind op, const ir::Shape& xs, const ir::PoolAttrs& a) {
+    const auto x = ramp(ir::num_elements(xs), -2.0f, 3.0f);
+    CaseBuilder c(name, op);
+    c.output(c.node(op, {c.input("x", xs, x)}, a).at(0), pool_nd_truth(x, xs, a, op == OpKind::kMaxPool));
+    cases.push_back(c.take());
+  };
+  pool_case("MaxPool 1-D, kernel 3 stride 2 pads 1", OpKind::kMaxPool, {1, 2, 9},
+            pool_nd_attrs({3}, {2}, {1}, {1, 1}));
+  pool_case("MaxPool 1-D dilated", OpKind::kMaxPool, {1, 2, 12}, pool_nd_attrs({3}, {2}, {3}, {2, 2}));
+  pool_case("MaxPool 2-D dilated", OpKind::kMaxPool, {1, 2, 7, 6}, pool_nd_attrs({3, 2}, {1, 2}, {2, 3}, {1, 1, 1, 2}));
+  pool_case("MaxPool 3-D 1x3x3 stride 1x2x2 (frames kept)", OpKind::kMaxPool, {1, 2, 3, 5, 5},
+            pool_nd_attrs({1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}));
+  pool_case("MaxPool 3-D ceil_mode", OpKind::kMaxPool, {1, 2, 3, 4, 5},
+            pool_nd_attrs({2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, false, true));
+  pool_case("AveragePool 1-D", OpKind::kAveragePool, {2, 3, 8}, pool_nd_attrs({3}, {2}, {1}, {1, 1}));
+  pool_case("AveragePool 3-D count_include_pad", OpKind::kAveragePool, {1, 2, 4, 4, 4},
+            pool_nd_attrs({2, 3, 3}, {2, 1, 1}, {1, 1, 1}, {0, 1, 1, 1, 1, 1}, true));
+  for (const ir::Shape& xs : {ir::Shape{2, 3, 7}, ir::Shape{1, 2, 3, 2, 4}}) {
+    const auto x = ramp(ir::num_elements(xs), -2.0f, 3.0f);
+    const int64_t volume = ir::num_elements(xs) / (xs[0] * xs[1]);
+    Values means;
+    for (int64_t nc = 0; nc < xs[0] * xs[1]; ++nc) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < volume; ++i) sum += x[static_cast<size_t>(nc * volume + i)];
+      means.push_back(sum / double(volume));
+    }
+    CaseBuilder c(fmt::format("GlobalAveragePool {}-D", xs.size() - 2), OpKind::kGlobalAveragePool);
+    c.output(c.node(OpKind::kGlobalAveragePool, {c.input("x", xs, x)}).at(0), means);
+    cases.push_back(c.take());
+  }
+
+  auto transpose_case = [&](const std::string& name, const ir::Shape& xs, const ir::Shape& ws,
+                            const ir::ConvTransposeAttrs& a) {
+    const auto x = ramp(ir::num_elements(xs), -1.0f, 1.2f);
+    const auto w = ramp(ir::num_elements(ws), -0.6f, 0.5f);
+    const std::vector<float> b = ramp(ws[1] * a.group, -0.2f, 0.3f);
+    CaseBuilder c(name, OpKind::kConvTranspose);
+    c.output(c.node(OpKind::kConvTranspose, {c.input("x", xs, x), c.constant("w", ws, w), c.constant("b", {ws[1] * a.group}, b)}, a)
+                 .at(0),
+             conv_transpose_nd_truth(x, xs, w, ws, b, a));
+    cases.push_back(c.take());
+  };
+  {
+    ir::ConvTransposeAttrs a;
+    a.kernel = {3};
+    a.stride = {2};
+    a.dilation = {1};
+    a.pads = {1, 1};
+    a.output_padding = {1};
+    transpose_case("ConvTranspose 1-D, stride 2, output_padding 1", {1, 2, 5}, {2, 3, 3}, a);
+    a.kernel = {2, 3, 3};
+    a.stride = {1, 2, 2};
+    a.dilation = {1, 1, 2};
+    a.pads = {0, 1, 1, 0, 1, 0};
+    a.output_padding = {0, 1, 0};
+    a.group = 2;
+    transpose_case("ConvTranspose 3-D grouped, stride 1x2x2", {1, 4, 2, 3, 3}, {4, 1, 2, 3, 3}, a);
+  }
+
+  for (const ir::Shape& xs : {ir::Shape{2, 3, 4}, ir::Shape{1, 3, 2, 2, 3}}) {
+    const auto x = ramp(ir::num_elements(xs), -3.0f, 2.5f);
+    const std::vector<float> scale{1.5f, -0.5f, 2.0f}, bias{0.1f, 0.2f, -0.3f}, mean{0.25f, -1.0f, 0.5f},
+        var{1.0f, 0.5f, 2.0f};
+    ir::BatchNormAttrs a;
+    a.epsilon = 1e-3f;
+    const int64_t volume = ir::num_elements(xs) / (xs[0] * xs[1]);
+    Values e;
+    for (int64_t i = 0; i < ir::num_elements(xs); ++i) {
+      const auto c = static_cast<size_t>((i / volume) % 3);
+      e.push_back(double(scale[c]) * (double(x[static_cast<size_t>(i)]) - mean[c]) / std::sqrt(double(var[c]) + double(1e-3f)) +
+                  bias[c]);
+    }
+    CaseBuilder b(fmt::format("BatchNormalization {}-D", xs.size() - 2), OpKind::kBatchNorm);
+    b.output(b.node(OpKind::kBatchNorm, {b.input("x", xs, x), b.constant("scale", {3}, scale), b.constant("bias", {3}, bias),
+                                         b.constant("mean", {3}, mean), b.constant("var", {3}, var)}, a).at(0), e);
+    cases.push_back(b.take());
+  }
+
+  auto resize_nd_case = [&](const std::string& name, const ir::Shape& xs, ir::resize::Mode mode, ir::resize::Coordinates c,
+                            ir::Dims size, std::vector<float> scale) {
+    ir::ResizeAttrs a;
+    a.mode = mode;
+    a.coordinates = c;
+    a.nearest = ir::resize::Nearest::kFloor;
+    a.size = std::move(size);
+    a.scale = std::move(scale);
+    const auto x = ramp(ir::num_elements(xs), -3.0f, 5.0f);
+    CaseBuilder b(name, OpKind::kResize);
+    b.output(b.node(OpKind::kResize, {b.input("x", xs, x)}, a).at(0), resize_nd_truth(x, xs, a));
+    cases.push_back(b.take());
+  };
+  using M = ir::resize::Mode;
+  using C = ir::resize::Coordinates;
+  resize_nd_case("Resize 1-D linear half_pixel x2", {1, 2, 5}, M::kLinear, C::kHalfPixel, {10}, {2.0f});
+  resize_nd_case("Resize 1-D nearest asymmetric x0.5", {2, 2, 8}, M::kNearest, C::kAsymmetric, {4}, {0.5f});
+  resize_nd_case("Resize 3-D trilinear align_corners 2x3x3 -> 3x5x4", {1, 2, 2, 3, 3}, M::kLinear, C::kAlignCorners,
+                 {3, 5, 4}, {1.5f, 5.0f / 3.0f, 4.0f / 3.0f});
+  resize_nd_case("Resize 3-D nearest x1x2x2", {1, 2, 2, 3, 3}, M::kNearest, C::kAsymmetric, {2, 6, 6},
+                 {1.0f, 2.0f, 2.0f});
+}
+
 ir::ClipAttrs clip_attrs(float lo, float hi) {
   ir::ClipAttrs a;
   a.min = lo;
@@ -1078,6 +1402,7 @@ std::vector<OpCase> make_cases() {
   }
 
   resize_cases(cases);
+  window_nd_cases(cases);
   layer_norm_cases(cases);
   cast_cases(cases);
 
