@@ -47,17 +47,19 @@ ir::Shape concat(std::initializer_list<int64_t> front, const ir::Dims& rest) {
 // A filter descriptor of `dims` ([out, in / group, spatial...]) in NCHW order.
 void set_filter(cudnnFilterDescriptor_t desc, const ir::Shape& dims, ir::ElementType type) {
   const std::vector<int> d = to_ints(dims, "filter dimension");
-  IOS_CUDNN_CALL(
-      cudnnSetFilterNdDescriptor(desc, cudnn_type(type), CUDNN_TENSOR_NCHW, static_cast<int>(d.size()), d.data()));
+  IOS_CUDNN_CALL(cudnnSetFilterNdDescriptor(desc, cudnn_type(type), CUDNN_TENSOR_NCHW,
+                                            static_cast<int>(d.size()), d.data()));
 }
 
 // A cross-correlation over the spatial axes, computing in float for every
 // element type (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 for 16-bit tensors).
 void set_conv(cudnnConvolutionDescriptor_t desc, const ir::Dims& pad, const ir::Dims& stride,
               const ir::Dims& dilation, int64_t group, cudnnMathType_t math) {
-  const std::vector<int> p = to_ints(pad, "pad"), s = to_ints(stride, "stride"), d = to_ints(dilation, "dilation");
-  IOS_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(desc, static_cast<int>(p.size()), p.data(), s.data(), d.data(),
-                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  const std::vector<int> p = to_ints(pad, "pad"), s = to_ints(stride, "stride"),
+                         d = to_ints(dilation, "dilation");
+  IOS_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(desc, static_cast<int>(p.size()), p.data(),
+                                                 s.data(), d.data(), CUDNN_CROSS_CORRELATION,
+                                                 CUDNN_DATA_FLOAT));
   IOS_CUDNN_CALL(cudnnSetConvolutionGroupCount(desc, to_int(group, "group")));
   IOS_CUDNN_CALL(cudnnSetConvolutionMathType(desc, math));
 }
@@ -124,10 +126,10 @@ ConvShape conv_shape(const Program& p, const ConvOp& op) {
   const Constant& w = p.constants.at(static_cast<size_t>(op.weight));
   const size_t rank = x.shape.size();
   IOS_ASSERT(rank >= 3 && rank <= 5 && y.shape.size() == rank && w.shape.size() == rank &&
-                 op.kernel.size() == rank - 2 && op.stride.size() == rank - 2 && op.dilation.size() == rank - 2 &&
-                 op.pad.size() == rank - 2,
-             "convolution '{}': {} -> {} with weights {}", op.label, ir::to_string(x.shape), ir::to_string(y.shape),
-             ir::to_string(w.shape));
+                 op.kernel.size() == rank - 2 && op.stride.size() == rank - 2 &&
+                 op.dilation.size() == rank - 2 && op.pad.size() == rank - 2,
+             "convolution '{}': {} -> {} with weights {}", op.label, ir::to_string(x.shape),
+             ir::to_string(y.shape), ir::to_string(w.shape));
   // cuDNN's spatial axes (a 1-D convolution as the 2-D one with H = 1).
   const ir::Shape xd = cudnn_dims(x.shape), yd = cudnn_dims(y.shape), wd = cudnn_dims(w.shape);
   ConvShape s;
@@ -160,10 +162,10 @@ int64_t ConvShape::x_item() const { return c * product(in); }
 int64_t ConvShape::y_item() const { return k * product(out); }
 
 std::string ConvShape::key() const {
-  std::string text = fmt::format("n{}c{}i{}|k{}f{}|o{}|p{}|s{}|d{}|g{}|bs{},{},{}|f{}z{}|a{},{},{}", n, c, join(in), k,
-                                 join(filter), join(out), join(pad), join(stride), join(dilation), group,
-                                 x_batch_stride, y_batch_stride, z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0,
-                                 x_align, y_align, z_align);
+  std::string text = fmt::format(
+      "n{}c{}i{}|k{}f{}|o{}|p{}|s{}|d{}|g{}|bs{},{},{}|f{}z{}|a{},{},{}", n, c, join(in), k,
+      join(filter), join(out), join(pad), join(stride), join(dilation), group, x_batch_stride,
+      y_batch_stride, z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0, x_align, y_align, z_align);
   if (type != ir::ElementType::kFloat32) text += std::string("|") + ir::type_name(type);
   return text;
 }
@@ -411,14 +413,16 @@ ir::Shape ConvTransposeShape::y_dims() const { return concat({n, c_out}, out); }
 ir::Shape ConvTransposeShape::w_dims() const { return concat({c_in, c_out / group}, filter); }
 
 std::string ConvTransposeShape::key() const {
-  std::string text = fmt::format("transposed|n{}c{}i{}|k{}f{}|o{}|p{}|s{}|d{}|g{}|bs{},{}|a{},{}", n, c_in, join(in),
-                                 c_out, join(filter), join(out), join(pad), join(stride), join(dilation), group,
-                                 x_batch_stride, y_batch_stride, x_align, y_align);
+  std::string text =
+      fmt::format("transposed|n{}c{}i{}|k{}f{}|o{}|p{}|s{}|d{}|g{}|bs{},{}|a{},{}", n, c_in,
+                  join(in), c_out, join(filter), join(out), join(pad), join(stride), join(dilation),
+                  group, x_batch_stride, y_batch_stride, x_align, y_align);
   if (type != ir::ElementType::kFloat32) text += std::string("|") + ir::type_name(type);
   return text;
 }
 
-ConvTransposeDescriptors make_conv_transpose_descriptors(const ConvTransposeShape& s, cudnnMathType_t math) {
+ConvTransposeDescriptors make_conv_transpose_descriptors(const ConvTransposeShape& s,
+                                                         cudnnMathType_t math) {
   ConvTransposeDescriptors d;
   d.x = make_tensor_desc();
   d.y = make_tensor_desc();
@@ -433,17 +437,25 @@ ConvTransposeDescriptors make_conv_transpose_descriptors(const ConvTransposeShap
 
 const char* conv_transpose_algo_name(cudnnConvolutionBwdDataAlgo_t algo) {
   switch (algo) {
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "algo_0";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "algo_1";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "fft";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "fft_tiling";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "winograd";
-    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "winograd_nonfused";
-    default: return "unknown";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+      return "algo_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+      return "algo_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+      return "fft";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+      return "fft_tiling";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+      return "winograd";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+      return "winograd_nonfused";
+    default:
+      return "unknown";
   }
 }
 
-ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape& shape, const std::string& label) {
+ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape& shape,
+                                          const std::string& label) {
   // As for forward convolutions: strict FP32 is the math of float32 tensors
   // only; 16-bit ones run on tensor cores.
   const bool fp32 = ctx.precision() == Precision::kFp32 && shape.type == ir::ElementType::kFloat32;
@@ -460,7 +472,9 @@ ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape
     IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
   };
   const auto element_bytes = static_cast<size_t>(ir::bytes_of(shape.type));
-  auto bytes = [&](int64_t elements) { return static_cast<size_t>(std::max<int64_t>(elements, 1)) * element_bytes; };
+  auto bytes = [&](int64_t elements) {
+    return static_cast<size_t>(std::max<int64_t>(elements, 1)) * element_bytes;
+  };
   auto aligned = [&](int slot, size_t size, int64_t alignment) {
     char* base = static_cast<char*>(ctx.scratch(slot, size + kBufferAlignment));
     return static_cast<void*>(base + alignment % kBufferAlignment);
@@ -478,12 +492,13 @@ ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape
   std::vector<std::shared_ptr<const ConvTransposeDescriptors>> descriptors;
   cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   int returned = 0;
-  const cudnnStatus_t status =
-      cudnnFindConvolutionBackwardDataAlgorithmEx(ctx.cudnn(0), d.w.get(), w, d.x.get(), x, d.conv.get(), d.y.get(), y,
-                                                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, ws, limit);
+  const cudnnStatus_t status = cudnnFindConvolutionBackwardDataAlgorithmEx(
+      ctx.cudnn(0), d.w.get(), w, d.x.get(), x, d.conv.get(), d.y.get(), y,
+      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, ws, limit);
   if (status != CUDNN_STATUS_SUCCESS) {
     clear_error();
-    last_problem = fmt::format("cudnnFindConvolutionBackwardDataAlgorithmEx: {}", cudnnGetErrorString(status));
+    last_problem =
+        fmt::format("cudnnFindConvolutionBackwardDataAlgorithmEx: {}", cudnnGetErrorString(status));
     returned = 0;
   } else {
     IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
@@ -496,9 +511,11 @@ ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape
     ConvTransposeChoice c;
     c.algo = p.algo;
     c.math = fp32 ? CUDNN_FMA_MATH : p.mathType;
-    auto dm = std::make_shared<ConvTransposeDescriptors>(make_conv_transpose_descriptors(shape, c.math));
-    if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(0), dm->w.get(), dm->x.get(), dm->conv.get(),
-                                                     dm->y.get(), c.algo, &c.workspace) != CUDNN_STATUS_SUCCESS) {
+    auto dm =
+        std::make_shared<ConvTransposeDescriptors>(make_conv_transpose_descriptors(shape, c.math));
+    if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(0), dm->w.get(), dm->x.get(),
+                                                     dm->conv.get(), dm->y.get(), c.algo,
+                                                     &c.workspace) != CUDNN_STATUS_SUCCESS) {
       clear_error();
       continue;
     }
@@ -513,7 +530,8 @@ ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape
     ConvTransposeChoice c;
     c.math = search_math;
     candidates.push_back(c);
-    descriptors.push_back(std::make_shared<ConvTransposeDescriptors>(make_conv_transpose_descriptors(shape, c.math)));
+    descriptors.push_back(
+        std::make_shared<ConvTransposeDescriptors>(make_conv_transpose_descriptors(shape, c.math)));
   }
   std::vector<ConvAttempt> attempts;
   for (size_t i = 0; i < candidates.size(); ++i) {
@@ -522,8 +540,9 @@ ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape
       const ConvTransposeChoice& c = candidates[i];
       const float one = 1.0f, zero = 0.0f;
       const std::optional<float> ms = time_on_stream(ctx, [&] {
-        return cudnnConvolutionBackwardData(ctx.cudnn(0), &one, dd.w.get(), w, dd.x.get(), x, dd.conv.get(), c.algo,
-                                            ws, c.workspace, &zero, dd.y.get(), y) == CUDNN_STATUS_SUCCESS;
+        return cudnnConvolutionBackwardData(ctx.cudnn(0), &one, dd.w.get(), w, dd.x.get(), x,
+                                            dd.conv.get(), c.algo, ws, c.workspace, &zero,
+                                            dd.y.get(), y) == CUDNN_STATUS_SUCCESS;
       });
       if (ms) candidates[i].time_ms = *ms;
       return ms;
@@ -531,8 +550,9 @@ ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape
   }
   const std::optional<size_t> best = fastest_attempt(attempts, clear_error);
   if (!best) {
-    internal_error("no cuDNN backward-data algorithm for ConvTranspose '{}' ({}): {}", label, shape.key(),
-                   returned > 0 ? "cuDNN refused every algorithm it returned when run" : last_problem);
+    internal_error(
+        "no cuDNN backward-data algorithm for ConvTranspose '{}' ({}): {}", label, shape.key(),
+        returned > 0 ? "cuDNN refused every algorithm it returned when run" : last_problem);
   }
   const ConvTransposeChoice chosen = candidates[*best];
   std::lock_guard<std::mutex> lock(cache_mutex);

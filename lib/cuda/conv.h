@@ -44,7 +44,7 @@ struct ConvShape {
   int64_t n = 1, c = 1;  // input batch and channels
   int64_t k = 1;         // output channels; the filter is [k, c / group, filter...]
   int64_t group = 1;
-  ir::Dims in{1, 1}, filter{1, 1}, out{1, 1};  // per spatial axis
+  ir::Dims in{1, 1}, filter{1, 1}, out{1, 1};        // per spatial axis
   ir::Dims pad{0, 0}, stride{1, 1}, dilation{1, 1};  // per spatial axis (pads symmetric)
   int64_t x_batch_stride = 0, y_batch_stride = 0, z_batch_stride = 0;
   // Byte alignment of the x, y and z pointers (power of two, at most
@@ -133,7 +133,8 @@ struct ConvTransposeDescriptors {
   FilterDesc w;
   ConvDesc conv;
 };
-ConvTransposeDescriptors make_conv_transpose_descriptors(const ConvTransposeShape& shape, cudnnMathType_t math);
+ConvTransposeDescriptors make_conv_transpose_descriptors(const ConvTransposeShape& shape,
+                                                         cudnnMathType_t math);
 
 struct ConvTransposeChoice {
   cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
@@ -148,7 +149,8 @@ struct ConvTransposeChoice {
 // workspace limit or tensor-op under strict FP32 for float32 dropped), the
 // best few are timed with the exact call the engine makes, the fastest is
 // kept and cached per device, precision, geometry and alignment.
-ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape& shape, const std::string& label);
+ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape& shape,
+                                          const std::string& label);
 
 const char* conv_transpose_algo_name(cudnnConvolutionBwdDataAlgo_t algo);
 

@@ -171,7 +171,8 @@ __global__ void pad_kernel(const PadParams p) {
 __device__ ir::resize::LinearTaps resize_taps(const ResizeParams& p, int d, int64_t o) {
   ir::resize::LinearTaps t;
   if (d < 3 - p.rank) return t;
-  if (p.mode == ir::resize::Mode::kLinear) return ir::resize::linear_taps(p.coordinates, o, p.scale[d], p.in[d], p.out[d]);
+  if (p.mode == ir::resize::Mode::kLinear)
+    return ir::resize::linear_taps(p.coordinates, o, p.scale[d], p.in[d], p.out[d]);
   t.i0 = ir::resize::nearest_index(p.coordinates, p.nearest, o, p.scale[d], p.in[d], p.out[d]);
   return t;
 }
@@ -189,7 +190,8 @@ __global__ void resize_kernel(const ResizeParams p) {
     const int64_t ch = (i / out_volume) % p.c;
     const int64_t b = i / (out_volume * p.c);
     const T* x = static_cast<const T*>(p.x) + b * p.x_batch_stride + ch * in_volume;
-    T* y = static_cast<T*>(p.y) + b * p.y_batch_stride + ch * out_volume + (ot * p.out[1] + oy) * p.out[2] + ox;
+    T* y = static_cast<T*>(p.y) + b * p.y_batch_stride + ch * out_volume +
+           (ot * p.out[1] + oy) * p.out[2] + ox;
     const auto tt = resize_taps(p, 0, ot);
     const auto ty = resize_taps(p, 1, oy);
     const auto tx = resize_taps(p, 2, ox);
@@ -199,10 +201,12 @@ __global__ void resize_kernel(const ResizeParams p) {
       // two planes' bilinear values, as the CPU reference does.
       auto plane_value = [&](int64_t t) {
         const T* in = x + t * plane;
-        return ir::resize::bilinear(ty, tx, to_float(in[ty.i0 * p.in[2] + tx.i0]), to_float(in[ty.i0 * p.in[2] + tx.i1]),
-                                    to_float(in[ty.i1 * p.in[2] + tx.i0]), to_float(in[ty.i1 * p.in[2] + tx.i1]));
+        return ir::resize::bilinear(
+            ty, tx, to_float(in[ty.i0 * p.in[2] + tx.i0]), to_float(in[ty.i0 * p.in[2] + tx.i1]),
+            to_float(in[ty.i1 * p.in[2] + tx.i0]), to_float(in[ty.i1 * p.in[2] + tx.i1]));
       };
-      *y = from_float<T>(p.rank < 3 ? plane_value(tt.i0) : tt.w0 * plane_value(tt.i0) + tt.w1 * plane_value(tt.i1));
+      *y = from_float<T>(p.rank < 3 ? plane_value(tt.i0)
+                                    : tt.w0 * plane_value(tt.i0) + tt.w1 * plane_value(tt.i1));
     } else {
       *y = x[tt.i0 * plane + ty.i0 * p.in[2] + tx.i0];
     }
@@ -217,7 +221,8 @@ __global__ void pool_kernel(const PoolParams p) {
   const int64_t in_volume = p.in[0] * p.in[1] * p.in[2];
   const int64_t total = p.n * p.c * out_volume;
   const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
     int64_t o[3];
     o[2] = i % p.out[2];
     o[1] = (i / p.out[2]) % p.out[1];
@@ -229,7 +234,8 @@ __global__ void pool_kernel(const PoolParams p) {
     for (int d = 0; d < 3; ++d) {
       first[d] = o[d] * p.stride[d] - p.pad_begin[d];
       int64_t inside = 0;
-      for (int64_t k = 0; k < p.kernel[d]; ++k) inside += first[d] + k * p.dilation[d] < p.in[d] + p.pad_end[d] ? 1 : 0;
+      for (int64_t k = 0; k < p.kernel[d]; ++k)
+        inside += first[d] + k * p.dilation[d] < p.in[d] + p.pad_end[d] ? 1 : 0;
       padded_count *= inside;
     }
     const T* volume = static_cast<const T*>(p.x) + nn * p.x_batch_stride + ch * in_volume;
@@ -259,7 +265,8 @@ __global__ void pool_kernel(const PoolParams p) {
       const int64_t count = p.mode == kPoolAverageInclude ? padded_count : taps;
       out = count > 0 ? acc / static_cast<float>(count) : 0.0f;
     }
-    static_cast<T*>(p.y)[nn * p.y_batch_stride + ch * out_volume + (o[0] * p.out[1] + o[1]) * p.out[2] + o[2]] =
+    static_cast<T*>(
+        p.y)[nn * p.y_batch_stride + ch * out_volume + (o[0] * p.out[1] + o[1]) * p.out[2] + o[2]] =
         from_float<T>(out);
   }
 }

@@ -2,8 +2,10 @@
 // not do: element-wise chains (bias, activations, residual adds, gating
 // multiplies) in one pass, strided copies (slice, split, transpose, reshape,
 // concat inputs that cannot be written in place), padding, pooling with
-// asymmetric pads or ceil mode, mean reductions, layer normalization, and
-// the GEMM of the matrix products cuBLASLt cannot serve (gemm.h).
+// asymmetric pads, ceil mode or dilation (and every 16-bit pooling), Resize,
+// reductions, layer normalization, and the GEMM of the matrix products
+// cuBLASLt cannot serve (gemm.h). Pooling and Resize work on T, H, W
+// (ir/window.h's Window3 form), one kernel for 1 to 3 spatial axes.
 //
 // Element types: every tensor pointer is untyped and comes with the
 // ir::ElementType it is stored in (float, __half or __nv_bfloat16). The

@@ -91,8 +91,10 @@ void set_tensor4d(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h,
                                               i(cs), i(hs), i(ws)));
 }
 
-void set_tensor_nd(cudnnTensorDescriptor_t desc, const ir::Shape& dims, int64_t batch_stride, ir::ElementType type) {
-  IOS_ASSERT(dims.size() >= 4 && dims.size() <= 5, "a cuDNN tensor of rank {} ({})", dims.size(), ir::to_string(dims));
+void set_tensor_nd(cudnnTensorDescriptor_t desc, const ir::Shape& dims, int64_t batch_stride,
+                   ir::ElementType type) {
+  IOS_ASSERT(dims.size() >= 4 && dims.size() <= 5, "a cuDNN tensor of rank {} ({})", dims.size(),
+             ir::to_string(dims));
   auto i = [](int64_t v) {
     IOS_ASSERT(v >= 0 && v <= INT32_MAX, "tensor dimension {} does not fit cuDNN", v);
     return static_cast<int>(v);
@@ -106,12 +108,13 @@ void set_tensor_nd(cudnnTensorDescriptor_t desc, const ir::Shape& dims, int64_t 
   }
   d[0] = i(dims[0]);
   s[0] = i(batch_stride);
-  IOS_CUDNN_CALL(cudnnSetTensorNdDescriptor(desc, cudnn_type(type), static_cast<int>(dims.size()), d, s));
+  IOS_CUDNN_CALL(
+      cudnnSetTensorNdDescriptor(desc, cudnn_type(type), static_cast<int>(dims.size()), d, s));
 }
 
 ir::Shape cudnn_dims(const ir::Shape& shape) {
-  IOS_ASSERT(shape.size() >= 3 && shape.size() <= 5, "a tensor of shape {} has no 1 to 3 spatial axes",
-             ir::to_string(shape));
+  IOS_ASSERT(shape.size() >= 3 && shape.size() <= 5,
+             "a tensor of shape {} has no 1 to 3 spatial axes", ir::to_string(shape));
   if (shape.size() == 3) return {shape[0], shape[1], 1, shape[2]};
   return shape;
 }

@@ -77,14 +77,15 @@ class ConvolutionOp final : public GpuOp {
   }
 
   std::string describe() const override {
-    return fmt::format("conv '{}' {} {} -> {}{} algo {} ({}{}, ws {} KiB, measured {:.3f} ms){}{}{}",
-                       label_, fmt::join(shape_.filter, "x"), shape_.c, shape_.k,
-                       shape_.type == ir::ElementType::kFloat32 ? "" : std::string(" ") + ir::type_name(shape_.type),
-                       conv_algo_name(choice_.algo),
-                       choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed",
-                       choice_.fused ? ", fused bias+relu" : "", choice_.workspace / 1024,
-                       choice_.time_ms, own_epilogue_ ? " + own epilogue" : "",
-                       stage_x_ ? " + x staged" : "", stage_y_ ? " + y staged" : "");
+    return fmt::format(
+        "conv '{}' {} {} -> {}{} algo {} ({}{}, ws {} KiB, measured {:.3f} ms){}{}{}", label_,
+        fmt::join(shape_.filter, "x"), shape_.c, shape_.k,
+        shape_.type == ir::ElementType::kFloat32 ? ""
+                                                 : std::string(" ") + ir::type_name(shape_.type),
+        conv_algo_name(choice_.algo), choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed",
+        choice_.fused ? ", fused bias+relu" : "", choice_.workspace / 1024, choice_.time_ms,
+        own_epilogue_ ? " + own epilogue" : "", stage_x_ ? " + x staged" : "",
+        stage_y_ ? " + y staged" : "");
   }
 
  private:
@@ -110,9 +111,10 @@ void ConvOp::uses(Uses& u) const {
 }
 
 std::string ConvOp::describe(const Program& p) const {
-  return fmt::format("conv {}/s{} g{} {} -> {}{}{}{}", fmt::join(kernel, "x"), fmt::join(stride, ","), group,
-                     p.value_name(x), p.value_name(y), fused ? " (cuDNN bias" : "",
-                     fused && z >= 0 ? " + " + p.value_name(z) : "", fused ? " + relu)" : "");
+  return fmt::format("conv {}/s{} g{} {} -> {}{}{}{}", fmt::join(kernel, "x"),
+                     fmt::join(stride, ","), group, p.value_name(x), p.value_name(y),
+                     fused ? " (cuDNN bias" : "", fused && z >= 0 ? " + " + p.value_name(z) : "",
+                     fused ? " + relu)" : "");
 }
 
 // The algorithm, on the device; cuDNN may support a strided x or y with no
@@ -154,9 +156,10 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
   const auto& a = node.attr<ir::ConvAttrs>();
   const size_t rank = g.tensor(xt).shape.size();
   if (rank < 3 || rank > 5 || a.spatial_rank() != rank - 2) {
-    user_error("Conv '{}' (output '{}'): a {}-D window over a rank-{} input; the CUDA backend runs 1-D to 3-D "
-               "convolutions (N,C,L / N,C,H,W / N,C,T,H,W)",
-               node.name, label, a.spatial_rank(), rank);
+    user_error(
+        "Conv '{}' (output '{}'): a {}-D window over a rank-{} input; the CUDA backend runs 1-D "
+        "to 3-D convolutions (N,C,L / N,C,H,W / N,C,T,H,W)",
+        node.name, label, a.spatial_rank(), rank);
   }
   for (size_t i = 1; i < node.inputs.size(); ++i) {
     if (node.inputs[i] != ir::kNone && lw.type_of(node.inputs[i]) != lw.type_of(xt)) {
@@ -237,7 +240,8 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   // [out, in, k...] (sched::assemble_merged_weights), one k per spatial axis.
   ir::Shape weight_shape{spec.out_channels, spec.in_channels};
   weight_shape.insert(weight_shape.end(), spec.conv.kernel.begin(), spec.conv.kernel.end());
-  op.weight = lw.new_constant(launch.name + ":weight", std::move(weight_shape), weights.weight, lw.type_of(spec.input));
+  op.weight = lw.new_constant(launch.name + ":weight", std::move(weight_shape), weights.weight,
+                              lw.type_of(spec.input));
   op.kernel = spec.conv.kernel;
   op.stride = spec.conv.stride;
   op.dilation = spec.conv.dilation;
@@ -266,8 +270,8 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   whole.push_back(
       {ir::OpKind::kAdd, 0, 0,
        Ref::constant(lw.new_constant(launch.name + ":bias",
-                                     Lowerer::channel_shape(spec.out_channels, spatial + 2), weights.bias,
-                                     lw.type_of(spec.input)))});
+                                     Lowerer::channel_shape(spec.out_channels, spatial + 2),
+                                     weights.bias, lw.type_of(spec.input)))});
   // One epilogue for the whole buffer when the members' are identical and
   // need no operands; otherwise each member's on its slice.
   std::vector<std::vector<EwStep>> member_steps;

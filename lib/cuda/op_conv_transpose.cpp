@@ -28,8 +28,8 @@ class ConvTransposeGpuOp final : public GpuOp {
  public:
   // x, y and the weights are all of x's type; a 16-bit one runs on tensor
   // cores (float compute), a float32 one in the math the search chose.
-  ConvTransposeGpuOp(const ConvTransposeShape& shape, const ConvTransposeChoice& choice, const void* xp,
-                     const void* wp, void* yp, std::string label)
+  ConvTransposeGpuOp(const ConvTransposeShape& shape, const ConvTransposeChoice& choice,
+                     const void* xp, const void* wp, void* yp, std::string label)
       : d_(make_conv_transpose_descriptors(shape, choice.math)),
         choice_(choice),
         x_ptr_(xp),
@@ -38,18 +38,20 @@ class ConvTransposeGpuOp final : public GpuOp {
         label_(std::move(label)) {}
 
   void issue(const IssueContext& c) const override {
-    IOS_ASSERT(choice_.workspace <= c.workspace_bytes, "ConvTranspose '{}': {} bytes of workspace, {} reserved",
-               label_, choice_.workspace, c.workspace_bytes);
+    IOS_ASSERT(choice_.workspace <= c.workspace_bytes,
+               "ConvTranspose '{}': {} bytes of workspace, {} reserved", label_, choice_.workspace,
+               c.workspace_bytes);
     const float one = 1.0f, zero = 0.0f;
-    IOS_CUDNN_CALL(cudnnConvolutionBackwardData(c.cudnn, &one, d_.w.get(), w_ptr_, d_.x.get(), x_ptr_, d_.conv.get(),
-                                                choice_.algo, c.workspace, choice_.workspace, &zero, d_.y.get(),
-                                                y_ptr_));
+    IOS_CUDNN_CALL(cudnnConvolutionBackwardData(c.cudnn, &one, d_.w.get(), w_ptr_, d_.x.get(),
+                                                x_ptr_, d_.conv.get(), choice_.algo, c.workspace,
+                                                choice_.workspace, &zero, d_.y.get(), y_ptr_));
   }
   std::string describe() const override {
-    return fmt::format("conv-transpose '{}' cuDNN backward-data {} ({}, ws {} KiB, measured {:.3f} ms)", label_,
-                       conv_transpose_algo_name(choice_.algo),
-                       choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed", choice_.workspace / 1024,
-                       choice_.time_ms);
+    return fmt::format(
+        "conv-transpose '{}' cuDNN backward-data {} ({}, ws {} KiB, measured {:.3f} ms)", label_,
+        conv_transpose_algo_name(choice_.algo),
+        choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed", choice_.workspace / 1024,
+        choice_.time_ms);
   }
 
  private:
@@ -92,7 +94,8 @@ class ConvTransposeOp final : public Operation {
     s.filter.assign(wd.begin() + 2, wd.end());
     // cuDNN's (symmetric) pad of each axis is the begin pad; the lowering
     // checked that the end pad's difference is absorbed by the output size.
-    s.pad = cudnn_axes(ir::Dims(attrs.pads.begin(), attrs.pads.begin() + static_cast<std::ptrdiff_t>(spatial)), 0);
+    s.pad = cudnn_axes(
+        ir::Dims(attrs.pads.begin(), attrs.pads.begin() + static_cast<std::ptrdiff_t>(spatial)), 0);
     s.stride = cudnn_axes(attrs.stride, 1);
     s.dilation = cudnn_axes(attrs.dilation, 1);
     s.x_batch_stride = xv.batch_stride;
@@ -100,7 +103,8 @@ class ConvTransposeOp final : public Operation {
     s.x_align = xv.alignment();
     s.y_align = yv.alignment();
     s.type = xv.type;
-    IOS_ASSERT(yv.type == s.type && w.type == s.type, "ConvTranspose '{}' mixes element types", label);
+    IOS_ASSERT(yv.type == s.type && w.type == s.type, "ConvTranspose '{}' mixes element types",
+               label);
     return s;
   }
 
@@ -112,9 +116,10 @@ class ConvTransposeOp final : public Operation {
   }
 
   std::unique_ptr<GpuOp> launch(const Binding& b) const override {
-    IOS_ASSERT(choice != nullptr, "ConvTranspose '{}' has no algorithm (prepare() did not run)", label);
-    return std::make_unique<ConvTransposeGpuOp>(shape(b.program()), *choice, b.in(x), b.constant(weight), b.out(y),
-                                                label);
+    IOS_ASSERT(choice != nullptr, "ConvTranspose '{}' has no algorithm (prepare() did not run)",
+               label);
+    return std::make_unique<ConvTransposeGpuOp>(shape(b.program()), *choice, b.in(x),
+                                                b.constant(weight), b.out(y), label);
   }
 };
 
@@ -127,17 +132,19 @@ void lower_conv_transpose(Lowerer& lw, Launch& launch, NodeId n, const std::vect
   const size_t spatial = a.spatial_rank();
   const size_t rank = g.tensor(node.inputs[0]).shape.size();
   if (spatial < 1 || spatial > 3 || rank != spatial + 2) {
-    user_error("node '{}' (ConvTranspose): a {}-D window over a rank-{} input; the CUDA backend runs 1-D to 3-D "
-               "transposed convolutions",
-               node.name, spatial, rank);
+    user_error(
+        "node '{}' (ConvTranspose): a {}-D window over a rank-{} input; the CUDA backend runs 1-D "
+        "to 3-D transposed convolutions",
+        node.name, spatial, rank);
   }
   for (size_t k = 0; k < spatial; ++k) {
     const int64_t skew = a.pads[k] - a.pads[k + spatial] + a.output_padding[k];
     if (skew < 0 || skew >= a.stride[k]) {
-      user_error("node '{}' (ConvTranspose): pads {}/{} with output_padding {} along axis {} have no cuDNN "
-                 "backward-data form (its pads are symmetric); the CUDA backend needs the end pad at most the start "
-                 "pad plus output_padding, and less than a stride smaller",
-                 node.name, a.pads[k], a.pads[k + spatial], a.output_padding[k], 2 + k);
+      user_error(
+          "node '{}' (ConvTranspose): pads {}/{} with output_padding {} along axis {} have no "
+          "cuDNN backward-data form (its pads are symmetric); the CUDA backend needs the end pad "
+          "at most the start pad plus output_padding, and less than a stride smaller",
+          node.name, a.pads[k], a.pads[k + spatial], a.output_padding[k], 2 + k);
     }
   }
   for (size_t i = 1; i < node.inputs.size(); ++i) {
@@ -166,8 +173,9 @@ void lower_conv_transpose(Lowerer& lw, Launch& launch, NodeId n, const std::vect
   std::vector<EwStep> steps;
   if (node.inputs.size() > 2 && node.inputs[2] != ir::kNone) {
     const int64_t channels = g.tensor(node.outputs[0]).shape[1];
-    steps.push_back({ir::OpKind::kAdd, 0, 0,
-                     Ref::constant(lw.constant(node.inputs[2], Lowerer::channel_shape(channels, rank)))});
+    steps.push_back(
+        {ir::OpKind::kAdd, 0, 0,
+         Ref::constant(lw.constant(node.inputs[2], Lowerer::channel_shape(channels, rank)))});
   }
   lw.in_place_steps(launch, y, n, chain, 0, std::move(steps));
 }

@@ -73,8 +73,8 @@ void lower_pad(Lowerer& lw, Launch& launch, NodeId n, int y) {
 int Lowerer::explicit_pad(Launch& launch, int x, ir::Dims& pads, const std::string& name) {
   const size_t spatial = pads.size() / 2;
   const ir::Shape& s = val(x).shape;
-  IOS_ASSERT(pads.size() == 2 * spatial && s.size() == spatial + 2, "'{}': {} pads for a tensor of shape {}", name,
-             pads.size(), ir::to_string(s));
+  IOS_ASSERT(pads.size() == 2 * spatial && s.size() == spatial + 2,
+             "'{}': {} pads for a tensor of shape {}", name, pads.size(), ir::to_string(s));
   bool symmetric = true;
   for (size_t a = 0; a < spatial; ++a) symmetric = symmetric && pads[a] == pads[a + spatial];
   if (symmetric) return x;

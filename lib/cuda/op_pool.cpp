@@ -29,7 +29,8 @@ class PoolOp final : public Operation {
   int x = -1, y = -1;
   size_t spatial = 2;  // spatial axes of x and y (1 to 3)
   // The window on T, H, W (ir::Window3's form: axes x lacks have kernel 1).
-  ir::Axes3 kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1}, pad_begin{0, 0, 0}, pad_end{0, 0, 0};
+  ir::Axes3 kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1}, pad_begin{0, 0, 0},
+      pad_end{0, 0, 0};
   // cuDNN when pads are symmetric and the output size is cuDNN's; otherwise
   // the backend's own kernel.
   bool use_cudnn = true;
@@ -41,19 +42,23 @@ class PoolOp final : public Operation {
 
   std::string describe(const Program& p) const override {
     const ir::Dims k(kernel.end() - static_cast<std::ptrdiff_t>(spatial), kernel.end());
-    return fmt::format("{} {}{} {} -> {}", mode == Mode::kMax ? "maxpool" : "avgpool", fmt::join(k, "x"),
-                       use_cudnn ? " (cuDNN)" : " (own)", p.value_name(x), p.value_name(y));
+    return fmt::format("{} {}{} {} -> {}", mode == Mode::kMax ? "maxpool" : "avgpool",
+                       fmt::join(k, "x"), use_cudnn ? " (cuDNN)" : " (own)", p.value_name(x),
+                       p.value_name(y));
   }
 
   std::unique_ptr<GpuOp> launch(const Binding& b) const override;
 };
 
 // The last `n` of T, H, W.
-ir::Dims last(const ir::Axes3& a, size_t n) { return ir::Dims(a.end() - static_cast<std::ptrdiff_t>(n), a.end()); }
+ir::Dims last(const ir::Axes3& a, size_t n) {
+  return ir::Dims(a.end() - static_cast<std::ptrdiff_t>(n), a.end());
+}
 
 class CudnnPoolOp final : public GpuOp {
  public:
-  CudnnPoolOp(const PoolOp& op, const Value& x, const Value& y, const void* xp, void* yp) : x_ptr_(xp), y_ptr_(yp) {
+  CudnnPoolOp(const PoolOp& op, const Value& x, const Value& y, const void* xp, void* yp)
+      : x_ptr_(xp), y_ptr_(yp) {
     const ir::Shape xd = cudnn_dims(x.shape);
     // y of x's rank: a ReduceMean without keepdims writes [N, C], which is
     // the pooled [N, C, 1...] in the same memory.
@@ -78,15 +83,18 @@ class CudnnPoolOp final : public GpuOp {
       }
       return v;
     };
-    const std::vector<int> window = ints(op.kernel), pads = ints(op.pad_begin), strides = ints(op.stride);
-    IOS_CUDNN_CALL(cudnnSetPoolingNdDescriptor(pool_.get(), mode, CUDNN_NOT_PROPAGATE_NAN, static_cast<int>(nd),
-                                               window.data(), pads.data(), strides.data()));
+    const std::vector<int> window = ints(op.kernel), pads = ints(op.pad_begin),
+                           strides = ints(op.stride);
+    IOS_CUDNN_CALL(cudnnSetPoolingNdDescriptor(pool_.get(), mode, CUDNN_NOT_PROPAGATE_NAN,
+                                               static_cast<int>(nd), window.data(), pads.data(),
+                                               strides.data()));
     what_ = fmt::format("cuDNN {} pool {}/{}", op.mode == PoolOp::Mode::kMax ? "max" : "average",
                         fmt::join(window, "x"), fmt::join(strides, ","));
   }
   void issue(const IssueContext& c) const override {
     const float one = 1.0f, zero = 0.0f;
-    IOS_CUDNN_CALL(cudnnPoolingForward(c.cudnn, pool_.get(), &one, x_.get(), x_ptr_, &zero, y_.get(), y_ptr_));
+    IOS_CUDNN_CALL(
+        cudnnPoolingForward(c.cudnn, pool_.get(), &one, x_.get(), x_ptr_, &zero, y_.get(), y_ptr_));
   }
   std::string describe() const override { return what_; }
 
@@ -103,8 +111,8 @@ class KernelPoolOp final : public GpuOp {
   explicit KernelPoolOp(const kernels::PoolParams& p) : p_(p) {}
   void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::pool(p_, c.stream)); }
   std::string describe() const override {
-    return fmt::format("own pool {}x{}x{}/{},{},{}", p_.kernel[0], p_.kernel[1], p_.kernel[2], p_.stride[0],
-                       p_.stride[1], p_.stride[2]);
+    return fmt::format("own pool {}x{}x{}/{},{},{}", p_.kernel[0], p_.kernel[1], p_.kernel[2],
+                       p_.stride[0], p_.stride[1], p_.stride[2]);
   }
 
  private:
@@ -158,9 +166,10 @@ void lower_pool(Lowerer& lw, Launch& launch, NodeId n, int y) {
   const ir::Shape& xs = lw.val(op.x).shape;
   const ir::Shape& ys = lw.val(y).shape;
   if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size()) {
-    user_error("{} '{}': pooling of {} into {}; the CUDA backend pools 1 to 3 spatial axes (N,C,L / N,C,H,W / "
-               "N,C,T,H,W)",
-               ir::op_name(node.op), node.name, ir::to_string(xs), ir::to_string(ys));
+    user_error(
+        "{} '{}': pooling of {} into {}; the CUDA backend pools 1 to 3 spatial axes "
+        "(N,C,L / N,C,H,W / N,C,T,H,W)",
+        ir::op_name(node.op), node.name, ir::to_string(xs), ir::to_string(ys));
   }
   op.spatial = xs.size() - 2;
   if (node.op == OpKind::kGlobalAveragePool) {
@@ -169,8 +178,8 @@ void lower_pool(Lowerer& lw, Launch& launch, NodeId n, int y) {
   } else {
     const auto& a = node.attr<ir::PoolAttrs>();
     if (a.spatial_rank() != op.spatial) {
-      user_error("{} '{}': a {}-D window over {}", ir::op_name(node.op), node.name, a.spatial_rank(),
-                 ir::to_string(xs));
+      user_error("{} '{}': a {}-D window over {}", ir::op_name(node.op), node.name,
+                 a.spatial_rank(), ir::to_string(xs));
     }
     op.mode = node.op == OpKind::kMaxPool ? PoolOp::Mode::kMax
               : a.count_include_pad       ? PoolOp::Mode::kAverageIncludePad

@@ -99,7 +99,8 @@ void lower_reduce(Lowerer& lw, Launch& launch, NodeId n, int y) {
                                              : kernels::kReduceMean;
   std::vector<int64_t> spatial(xs.size() > 2 ? xs.size() - 2 : 0);
   std::iota(spatial.begin(), spatial.end(), 2);
-  if (op == kernels::kReduceMean && xs.size() >= 3 && xs.size() <= 5 && axes == spatial) {  // a global average pool
+  if (op == kernels::kReduceMean && xs.size() >= 3 && xs.size() <= 5 &&
+      axes == spatial) {  // a global average pool
     lw.global_average_pool(launch, x, y);
     return;
   }

@@ -35,9 +35,10 @@ class ResizeOp final : public Operation {
     const Value& xv = b.value(x);
     const Value& yv = b.value(y);
     const size_t rank = attrs.spatial_rank();
-    IOS_ASSERT(rank >= 1 && rank <= 3 && xv.shape.size() == rank + 2 && yv.shape.size() == rank + 2 &&
-                   attrs.scale.size() == rank,
-               "resize of {} into {} over {} axes", ir::to_string(xv.shape), ir::to_string(yv.shape), rank);
+    IOS_ASSERT(rank >= 1 && rank <= 3 && xv.shape.size() == rank + 2 &&
+                   yv.shape.size() == rank + 2 && attrs.scale.size() == rank,
+               "resize of {} into {} over {} axes", ir::to_string(xv.shape),
+               ir::to_string(yv.shape), rank);
     kernels::ResizeParams rp;
     rp.n = xv.shape[0], rp.c = xv.shape[1];
     const ir::Axes3 in = ir::spatial3(xv.shape), out = ir::spatial3(yv.shape);
@@ -64,8 +65,10 @@ void lower_resize(Lowerer& lw, Launch& launch, NodeId n, int y) {
   const ir::Node& node = g.node(n);
   const size_t rank = node.attr<ir::ResizeAttrs>().spatial_rank();
   if (rank < 1 || rank > 3 || lw.graph().tensor(node.inputs[0]).shape.size() != rank + 2) {
-    user_error("Resize '{}': {} spatial axes over {}; the CUDA backend resizes 1 to 3 spatial axes of N,C,...",
-               node.name, rank, ir::to_string(lw.graph().tensor(node.inputs[0]).shape));
+    user_error(
+        "Resize '{}': {} spatial axes over {}; the CUDA backend resizes 1 to 3 spatial axes of "
+        "N,C,...",
+        node.name, rank, ir::to_string(lw.graph().tensor(node.inputs[0]).shape));
   }
   emit(launch, ResizeOp{lw.value_for(node.inputs[0]), y, node.attr<ir::ResizeAttrs>()});
 }

@@ -104,7 +104,8 @@ void check_against_reference(const ir::Graph& graph, const std::string& what) {
   check_outputs(run_gpu(units, plan, inputs, tf32), expected, {2e-2, 2e-2}, what + " (tf32)");
 }
 
-exec::Tolerance half_tolerance(ir::ElementType type, const exec::HostTensor& expected, double ulps) {
+exec::Tolerance half_tolerance(ir::ElementType type, const exec::HostTensor& expected,
+                               double ulps) {
   const double ulp = type == ir::ElementType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
   double largest = 0.0;
   for (float v : expected.data) {
@@ -135,7 +136,8 @@ void check_half_against_executor(const ir::Graph& graph, const std::string& what
       INFO(what << " in " << ir::type_name(type) << ": " << name);
       const auto it = actual.find(name);
       REQUIRE(it != actual.end());
-      const exec::CompareResult result = exec::compare(it->second, tensor, half_tolerance(type, tensor, kUlps), name);
+      const exec::CompareResult result =
+          exec::compare(it->second, tensor, half_tolerance(type, tensor, kUlps), name);
       INFO(exec::format_report(result));
       CHECK(result.passed());
     }

@@ -19,10 +19,10 @@
 
 #ifdef IOS_HAVE_CUDA
 #include "cuda/conv.h"
-#include "exec/memory_layout.h"
 #include "cuda/launch.h"
 #include "cuda/operations.h"
 #include "cuda/program.h"
+#include "exec/memory_layout.h"
 #endif
 
 namespace ios::gputest {
@@ -446,8 +446,8 @@ TEST_CASE("an operation's launch gets the pointers of the values it declared onl
 
 // --- Windows over one and three spatial axes ----------------------------------
 
-ir::TensorId conv_nd(GraphBuilder& b, const std::string& name, ir::TensorId x, int64_t out, ir::Dims k,
-                     ir::Dims pads, bool bias = true) {
+ir::TensorId conv_nd(GraphBuilder& b, const std::string& name, ir::TensorId x, int64_t out,
+                     ir::Dims k, ir::Dims pads, bool bias = true) {
   ir::ConvAttrs a;
   a.kernel = k;
   a.stride = ir::Dims(k.size(), 1);
@@ -468,12 +468,14 @@ std::vector<const cuda::Operation*> ops_of(const cuda::Program& p) {
   return ops;
 }
 
-TEST_CASE("a 1-D convolution is cuDNN's 2-D one with H = 1, asymmetric pads made explicit on L", "[host]") {
+TEST_CASE("a 1-D convolution is cuDNN's 2-D one with H = 1, asymmetric pads made explicit on L",
+          "[host]") {
   GraphBuilder b;
   const auto x = b.input("x", {2, 4, 19});
   b.output(b.node(OpKind::kRelu, "y", {conv_nd(b, "c", x, 6, {3}, {0, 2})}));
   const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
-  const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+  const cuda::Program p =
+      cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
   const auto ops = ops_of(p);
   REQUIRE(ops.size() == 2);
   const auto* pad = dynamic_cast<const cuda::PadOp*>(ops[0]);
@@ -497,13 +499,15 @@ TEST_CASE("a 1-D convolution is cuDNN's 2-D one with H = 1, asymmetric pads made
   CHECK(s.y_item() == 6 * 19);
 }
 
-TEST_CASE("a 3-D convolution keeps T, H and W, and its geometry keys the algorithm choice", "[host]") {
+TEST_CASE("a 3-D convolution keeps T, H and W, and its geometry keys the algorithm choice",
+          "[host]") {
   GraphBuilder b;
   const auto x = b.input("x", {1, 3, 4, 6, 8});
   const auto c = conv_nd(b, "c", x, 5, {3, 3, 3}, {1, 1, 1, 1, 1, 1}, false);
   b.output(b.node(OpKind::kSigmoid, "y", {c}));
   const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
-  const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+  const cuda::Program p =
+      cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
   const auto ops = ops_of(p);
   REQUIRE(ops.size() == 2);
   const auto* conv = dynamic_cast<const cuda::ConvOp*>(ops[0]);
@@ -528,8 +532,10 @@ TEST_CASE("a 3-D convolution keeps T, H and W, and its geometry keys the algorit
 TEST_CASE("merged 3-D convolutions are one convolution over [out, in, k, k, k] weights", "[host]") {
   GraphBuilder b;
   const auto x = b.input("x", {1, 4, 4, 5, 6});
-  const auto a = b.node(OpKind::kRelu, "a", {conv_nd(b, "a_conv", x, 3, {1, 1, 1}, {0, 0, 0, 0, 0, 0})});
-  const auto c = b.node(OpKind::kRelu, "c", {conv_nd(b, "c_conv", x, 5, {3, 3, 3}, {1, 1, 1, 1, 1, 1})});
+  const auto a =
+      b.node(OpKind::kRelu, "a", {conv_nd(b, "a_conv", x, 3, {1, 1, 1}, {0, 0, 0, 0, 0, 0})});
+  const auto c =
+      b.node(OpKind::kRelu, "c", {conv_nd(b, "c_conv", x, 5, {3, 3, 3}, {1, 1, 1, 1, 1, 1})});
   b.output(a);
   b.output(c);
   const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
@@ -552,7 +558,8 @@ TEST_CASE("merged 3-D convolutions are one convolution over [out, in, k, k, k] w
   CHECK(cuda::conv_shape(p, *conv).y_dims() == ir::Shape{1, 8, 4, 5, 6});
 }
 
-TEST_CASE("a transposed convolution's bias and activation are one element-wise pass after it", "[host]") {
+TEST_CASE("a transposed convolution's bias and activation are one element-wise pass after it",
+          "[host]") {
   for (const ir::Shape& xs : {ir::Shape{2, 4, 7}, ir::Shape{1, 4, 3, 4, 5}}) {
     const size_t spatial = xs.size() - 2;
     GraphBuilder b;
@@ -565,10 +572,12 @@ TEST_CASE("a transposed convolution's bias and activation are one element-wise p
     a.output_padding = ir::Dims(spatial, 1);
     ir::Shape w{4, 6};
     w.insert(w.end(), spatial, 3);
-    const auto t = b.node(OpKind::kConvTranspose, "t", {x, b.weight("t.w", w), b.weight("t.b", {6})}, a);
+    const auto t =
+        b.node(OpKind::kConvTranspose, "t", {x, b.weight("t.w", w), b.weight("t.b", {6})}, a);
     b.output(b.node(OpKind::kRelu, "y", {t}));
     const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
-    const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+    const cuda::Program p =
+        cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
     const auto ops = ops_of(p);
     INFO(ir::to_string(xs));
     REQUIRE(ops.size() == 2);
@@ -586,8 +595,10 @@ TEST_CASE("a transposed convolution's bias and activation are one element-wise p
   }
 }
 
-TEST_CASE("pooling over one and three spatial axes: cuDNN where it can, the own kernel for dilation and ceil mode",
-          "[host]") {
+TEST_CASE(
+    "pooling over one and three spatial axes: cuDNN where it can, the own kernel for dilation and "
+    "ceil mode",
+    "[host]") {
   auto pool_nd = [](ir::Dims k, ir::Dims s, ir::Dims pads, bool ceil, ir::Dims dilation) {
     ir::PoolAttrs a;
     a.kernel = std::move(k);
@@ -603,8 +614,10 @@ TEST_CASE("pooling over one and three spatial axes: cuDNN where it can, the own 
     const auto v = b.input("v", {1, 3, 6, 7, 8});
     b.output(b.node(OpKind::kMaxPool, "l_cudnn", {l}, pool_nd({3}, {2}, {1, 1}, false, {1})));
     b.output(b.node(OpKind::kMaxPool, "l_dilated", {l}, pool_nd({3}, {1}, {2, 2}, false, {2})));
-    b.output(b.node(OpKind::kMaxPool, "v_cudnn", {v}, pool_nd({3, 3, 3}, {2, 2, 2}, {1, 1, 1, 1, 1, 1}, false, {1, 1, 1})));
-    b.output(b.node(OpKind::kMaxPool, "v_ceil", {v}, pool_nd({2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, true, {1, 1, 1})));
+    b.output(b.node(OpKind::kMaxPool, "v_cudnn", {v},
+                    pool_nd({3, 3, 3}, {2, 2, 2}, {1, 1, 1, 1, 1, 1}, false, {1, 1, 1})));
+    b.output(b.node(OpKind::kMaxPool, "v_ceil", {v},
+                    pool_nd({2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, true, {1, 1, 1})));
     b.output(b.node(OpKind::kGlobalAveragePool, "v_gap", {v}));
     ir::Graph g = std::move(b.graph());
     if (type != ir::ElementType::kFloat32) {
@@ -614,7 +627,8 @@ TEST_CASE("pooling over one and three spatial axes: cuDNN where it can, the own 
       ir::convert_to_half(g, options, "pools");
     }
     const sched::UnitGraph units = sched::UnitGraph::form(g);
-    const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+    const cuda::Program p =
+        cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
     std::map<std::string, std::string> described;
     for (const cuda::Operation* op : ops_of(p)) {
       const std::string d = op->describe(p);
@@ -644,7 +658,8 @@ TEST_CASE("Resize of one and three spatial axes lowers to the own kernel", "[hos
     for (size_t d = 2; d < xs.size(); ++d) a.size.push_back(2 * xs[d]);
     b.output(b.node(OpKind::kResize, "y", {x}, a));
     const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
-    const cuda::Program p = cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+    const cuda::Program p =
+        cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
     const auto ops = ops_of(p);
     REQUIRE(ops.size() == 1);
     CHECK(ops[0]->describe(p) == "resize linear x -> y");

@@ -664,7 +664,8 @@ TEST_CASE("convolution choice picks a working algorithm and leaves no CUDA error
   for (cuda::Precision precision : {cuda::Precision::kTf32, cuda::Precision::kFp32}) {
     cuda::Context ctx(0, precision, size_t{64} << 20);
     cuda::ConvShape s;
-    s.n = 2, s.c = 32, s.in = {14, 14}, s.k = 48, s.filter = {3, 3}, s.out = {14, 14}, s.pad = {1, 1};
+    s.n = 2, s.c = 32, s.in = {14, 14}, s.k = 48, s.filter = {3, 3}, s.out = {14, 14},
+    s.pad = {1, 1};
     s.x_batch_stride = s.x_item();
     s.y_batch_stride = 96 * 14 * 14;  // y is a channel slice of a concatenation
     s.fused = true;
