@@ -75,7 +75,7 @@ $py onnx_models/export_models.py --truth --out-dir "$out" --models audio_cnn,hrn
 half_start=$(date +%s)
 for stem in inception_v3-75x75 squeezenet1_1-64x64 randwire-64x64 nasnet_a_large-99x99 convnext_tiny-64x64 \
   vit_style deeplabv3_resnet50-128x128-op17 fcn_resnet50-128x128-op17 swin_t-112x112 \
-  retinanet_resnet50_fpn-128x128 maxvit_t; do
+  retinanet_resnet50_fpn-128x128 maxvit_t r2plus1d_18-4x28x28; do
   for to in fp16 bf16; do echo "$out/$stem.onnx $out/$stem.$to.onnx --to $to"; done
 done | xargs -P 2 -L 1 "$py" onnx_models/convert_half.py
 echo "models: half-precision files converted in $(( $(date +%s) - half_start )) s"

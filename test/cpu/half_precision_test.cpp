@@ -1,6 +1,6 @@
 // Half precision, end to end on the CPU reference (docs/testing.md, *Half
-// precision*): the IOS paper's four networks and seven models of the other
-// families, converted by ios (--precision fp16|bf16) and as typed files
+// precision*): the IOS paper's four networks and eight models of the other
+// families (R(2+1)D-18 the video one), converted by ios (--precision fp16|bf16) and as typed files
 // written by onnx_models/convert_half.py, scheduled by every scheduler and
 // run. Every output is held to the rule against the float64 truth:
 //
@@ -149,5 +149,7 @@ TEST_CASE("half precision: RetinaNet", "[cpu][half]") {
   check_half_precision("retinanet_resnet50_fpn-128x128", true);
 }
 TEST_CASE("half precision: MaxViT-T", "[cpu][half]") { check_half_precision("maxvit_t", true); }
+// Video: R(2+1)D-18's 1x3x3 and 3x1x1 convolutions on a 4x28x28 clip.
+TEST_CASE("half precision: R(2+1)D-18", "[cpu][half]") { check_half_precision("r2plus1d_18-4x28x28"); }
 
 }  // namespace ios::test

@@ -379,7 +379,7 @@ TEST_CASE("model family vs float64 truth: r2plus1d_18 on 4x28x28 clips", "[cpu][
 // scripts/make-models.sh does not export it. Run by name after
 //   onnx_models/export_models.py --truth --out-dir onnx_models/generated
 //       --models s3d --image-size 13x209x209
-TEST_CASE("model family vs float64 truth: s3d on 13x209x209 clips", "[.][cpu][ort][family]") {
+TEST_CASE("model family vs float64 truth: s3d on 13x209x209 clips", "[.][s3d][cpu][ort][family]") {
   check_family_model("s3d-13x209x209.onnx");
 }
 TEST_CASE("model family vs float64 truth: the 1-D audio CNN", "[cpu][ort][family]") {
