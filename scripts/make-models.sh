@@ -13,20 +13,36 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ]; then
 fi
 mkdir -p "$out"
 start=$(date +%s)
+# The exports are independent processes, each single-threaded for most of
+# its time (tracing, ONNX serialisation, the checks): `job` queues one and
+# they run two at a time below, longest first as far as known, each writing
+# its own files (a temporary file, then a rename).
+jobs=()
+job() { jobs+=("$(printf '%q ' "$py" onnx_models/export_models.py "$@" --out-dir "$out")"); }
+# The next families as torchvision 0.14 exports them (opset 13, static batch
+# 1), with their truths and half-precision references: MaxViT-T at 224x224
+# (its partitions need a multiple of 224), Swin-T at 112x112 (windows of 7 on
+# padded feature maps), and the detectors' raw heads, SSDlite at its 320x320
+# and RetinaNet and FCOS at 128x128 (five pyramid levels down to 1x1).
+job --truth --half-truth --models maxvit_t
+job --truth --half-truth --models ssdlite320_mobilenet_v3_large
+job --truth --half-truth --models retinanet_resnet50_fpn --image-size 128x128
+job --truth --half-truth --models fcos_resnet50_fpn --image-size 128x128
+job --truth --half-truth --models swin_t --image-size 112x112
 # Every model with a symbolic batch dimension (files named NAME-bdyn.onnx):
 # ios takes the batch from --batch. The torchvision CNNs at their native sizes;
 # the IOS paper's RandWire and NASNet-A at reduced input sizes for the tests
 # (the same graphs; bench/harness exports the full-size ones).
-$py onnx_models/export_models.py --dynamic-batch --out-dir "$out" \
-  --models inception_v3,squeezenet1_1,resnet50,mobilenet_v2,densenet121,googlenet
-$py onnx_models/export_models.py --dynamic-batch --out-dir "$out" --models randwire --image-size 64x64
-$py onnx_models/export_models.py --dynamic-batch --out-dir "$out" --models nasnet_a_large --image-size 99x99
+for model in inception_v3 densenet121 resnet50 googlenet mobilenet_v2 squeezenet1_1; do
+  job --dynamic-batch --models "$model"
+done
+job --dynamic-batch --models randwire --image-size 64x64
+job --dynamic-batch --models nasnet_a_large --image-size 99x99
 # The IOS paper's four networks at small sizes with a static batch of 1, with
 # their truths and half-precision references (--half-truth, below).
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models inception_v3 --image-size 75x75
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models squeezenet1_1,randwire \
-  --image-size 64x64
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models nasnet_a_large --image-size 99x99
+job --truth --half-truth --models nasnet_a_large --image-size 99x99
+job --truth --half-truth --models inception_v3 --image-size 75x75
+job --truth --half-truth --models squeezenet1_1,randwire --image-size 64x64
 # The families deployed today, with a seeded input and the float64 truth
 # beside each file (--truth) and the independent bf16 and fp16 runs of the
 # model on that input (--half-truth: <stem>.ref-bf16.npy, .ref-fp16.npy): every family at opset 13 with a symbolic batch
@@ -46,19 +62,9 @@ for opts in "--dynamic-batch" "--opset 17" "--batch 1" "--opset 17 --dynamic-bat
       convnext*) size=(--image-size 64x64) ;;
     esac
     # shellcheck disable=SC2086  # several words on purpose
-    $py onnx_models/export_models.py $opts --truth --half-truth --out-dir "$out" --models "$models" "${size[@]}"
+    job $opts --truth --half-truth --models "$models" "${size[@]}"
   done
 done
-# The next families as torchvision 0.14 exports them (opset 13, static batch
-# 1), with their truths and half-precision references: Swin-T at 112x112 (windows of 7 on padded feature
-# maps), MaxViT-T at 224x224 (its partitions need a multiple of 224), and the
-# detectors' raw heads, RetinaNet and FCOS at 128x128 (five pyramid levels
-# down to 1x1) and SSDlite at its 320x320.
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models swin_t --image-size 112x112
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models maxvit_t
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models retinanet_resnet50_fpn,fcos_resnet50_fpn \
-  --image-size 128x128
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models ssdlite320_mobilenet_v3_large
 # Networks of other ranks (opset 13, static batch 1), with their truths:
 # torchvision's video classifiers on 4x28x28 clips (N,3,T,H,W; about 1.4
 # GFLOP each, R(2+1)D also with its half-precision references), the 1-D audio
@@ -66,9 +72,12 @@ $py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models 
 # not exported here: its fixed final pool needs clips of 13x209x209 or more,
 # 30 GFLOP, 15-45 s to export and 17 s for its comparison's CPU runs, more
 # than CI's budget leaves.
-$py onnx_models/export_models.py --truth --out-dir "$out" --models r3d_18,mc3_18 --image-size 4x28x28
-$py onnx_models/export_models.py --truth --half-truth --out-dir "$out" --models r2plus1d_18 --image-size 4x28x28
-$py onnx_models/export_models.py --truth --out-dir "$out" --models audio_cnn,hrnet_style
+job --truth --models r3d_18,mc3_18 --image-size 4x28x28
+job --truth --half-truth --models r2plus1d_18 --image-size 4x28x28
+job --truth --models audio_cnn,hrnet_style
+# xargs exits non-zero when any export fails (set -e stops here).
+printf '%s\n' "${jobs[@]}" | xargs -P 2 -I{} bash -c {}
+echo "models: ${#jobs[@]} exports in $(( $(date +%s) - start )) s"
 # Typed half-precision files of the acceptance set: <stem>.fp16.onnx and
 # <stem>.bf16.onnx (float32 inputs and outputs, Casts inside; the reduction
 # and normalisation ops stay float32, see convert_half.py), two at a time.

@@ -1,6 +1,7 @@
 #include "cuda/conv.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <climits>
 #include <functional>
@@ -24,16 +25,55 @@ int to_int(int64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-void set_tensor(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w, int64_t batch_stride,
-                ir::ElementType type) {
-  IOS_CUDNN_CALL(cudnnSetTensor4dDescriptorEx(desc, cudnn_type(type), to_int(n, "n"), to_int(c, "c"), to_int(h, "h"),
-                                              to_int(w, "w"), to_int(batch_stride, "batch stride"),
-                                              to_int(h * w, "channel stride"), to_int(w, "row stride"), 1));
+int64_t product(const ir::Dims& v) {
+  int64_t p = 1;
+  for (int64_t d : v) p *= d;
+  return p;
 }
+
+std::vector<int> to_ints(const ir::Dims& v, const char* what) {
+  std::vector<int> out;
+  out.reserve(v.size());
+  for (int64_t d : v) out.push_back(to_int(d, what));
+  return out;
+}
+
+ir::Shape concat(std::initializer_list<int64_t> front, const ir::Dims& rest) {
+  ir::Shape s(front);
+  s.insert(s.end(), rest.begin(), rest.end());
+  return s;
+}
+
+// A filter descriptor of `dims` ([out, in / group, spatial...]) in NCHW order.
+void set_filter(cudnnFilterDescriptor_t desc, const ir::Shape& dims, ir::ElementType type) {
+  const std::vector<int> d = to_ints(dims, "filter dimension");
+  IOS_CUDNN_CALL(cudnnSetFilterNdDescriptor(desc, cudnn_type(type), CUDNN_TENSOR_NCHW,
+                                            static_cast<int>(d.size()), d.data()));
+}
+
+// A cross-correlation over the spatial axes, computing in float for every
+// element type (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 for 16-bit tensors).
+void set_conv(cudnnConvolutionDescriptor_t desc, const ir::Dims& pad, const ir::Dims& stride,
+              const ir::Dims& dilation, int64_t group, cudnnMathType_t math) {
+  const std::vector<int> p = to_ints(pad, "pad"), s = to_ints(stride, "stride"),
+                         d = to_ints(dilation, "dilation");
+  IOS_CUDNN_CALL(cudnnSetConvolutionNdDescriptor(desc, static_cast<int>(p.size()), p.data(),
+                                                 s.data(), d.data(), CUDNN_CROSS_CORRELATION,
+                                                 CUDNN_DATA_FLOAT));
+  IOS_CUDNN_CALL(cudnnSetConvolutionGroupCount(desc, to_int(group, "group")));
+  IOS_CUDNN_CALL(cudnnSetConvolutionMathType(desc, math));
+}
+
+std::string join(const ir::Dims& v) { return fmt::format("{}", fmt::join(v, "x")); }
 
 std::mutex cache_mutex;
 std::map<std::string, ConvChoice>& cache() {
   static std::map<std::string, ConvChoice> choices;
+  return choices;
+}
+
+std::map<std::string, ConvTransposeChoice>& transpose_cache() {
+  static std::map<std::string, ConvTransposeChoice> choices;
   return choices;
 }
 
@@ -84,15 +124,22 @@ ConvShape conv_shape(const Program& p, const ConvOp& op) {
   const Value& x = p.values.at(static_cast<size_t>(op.x));
   const Value& y = p.values.at(static_cast<size_t>(op.y));
   const Constant& w = p.constants.at(static_cast<size_t>(op.weight));
-  IOS_ASSERT(x.shape.size() == 4 && y.shape.size() == 4 && w.shape.size() == 4, "convolution '{}' is not 2-D",
-             op.label);
+  const size_t rank = x.shape.size();
+  IOS_ASSERT(rank >= 3 && rank <= 5 && y.shape.size() == rank && w.shape.size() == rank &&
+                 op.kernel.size() == rank - 2 && op.stride.size() == rank - 2 &&
+                 op.dilation.size() == rank - 2 && op.pad.size() == rank - 2,
+             "convolution '{}': {} -> {} with weights {}", op.label, ir::to_string(x.shape),
+             ir::to_string(y.shape), ir::to_string(w.shape));
+  // cuDNN's spatial axes (a 1-D convolution as the 2-D one with H = 1).
+  const ir::Shape xd = cudnn_dims(x.shape), yd = cudnn_dims(y.shape), wd = cudnn_dims(w.shape);
   ConvShape s;
-  s.n = x.shape[0], s.c = x.shape[1], s.h = x.shape[2], s.w = x.shape[3];
-  s.k = w.shape[0], s.r = w.shape[2], s.s = w.shape[3];
-  s.oh = y.shape[2], s.ow = y.shape[3];
-  s.pad_h = op.pad[0], s.pad_w = op.pad[1];
-  s.stride_h = op.stride[0], s.stride_w = op.stride[1];
-  s.dil_h = op.dilation[0], s.dil_w = op.dilation[1];
+  s.n = xd[0], s.c = xd[1], s.k = wd[0];
+  s.in.assign(xd.begin() + 2, xd.end());
+  s.out.assign(yd.begin() + 2, yd.end());
+  s.filter.assign(wd.begin() + 2, wd.end());
+  s.pad = cudnn_axes(op.pad, 0);
+  s.stride = cudnn_axes(op.stride, 1);
+  s.dilation = cudnn_axes(op.dilation, 1);
   s.group = op.group;
   s.x_batch_stride = x.batch_stride;
   s.y_batch_stride = y.batch_stride;
@@ -108,12 +155,18 @@ ConvShape conv_shape(const Program& p, const ConvOp& op) {
   return s;
 }
 
+ir::Shape ConvShape::x_dims() const { return concat({n, c}, in); }
+ir::Shape ConvShape::y_dims() const { return concat({n, k}, out); }
+ir::Shape ConvShape::w_dims() const { return concat({k, c / group}, filter); }
+int64_t ConvShape::x_item() const { return c * product(in); }
+int64_t ConvShape::y_item() const { return k * product(out); }
+
 std::string ConvShape::key() const {
-  std::string text =
-      fmt::format("n{}c{}h{}w{}|k{}r{}s{}|o{}x{}|p{},{}|s{},{}|d{},{}|g{}|bs{},{},{}|f{}z{}|a{},{},{}", n, c, h, w, k,
-                  r, s, oh, ow, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, group, x_batch_stride,
-                  y_batch_stride, z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0, x_align, y_align, z_align);
-  if (type != ir::ElementType::kFloat32) text += std::string("|") + ir::type_name(type);  // float32 keys unchanged
+  std::string text = fmt::format(
+      "n{}c{}i{}|k{}f{}|o{}|p{}|s{}|d{}|g{}|bs{},{},{}|f{}z{}|a{},{},{}", n, c, join(in), k,
+      join(filter), join(out), join(pad), join(stride), join(dilation), group, x_batch_stride,
+      y_batch_stride, z_batch_stride, fused ? 1 : 0, has_z ? 1 : 0, x_align, y_align, z_align);
+  if (type != ir::ElementType::kFloat32) text += std::string("|") + ir::type_name(type);
   return text;
 }
 
@@ -126,22 +179,18 @@ ConvDescriptors make_conv_descriptors(const ConvShape& s, cudnnMathType_t math) 
   d.w = make_filter_desc();
   d.conv = make_conv_desc();
   d.relu = make_activation_desc();
-  set_tensor(d.x.get(), s.n, s.c, s.h, s.w, s.x_batch_stride, s.type);
-  set_tensor(d.y.get(), s.n, s.k, s.oh, s.ow, s.y_batch_stride, s.type);
-  set_tensor(d.z.get(), s.n, s.k, s.oh, s.ow, s.has_z ? s.z_batch_stride : s.y_batch_stride, s.type);
-  // The bias in y's type (cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configurations:
-  // 16-bit tensors, float compute); the fused call is refused where cuDNN
-  // lacks the combination, and the own epilogue runs instead.
-  IOS_CUDNN_CALL(
-      cudnnSetTensor4dDescriptor(d.bias.get(), CUDNN_TENSOR_NCHW, cudnn_type(s.type), 1, to_int(s.k, "k"), 1, 1));
-  IOS_CUDNN_CALL(cudnnSetFilter4dDescriptor(d.w.get(), cudnn_type(s.type), CUDNN_TENSOR_NCHW, to_int(s.k, "k"),
-                                            to_int(s.c / s.group, "c/group"), to_int(s.r, "r"), to_int(s.s, "s")));
-  IOS_CUDNN_CALL(cudnnSetConvolution2dDescriptor(d.conv.get(), to_int(s.pad_h, "pad"), to_int(s.pad_w, "pad"),
-                                                 to_int(s.stride_h, "stride"), to_int(s.stride_w, "stride"),
-                                                 to_int(s.dil_h, "dilation"), to_int(s.dil_w, "dilation"),
-                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  IOS_CUDNN_CALL(cudnnSetConvolutionGroupCount(d.conv.get(), to_int(s.group, "group")));
-  IOS_CUDNN_CALL(cudnnSetConvolutionMathType(d.conv.get(), math));
+  set_tensor_nd(d.x.get(), s.x_dims(), s.x_batch_stride, s.type);
+  set_tensor_nd(d.y.get(), s.y_dims(), s.y_batch_stride, s.type);
+  set_tensor_nd(d.z.get(), s.y_dims(), s.has_z ? s.z_batch_stride : s.y_batch_stride, s.type);
+  // The bias [1, k, 1...] of y's rank, in y's type (cuDNN's PSEUDO_HALF /
+  // PSEUDO_BFLOAT16 configurations: 16-bit tensors, float compute); the fused
+  // call is refused where cuDNN lacks the combination, and the own epilogue
+  // runs instead.
+  ir::Shape bias(s.spatial() + 2, 1);
+  bias[1] = s.k;
+  set_tensor_nd(d.bias.get(), bias, s.k, s.type);
+  set_filter(d.w.get(), s.w_dims(), s.type);
+  set_conv(d.conv.get(), s.pad, s.stride, s.dilation, s.group, math);
   IOS_CUDNN_CALL(cudnnSetActivationDescriptor(d.relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
   return d;
 }
@@ -177,10 +226,12 @@ std::optional<size_t> fastest_attempt(const std::vector<ConvAttempt>& attempts,
 
 kernels::EwParams conv_epilogue(const ConvShape& s, void* y, int64_t y_batch_stride, const void* bias,
                                 const void* z) {
-  const ir::Shape out{s.n, s.k, s.oh, s.ow};
+  const ir::Shape out = s.y_dims();
   kernels::EwParams epilogue = ew_frame(out, y, y_batch_stride, s.type);
   epilogue.x = make_operand(y, out, y_batch_stride, out, s.type);
-  const kernels::EwOperand b = make_operand(bias, {1, s.k, 1, 1}, s.k, out, s.type);
+  ir::Shape bias_shape(out.size(), 1);
+  bias_shape[1] = s.k;
+  const kernels::EwOperand b = make_operand(bias, bias_shape, s.k, out, s.type);
   add_step(epilogue, ir::OpKind::kAdd, 0, 0, &b);
   if (s.has_z) {
     const kernels::EwOperand zo = make_operand(z, out, s.z_batch_stride, out, s.type);
@@ -202,8 +253,8 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
     if (it != cache().end()) return it->second;
   }
   const size_t limit = ctx.workspace_limit();
-  const int64_t x_dense_bs = shape.c * shape.h * shape.w;
-  const int64_t y_dense_bs = shape.k * shape.oh * shape.ow;
+  const int64_t x_dense_bs = shape.x_item();
+  const int64_t y_dense_bs = shape.y_item();
   const bool strided = shape.x_batch_stride != x_dense_bs || shape.y_batch_stride != y_dense_bs;
   std::string last_problem = "cuDNN returned no algorithm";
   // After a refused call or search: clear the error it may have left (the
@@ -224,7 +275,7 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
   };
   // The engine's tensors as requested (strided x and y).
   void* x = aligned(0, bytes((shape.n - 1) * shape.x_batch_stride + x_dense_bs), shape.x_align);
-  void* w = ctx.scratch(1, bytes(shape.k * (shape.c / shape.group) * shape.r * shape.s));
+  void* w = ctx.scratch(1, bytes(ir::num_elements(shape.w_dims())));
   void* y = aligned(2, bytes((shape.n - 1) * shape.y_batch_stride + y_dense_bs), shape.y_align);
   void* z = aligned(3, bytes(shape.has_z ? (shape.n - 1) * shape.z_batch_stride + y_dense_bs : 1), shape.z_align);
   void* bias = ctx.scratch(4, bytes(shape.k));
@@ -352,6 +403,160 @@ ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& 
   }
   std::lock_guard<std::mutex> lock(cache_mutex);
   cache()[key] = chosen;
+  return chosen;
+}
+
+// --- ConvTranspose: backward-data convolutions -----------------------------
+
+ir::Shape ConvTransposeShape::x_dims() const { return concat({n, c_in}, in); }
+ir::Shape ConvTransposeShape::y_dims() const { return concat({n, c_out}, out); }
+ir::Shape ConvTransposeShape::w_dims() const { return concat({c_in, c_out / group}, filter); }
+
+std::string ConvTransposeShape::key() const {
+  std::string text =
+      fmt::format("transposed|n{}c{}i{}|k{}f{}|o{}|p{}|s{}|d{}|g{}|bs{},{}|a{},{}", n, c_in,
+                  join(in), c_out, join(filter), join(out), join(pad), join(stride), join(dilation),
+                  group, x_batch_stride, y_batch_stride, x_align, y_align);
+  if (type != ir::ElementType::kFloat32) text += std::string("|") + ir::type_name(type);
+  return text;
+}
+
+ConvTransposeDescriptors make_conv_transpose_descriptors(const ConvTransposeShape& s,
+                                                         cudnnMathType_t math) {
+  ConvTransposeDescriptors d;
+  d.x = make_tensor_desc();
+  d.y = make_tensor_desc();
+  d.w = make_filter_desc();
+  d.conv = make_conv_desc();
+  set_tensor_nd(d.x.get(), s.x_dims(), s.x_batch_stride, s.type);
+  set_tensor_nd(d.y.get(), s.y_dims(), s.y_batch_stride, s.type);
+  set_filter(d.w.get(), s.w_dims(), s.type);
+  set_conv(d.conv.get(), s.pad, s.stride, s.dilation, s.group, math);
+  return d;
+}
+
+const char* conv_transpose_algo_name(cudnnConvolutionBwdDataAlgo_t algo) {
+  switch (algo) {
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+      return "algo_0";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+      return "algo_1";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT:
+      return "fft";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING:
+      return "fft_tiling";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD:
+      return "winograd";
+    case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+      return "winograd_nonfused";
+    default:
+      return "unknown";
+  }
+}
+
+ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape& shape,
+                                          const std::string& label) {
+  // As for forward convolutions: strict FP32 is the math of float32 tensors
+  // only; 16-bit ones run on tensor cores.
+  const bool fp32 = ctx.precision() == Precision::kFp32 && shape.type == ir::ElementType::kFloat32;
+  const std::string key = fmt::format("{}|{}|{}|{}", ctx.key(), precision_name(ctx.precision()),
+                                      ctx.workspace_limit(), shape.key());
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto it = transpose_cache().find(key);
+    if (it != transpose_cache().end()) return it->second;
+  }
+  const size_t limit = ctx.workspace_limit();
+  auto clear_error = [&] {
+    detail::clear_failed_attempt();
+    IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
+  };
+  const auto element_bytes = static_cast<size_t>(ir::bytes_of(shape.type));
+  auto bytes = [&](int64_t elements) {
+    return static_cast<size_t>(std::max<int64_t>(elements, 1)) * element_bytes;
+  };
+  auto aligned = [&](int slot, size_t size, int64_t alignment) {
+    char* base = static_cast<char*>(ctx.scratch(slot, size + kBufferAlignment));
+    return static_cast<void*>(base + alignment % kBufferAlignment);
+  };
+  const int64_t x_item = ir::num_elements(shape.x_dims()) / shape.n;
+  const int64_t y_item = ir::num_elements(shape.y_dims()) / shape.n;
+  void* x = aligned(0, bytes((shape.n - 1) * shape.x_batch_stride + x_item), shape.x_align);
+  void* w = ctx.scratch(1, bytes(ir::num_elements(shape.w_dims())));
+  void* y = aligned(2, bytes((shape.n - 1) * shape.y_batch_stride + y_item), shape.y_align);
+  void* ws = ctx.scratch(5, std::max<size_t>(limit, 1));
+  const cudnnMathType_t search_math = fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  const ConvTransposeDescriptors d = make_conv_transpose_descriptors(shape, search_math);
+  std::string last_problem = "cuDNN returned no algorithm";
+  std::vector<ConvTransposeChoice> candidates;
+  std::vector<std::shared_ptr<const ConvTransposeDescriptors>> descriptors;
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int returned = 0;
+  const cudnnStatus_t status = cudnnFindConvolutionBackwardDataAlgorithmEx(
+      ctx.cudnn(0), d.w.get(), w, d.x.get(), x, d.conv.get(), d.y.get(), y,
+      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, perf, ws, limit);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    clear_error();
+    last_problem =
+        fmt::format("cudnnFindConvolutionBackwardDataAlgorithmEx: {}", cudnnGetErrorString(status));
+    returned = 0;
+  } else {
+    IOS_CUDA_CALL(cudaStreamSynchronize(ctx.stream(0)));
+  }
+  constexpr int kAlgorithms = 3;
+  for (int i = 0; i < returned && static_cast<int>(candidates.size()) < kAlgorithms; ++i) {
+    const cudnnConvolutionBwdDataAlgoPerf_t& p = perf[i];
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > limit) continue;
+    if (fp32 && tensor_op(p.mathType)) continue;
+    ConvTransposeChoice c;
+    c.algo = p.algo;
+    c.math = fp32 ? CUDNN_FMA_MATH : p.mathType;
+    auto dm =
+        std::make_shared<ConvTransposeDescriptors>(make_conv_transpose_descriptors(shape, c.math));
+    if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn(0), dm->w.get(), dm->x.get(),
+                                                     dm->conv.get(), dm->y.get(), c.algo,
+                                                     &c.workspace) != CUDNN_STATUS_SUCCESS) {
+      clear_error();
+      continue;
+    }
+    c.workspace = std::max(c.workspace, p.memory);
+    if (c.workspace > limit) continue;
+    candidates.push_back(c);
+    descriptors.push_back(std::move(dm));
+  }
+  if (candidates.empty()) {
+    // Algorithm 0 needs no workspace and takes every geometry cuDNN accepts:
+    // the one the backend ran before it searched.
+    ConvTransposeChoice c;
+    c.math = search_math;
+    candidates.push_back(c);
+    descriptors.push_back(
+        std::make_shared<ConvTransposeDescriptors>(make_conv_transpose_descriptors(shape, c.math)));
+  }
+  std::vector<ConvAttempt> attempts;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    attempts.push_back([&, i]() -> std::optional<float> {
+      const ConvTransposeDescriptors& dd = *descriptors[i];
+      const ConvTransposeChoice& c = candidates[i];
+      const float one = 1.0f, zero = 0.0f;
+      const std::optional<float> ms = time_on_stream(ctx, [&] {
+        return cudnnConvolutionBackwardData(ctx.cudnn(0), &one, dd.w.get(), w, dd.x.get(), x,
+                                            dd.conv.get(), c.algo, ws, c.workspace, &zero,
+                                            dd.y.get(), y) == CUDNN_STATUS_SUCCESS;
+      });
+      if (ms) candidates[i].time_ms = *ms;
+      return ms;
+    });
+  }
+  const std::optional<size_t> best = fastest_attempt(attempts, clear_error);
+  if (!best) {
+    internal_error(
+        "no cuDNN backward-data algorithm for ConvTranspose '{}' ({}): {}", label, shape.key(),
+        returned > 0 ? "cuDNN refused every algorithm it returned when run" : last_problem);
+  }
+  const ConvTransposeChoice chosen = candidates[*best];
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  transpose_cache()[key] = chosen;
   return chosen;
 }
 

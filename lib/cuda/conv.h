@@ -31,14 +31,21 @@
 #include "cuda/context.h"
 #include "cuda/kernels.h"
 #include "cuda/resources.h"
+#include "ir/graph.h"
 
 namespace ios::cuda {
 
+// A convolution's geometry as cuDNN is given it. The spatial axes are two
+// (H, W) or three (T, H, W): cuDNN's convolutions need 4-D or 5-D tensors,
+// so a 1-D convolution over N,C,L is the 2-D one over N,C,1,L with kernel,
+// stride and dilation 1 and no pad on H (cudnn_dims in launch.h), which
+// computes the same values on the same memory.
 struct ConvShape {
-  int64_t n = 1, c = 1, h = 1, w = 1;  // input
-  int64_t k = 1, r = 1, s = 1;         // filter [k, c / group, r, s]
-  int64_t oh = 1, ow = 1;              // output
-  int64_t pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, group = 1;
+  int64_t n = 1, c = 1;  // input batch and channels
+  int64_t k = 1;         // output channels; the filter is [k, c / group, filter...]
+  int64_t group = 1;
+  ir::Dims in{1, 1}, filter{1, 1}, out{1, 1};        // per spatial axis
+  ir::Dims pad{0, 0}, stride{1, 1}, dilation{1, 1};  // per spatial axis (pads symmetric)
   int64_t x_batch_stride = 0, y_batch_stride = 0, z_batch_stride = 0;
   // Byte alignment of the x, y and z pointers (power of two, at most
   // kBufferAlignment): algorithm choice is made, and cached, per alignment.
@@ -47,7 +54,13 @@ struct ConvShape {
   bool has_z = false;
   ir::ElementType type = ir::ElementType::kFloat32;  // of x, w, y, z and the bias
 
-  std::string key() const;
+  size_t spatial() const { return in.size(); }
+  ir::Shape x_dims() const;  // [n, c, in...]
+  ir::Shape y_dims() const;  // [n, k, out...]
+  ir::Shape w_dims() const;  // [k, c / group, filter...]
+  int64_t x_item() const;    // elements of one image of x, dense
+  int64_t y_item() const;
+  std::string key() const;  // the full geometry, strides, alignments, fusion and type
 };
 
 struct ConvDescriptors {
@@ -95,5 +108,50 @@ kernels::EwParams conv_epilogue(const ConvShape& shape, void* y, int64_t y_batch
 ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& label);
 
 const char* conv_algo_name(cudnnConvolutionFwdAlgo_t algo);
+
+// ConvTranspose: cuDNN's backward-data convolution, whose dy is the
+// transposed convolution's input x and whose dx is its output y. The filter
+// is the weight [c_in, c_out / group, filter...]. Spatial axes as ConvShape's
+// (a 1-D one is the 2-D one with H = 1). The bias and the rest of the chain
+// are the element-wise operation after it, not part of the call.
+struct ConvTransposeShape {
+  int64_t n = 1, c_in = 1, c_out = 1, group = 1;
+  ir::Dims in{1, 1}, filter{1, 1}, out{1, 1};
+  ir::Dims pad{0, 0}, stride{1, 1}, dilation{1, 1};
+  int64_t x_batch_stride = 0, y_batch_stride = 0;
+  int64_t x_align = 256, y_align = 256;
+  ir::ElementType type = ir::ElementType::kFloat32;
+
+  ir::Shape x_dims() const;  // [n, c_in, in...]
+  ir::Shape y_dims() const;  // [n, c_out, out...]
+  ir::Shape w_dims() const;  // [c_in, c_out / group, filter...]
+  std::string key() const;
+};
+
+struct ConvTransposeDescriptors {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+};
+ConvTransposeDescriptors make_conv_transpose_descriptors(const ConvTransposeShape& shape,
+                                                         cudnnMathType_t math);
+
+struct ConvTransposeChoice {
+  cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace = 0;
+  float time_ms = 0.0f;  // measured
+};
+
+// Chooses (or recalls) the backward-data algorithm for `shape` as
+// choose_conv does for forward ones: cuDNN's search ranks the algorithms
+// (cudnnFindConvolutionBackwardDataAlgorithmEx, each status checked, over the
+// workspace limit or tensor-op under strict FP32 for float32 dropped), the
+// best few are timed with the exact call the engine makes, the fastest is
+// kept and cached per device, precision, geometry and alignment.
+ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape& shape,
+                                          const std::string& label);
+
+const char* conv_transpose_algo_name(cudnnConvolutionBwdDataAlgo_t algo);
 
 }  // namespace ios::cuda

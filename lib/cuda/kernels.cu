@@ -166,69 +166,108 @@ __global__ void pad_kernel(const PadParams p) {
   }
 }
 
+// The taps of output index `o` on axis `d` of a resize (one of weight 1 on
+// an axis the tensors lack).
+__device__ ir::resize::LinearTaps resize_taps(const ResizeParams& p, int d, int64_t o) {
+  ir::resize::LinearTaps t;
+  if (d < 3 - p.rank) return t;
+  if (p.mode == ir::resize::Mode::kLinear)
+    return ir::resize::linear_taps(p.coordinates, o, p.scale[d], p.in[d], p.out[d]);
+  t.i0 = ir::resize::nearest_index(p.coordinates, p.nearest, o, p.scale[d], p.in[d], p.out[d]);
+  return t;
+}
+
 template <typename T>
 __global__ void resize_kernel(const ResizeParams p) {
-  const int64_t total = p.n * p.c * p.oh * p.ow;
+  const int64_t out_volume = p.out[0] * p.out[1] * p.out[2];
+  const int64_t in_volume = p.in[0] * p.in[1] * p.in[2];
+  const int64_t total = p.n * p.c * out_volume;
   const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const int64_t ox = i % p.ow;
-    const int64_t oy = (i / p.ow) % p.oh;
-    const int64_t ch = (i / (p.ow * p.oh)) % p.c;
-    const int64_t b = i / (p.ow * p.oh * p.c);
-    const T* x = static_cast<const T*>(p.x) + b * p.x_batch_stride + ch * p.h * p.w;
-    T* y = static_cast<T*>(p.y) + b * p.y_batch_stride + ch * p.oh * p.ow + oy * p.ow + ox;
+    const int64_t ox = i % p.out[2];
+    const int64_t oy = (i / p.out[2]) % p.out[1];
+    const int64_t ot = (i / (p.out[2] * p.out[1])) % p.out[0];
+    const int64_t ch = (i / out_volume) % p.c;
+    const int64_t b = i / (out_volume * p.c);
+    const T* x = static_cast<const T*>(p.x) + b * p.x_batch_stride + ch * in_volume;
+    T* y = static_cast<T*>(p.y) + b * p.y_batch_stride + ch * out_volume +
+           (ot * p.out[1] + oy) * p.out[2] + ox;
+    const auto tt = resize_taps(p, 0, ot);
+    const auto ty = resize_taps(p, 1, oy);
+    const auto tx = resize_taps(p, 2, ox);
+    const int64_t plane = p.in[1] * p.in[2];
     if (p.mode == ir::resize::Mode::kLinear) {
-      const auto ty = ir::resize::linear_taps(p.coordinates, oy, p.scale_h, p.h, p.oh);
-      const auto tx = ir::resize::linear_taps(p.coordinates, ox, p.scale_w, p.w, p.ow);
-      *y = from_float<T>(ir::resize::bilinear(ty, tx, to_float(x[ty.i0 * p.w + tx.i0]),
-                                              to_float(x[ty.i0 * p.w + tx.i1]), to_float(x[ty.i1 * p.w + tx.i0]),
-                                              to_float(x[ty.i1 * p.w + tx.i1])));
+      // Bilinear within a plane (ONNX Runtime's order); trilinear blends the
+      // two planes' bilinear values, as the CPU reference does.
+      auto plane_value = [&](int64_t t) {
+        const T* in = x + t * plane;
+        return ir::resize::bilinear(
+            ty, tx, to_float(in[ty.i0 * p.in[2] + tx.i0]), to_float(in[ty.i0 * p.in[2] + tx.i1]),
+            to_float(in[ty.i1 * p.in[2] + tx.i0]), to_float(in[ty.i1 * p.in[2] + tx.i1]));
+      };
+      *y = from_float<T>(p.rank < 3 ? plane_value(tt.i0)
+                                    : tt.w0 * plane_value(tt.i0) + tt.w1 * plane_value(tt.i1));
     } else {
-      const int64_t iy = ir::resize::nearest_index(p.coordinates, p.nearest, oy, p.scale_h, p.h, p.oh);
-      const int64_t ix = ir::resize::nearest_index(p.coordinates, p.nearest, ox, p.scale_w, p.w, p.ow);
-      *y = x[iy * p.w + ix];
+      *y = x[tt.i0 * plane + ty.i0 * p.in[2] + tx.i0];
     }
   }
 }
 
+// One output per thread: the window's taps inside the input, in T, H, W
+// order (the CPU reference's), accumulated in float.
 template <typename T>
-__global__ void pool2d_kernel(const PoolParams p) {
-  const int64_t total = p.n * p.c * p.oh * p.ow;
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
-    const int64_t ox = i % p.ow;
-    const int64_t oy = (i / p.ow) % p.oh;
-    const int64_t ch = (i / (p.ow * p.oh)) % p.c;
-    const int64_t nn = i / (p.ow * p.oh * p.c);
-    const int64_t y0 = oy * p.sh - p.pad_top;
-    const int64_t x0 = ox * p.sw - p.pad_left;
-    const int64_t y1 = min(y0 + p.kh, p.h + p.pad_bottom);
-    const int64_t x1 = min(x0 + p.kw, p.w + p.pad_right);
-    const int64_t padded_count = (y1 - y0) * (x1 - x0);
-    const int64_t ys = max(y0, int64_t{0}), xs = max(x0, int64_t{0});
-    const int64_t ye = min(y1, p.h), xe = min(x1, p.w);
-    const T* plane = static_cast<const T*>(p.x) + nn * p.x_batch_stride + ch * p.h * p.w;
-    float acc = p.mode == kPoolMax ? -FLT_MAX : 0.0f;
-    bool any = false;
-    for (int64_t yy = ys; yy < ye; ++yy) {
-      for (int64_t xx = xs; xx < xe; ++xx) {
-        const float v = to_float(plane[yy * p.w + xx]);
-        if (p.mode == kPoolMax) {
-          acc = (v > acc || v != v) ? v : acc;
-        } else {
-          acc += v;
+__global__ void pool_kernel(const PoolParams p) {
+  const int64_t out_volume = p.out[0] * p.out[1] * p.out[2];
+  const int64_t in_volume = p.in[0] * p.in[1] * p.in[2];
+  const int64_t total = p.n * p.c * out_volume;
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    int64_t o[3];
+    o[2] = i % p.out[2];
+    o[1] = (i / p.out[2]) % p.out[1];
+    o[0] = (i / (p.out[2] * p.out[1])) % p.out[0];
+    const int64_t ch = (i / out_volume) % p.c;
+    const int64_t nn = i / (out_volume * p.c);
+    int64_t first[3];
+    int64_t padded_count = 1;
+    for (int d = 0; d < 3; ++d) {
+      first[d] = o[d] * p.stride[d] - p.pad_begin[d];
+      int64_t inside = 0;
+      for (int64_t k = 0; k < p.kernel[d]; ++k)
+        inside += first[d] + k * p.dilation[d] < p.in[d] + p.pad_end[d] ? 1 : 0;
+      padded_count *= inside;
+    }
+    const T* volume = static_cast<const T*>(p.x) + nn * p.x_batch_stride + ch * in_volume;
+    float acc = p.mode == kPoolMax ? -INFINITY : 0.0f;
+    int64_t taps = 0;
+    for (int64_t ka = 0; ka < p.kernel[0]; ++ka) {
+      const int64_t it = first[0] + ka * p.dilation[0];
+      if (it < 0 || it >= p.in[0]) continue;
+      for (int64_t ki = 0; ki < p.kernel[1]; ++ki) {
+        const int64_t ih = first[1] + ki * p.dilation[1];
+        if (ih < 0 || ih >= p.in[1]) continue;
+        for (int64_t kj = 0; kj < p.kernel[2]; ++kj) {
+          const int64_t iw = first[2] + kj * p.dilation[2];
+          if (iw < 0 || iw >= p.in[2]) continue;
+          const float v = to_float(volume[(it * p.in[1] + ih) * p.in[2] + iw]);
+          if (p.mode == kPoolMax) {
+            acc = (v > acc || v != v) ? v : acc;
+          } else {
+            acc += v;
+          }
+          ++taps;
         }
-        any = true;
       }
     }
-    float out;
-    if (p.mode == kPoolMax) {
-      out = any ? acc : -FLT_MAX;
-    } else {
-      const int64_t count = p.mode == kPoolAverageInclude ? padded_count : (ye - ys) * (xe - xs);
+    float out = acc;
+    if (p.mode != kPoolMax) {
+      const int64_t count = p.mode == kPoolAverageInclude ? padded_count : taps;
       out = count > 0 ? acc / static_cast<float>(count) : 0.0f;
     }
-    static_cast<T*>(p.y)[nn * p.y_batch_stride + (ch * p.oh + oy) * p.ow + ox] = from_float<T>(out);
+    static_cast<T*>(
+        p.y)[nn * p.y_batch_stride + ch * out_volume + (o[0] * p.out[1] + o[1]) * p.out[2] + o[2]] =
+        from_float<T>(out);
   }
 }
 
@@ -412,17 +451,17 @@ cudaError_t pad(const PadParams& params, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-cudaError_t pool2d(const PoolParams& params, cudaStream_t stream) {
-  const int64_t total = params.n * params.c * params.oh * params.ow;
+cudaError_t pool(const PoolParams& params, cudaStream_t stream) {
+  const int64_t total = params.n * params.c * params.out[0] * params.out[1] * params.out[2];
   if (total == 0) return cudaSuccess;
   dispatch_type(params.type, [&](auto t) {
-    pool2d_kernel<typename decltype(t)::type><<<blocks_for(total), kThreads, 0, stream>>>(params);
+    pool_kernel<typename decltype(t)::type><<<blocks_for(total), kThreads, 0, stream>>>(params);
   });
   return cudaGetLastError();
 }
 
 cudaError_t resize(const ResizeParams& params, cudaStream_t stream) {
-  const int64_t total = params.n * params.c * params.oh * params.ow;
+  const int64_t total = params.n * params.c * params.out[0] * params.out[1] * params.out[2];
   if (total == 0) return cudaSuccess;
   dispatch_type(params.type, [&](auto t) {
     resize_kernel<typename decltype(t)::type><<<blocks_for(total), kThreads, 0, stream>>>(params);

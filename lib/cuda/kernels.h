@@ -2,8 +2,10 @@
 // not do: element-wise chains (bias, activations, residual adds, gating
 // multiplies) in one pass, strided copies (slice, split, transpose, reshape,
 // concat inputs that cannot be written in place), padding, pooling with
-// asymmetric pads or ceil mode, mean reductions, layer normalization, and
-// the GEMM of the matrix products cuBLASLt cannot serve (gemm.h).
+// asymmetric pads, ceil mode or dilation (and every 16-bit pooling), Resize,
+// reductions, layer normalization, and the GEMM of the matrix products
+// cuBLASLt cannot serve (gemm.h). Pooling and Resize work on T, H, W
+// (ir/window.h's Window3 form), one kernel for 1 to 3 spatial axes.
 //
 // Element types: every tensor pointer is untyped and comes with the
 // ir::ElementType it is stored in (float, __half or __nv_bfloat16). The
@@ -152,10 +154,16 @@ struct PadParams {
 cudaError_t pad(const PadParams& params, cudaStream_t stream);
 
 enum PoolMode : int { kPoolMax = 0, kPoolAverageInclude, kPoolAverageExclude };
+// A pooling window over T, H and W (ir/window.h's Window3: a 1-D or 2-D
+// window has length-1 axes in front with kernel 1 and no pads), with
+// dilation (MaxPool). The count of AveragePool's count_include_pad divisor is
+// the window's taps inside the padded extent [-pad_begin, in + pad_end), as
+// the CPU reference counts them.
 struct PoolParams {
-  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1;
-  int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0;
+  int64_t n = 0, c = 0;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1};
+  int64_t pad_begin[3] = {0, 0, 0}, pad_end[3] = {0, 0, 0};
   int mode = kPoolMax;
   const void* x = nullptr;
   int64_t x_batch_stride = 0;
@@ -163,15 +171,20 @@ struct PoolParams {
   int64_t y_batch_stride = 0;
   ir::ElementType type = ir::ElementType::kFloat32;  // of x and y
 };
-cudaError_t pool2d(const PoolParams& params, cudaStream_t stream);
+cudaError_t pool(const PoolParams& params, cudaStream_t stream);
 
-// Resize of H and W, nearest or bilinear (the math of ir/resize_math.h).
+// Resize of 1 to 3 spatial axes, nearest or (bi/tri)linear (the math of
+// ir/resize_math.h and the CPU reference's order), on T, H and W: axes
+// added in front of a 1-D or 2-D resize have length 1 and scale 1, and read
+// one tap of weight 1.
 struct ResizeParams {
-  int64_t n = 0, c = 0, h = 0, w = 0, oh = 0, ow = 0;
+  int64_t n = 0, c = 0;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int rank = 2;  // spatial axes of the tensors (1 to 3): the last `rank` of T, H, W
   ir::resize::Mode mode = ir::resize::Mode::kNearest;
   ir::resize::Coordinates coordinates = ir::resize::Coordinates::kHalfPixel;
   ir::resize::Nearest nearest = ir::resize::Nearest::kRoundPreferFloor;
-  float scale_h = 1.0f, scale_w = 1.0f;
+  float scale[3] = {1.0f, 1.0f, 1.0f};
   const void* x = nullptr;
   int64_t x_batch_stride = 0;
   void* y = nullptr;

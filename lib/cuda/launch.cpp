@@ -91,6 +91,40 @@ void set_tensor4d(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h,
                                               i(cs), i(hs), i(ws)));
 }
 
+void set_tensor_nd(cudnnTensorDescriptor_t desc, const ir::Shape& dims, int64_t batch_stride,
+                   ir::ElementType type) {
+  IOS_ASSERT(dims.size() >= 4 && dims.size() <= 5, "a cuDNN tensor of rank {} ({})", dims.size(),
+             ir::to_string(dims));
+  auto i = [](int64_t v) {
+    IOS_ASSERT(v >= 0 && v <= INT32_MAX, "tensor dimension {} does not fit cuDNN", v);
+    return static_cast<int>(v);
+  };
+  int d[5] = {}, s[5] = {};
+  int64_t stride = 1;
+  for (size_t a = dims.size(); a-- > 1;) {
+    d[a] = i(dims[a]);
+    s[a] = i(stride);
+    stride *= dims[a];
+  }
+  d[0] = i(dims[0]);
+  s[0] = i(batch_stride);
+  IOS_CUDNN_CALL(
+      cudnnSetTensorNdDescriptor(desc, cudnn_type(type), static_cast<int>(dims.size()), d, s));
+}
+
+ir::Shape cudnn_dims(const ir::Shape& shape) {
+  IOS_ASSERT(shape.size() >= 3 && shape.size() <= 5,
+             "a tensor of shape {} has no 1 to 3 spatial axes", ir::to_string(shape));
+  if (shape.size() == 3) return {shape[0], shape[1], 1, shape[2]};
+  return shape;
+}
+
+ir::Dims cudnn_axes(const ir::Dims& values, int64_t fill) {
+  IOS_ASSERT(!values.empty() && values.size() <= 3, "a window attribute of {} axes", values.size());
+  if (values.size() == 1) return {fill, values[0]};
+  return values;
+}
+
 cudnnDataType_t cudnn_type(ir::ElementType type) {
   switch (type) {
     case ir::ElementType::kFloat16: return CUDNN_DATA_HALF;

@@ -93,6 +93,19 @@ void fill_dims(int64_t* out, const std::vector<int64_t>& v, const char* what);
 void set_tensor4d(cudnnTensorDescriptor_t desc, int64_t n, int64_t c, int64_t h, int64_t w,
                   int64_t ns, int64_t cs, int64_t hs, int64_t ws,
                   ir::ElementType type = ir::ElementType::kFloat32);
+// A tensor descriptor of any rank cuDNN takes (4 or 5): `dims` dense inside
+// each item, items `batch_stride` apart.
+void set_tensor_nd(cudnnTensorDescriptor_t desc, const ir::Shape& dims, int64_t batch_stride,
+                   ir::ElementType type = ir::ElementType::kFloat32);
+// The dimensions cuDNN is given for a tensor of N, C and 1 to 3 spatial axes.
+// cuDNN's tensors, filters, convolutions and pooling windows have two or three
+// spatial axes (4-D or 5-D tensors), so N,C,L is passed as N,C,1,L: the 2-D
+// window with H = 1 (kernel 1, stride 1, dilation 1, no pad on H) computes
+// exactly the 1-D one, with the same memory layout. Ranks 4 and 5 are as is.
+ir::Shape cudnn_dims(const ir::Shape& shape);
+// A per-spatial-axis attribute (kernel, stride, pads...) for cudnn_dims:
+// `fill` put in front of a 1-D one's single value.
+ir::Dims cudnn_axes(const ir::Dims& values, int64_t fill);
 // cuDNN's data type for an element type.
 cudnnDataType_t cudnn_type(ir::ElementType type);
 // `p` advanced by `elements` elements of `type`.

@@ -9,23 +9,6 @@
 
 namespace ios::cuda {
 
-void need_2d_window(const ir::Node& node, size_t spatial_rank) {
-  if (spatial_rank != 2) {
-    user_error("{} '{}' is a {}-D window; the CUDA backend runs 2-D windows only (run it with --backend cpu)",
-               ir::op_name(node.op), node.name, spatial_rank);
-  }
-}
-
-std::array<int64_t, 2> pair(const ir::Dims& v) {
-  IOS_ASSERT(v.size() == 2, "a 2-D window attribute with {} values", v.size());
-  return {v[0], v[1]};
-}
-
-std::array<int64_t, 4> quad(const ir::Dims& v) {
-  IOS_ASSERT(v.size() == 4, "2-D window pads with {} values", v.size());
-  return {v[0], v[1], v[2], v[3]};
-}
-
 using ir::NodeId;
 using ir::TensorId;
 

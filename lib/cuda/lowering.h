@@ -27,13 +27,6 @@ namespace ios::cuda {
 
 class Lowerer;
 
-// The CUDA backend's cuDNN descriptors and own kernels are written for 2-D
-// windows: a 1-D or 3-D window (Conv, pool, Resize) is refused with a
-// UserError that points at the CPU backend.
-void need_2d_window(const ir::Node& node, size_t spatial_rank);
-std::array<int64_t, 2> pair(const ir::Dims& v);  // a 2-D window's per-axis attribute
-std::array<int64_t, 4> quad(const ir::Dims& v);  // a 2-D window's pads
-
 // A kernel-table lowering: node n with the element-wise chain that runs in
 // place after it (`Whole`), or node n's one output written at value y, the
 // driver adding the chain after it (`Into`).
@@ -104,9 +97,12 @@ class Lowerer {
   CopyOp strided_copy(int src, int dst, const ir::Shape& dims);
   // Value `v`, or a dense copy of it when it is a strided slice (op_copy.cpp).
   int dense(Launch& launch, int v);
-  // Pads made explicit when they are asymmetric (op_pad.cpp).
-  int explicit_pad(Launch& launch, int x, std::array<int64_t, 4>& pads, const std::string& name);
-  // y = the mean of 4-D x over H and W, by cuDNN pooling (op_pool.cpp).
+  // Pads (the begins, then the ends, per spatial axis) made explicit by a
+  // PadOp into a scratch tensor when some axis's are asymmetric, which cuDNN
+  // cannot express; `pads` is then all zero (op_pad.cpp).
+  int explicit_pad(Launch& launch, int x, ir::Dims& pads, const std::string& name);
+  // y = the mean of x (N, C and 1 to 3 spatial axes) over its spatial axes,
+  // by pooling (op_pool.cpp).
   void global_average_pool(Launch& launch, int x, int y);
 
  private:

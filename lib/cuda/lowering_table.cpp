@@ -18,10 +18,10 @@ void lower_conv(Lowerer&, Launch&, NodeId, const Chain&);         // op_conv.cpp
 void lower_concat(Lowerer&, Launch&, NodeId, const Chain&);       // op_copy.cpp
 void lower_split(Lowerer&, Launch&, NodeId, const Chain&);        // op_copy.cpp
 void lower_elementwise(Lowerer&, Launch&, NodeId, const Chain&);  // op_elementwise.cpp
+void lower_conv_transpose(Lowerer&, Launch&, NodeId, const Chain&);  // op_conv_transpose.cpp
 // One output written at value y, where the chain ends; the chain runs after it in place.
 void lower_slice(Lowerer&, Launch&, NodeId, int y);         // op_copy.cpp
 void lower_tile(Lowerer&, Launch&, NodeId, int y);          // op_copy.cpp
-void lower_conv_transpose(Lowerer&, Launch&, NodeId, int y);  // op_conv_transpose.cpp
 void lower_transpose(Lowerer&, Launch&, NodeId, int y);     // op_copy.cpp
 void lower_reshape_node(Lowerer&, Launch&, NodeId, int y);  // op_copy.cpp
 void lower_pool(Lowerer&, Launch&, NodeId, int y);          // op_pool.cpp
@@ -52,7 +52,7 @@ const std::map<OpKind, OpLowering>& table() {
       {OpKind::kReduceMin, into(lower_reduce)},
       {OpKind::kReduceProd, into(lower_reduce)},
       {OpKind::kTile, into(lower_tile)},
-      {OpKind::kConvTranspose, into(lower_conv_transpose)},
+      {OpKind::kConvTranspose, whole(lower_conv_transpose)},
       {OpKind::kLogSoftmax, into(lower_softmax)},
       {OpKind::kFlatten, into(lower_reshape_node)},
       {OpKind::kReshape, into(lower_reshape_node)},

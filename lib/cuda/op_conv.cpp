@@ -4,6 +4,7 @@
 // explicit pad in front (op_pad.cpp); merged convolutions (IOS operator
 // merge) as one convolution over the assembled weights.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -28,8 +29,8 @@ class ConvolutionOp final : public GpuOp {
                 void* y_stage, std::string label)
       : choice_(choice), label_(std::move(label)) {
     shape_ = requested;
-    const int64_t x_dense = requested.c * requested.h * requested.w;
-    const int64_t y_dense = requested.k * requested.oh * requested.ow;
+    const int64_t x_dense = requested.x_item();
+    const int64_t y_dense = requested.y_item();
     if (choice.x_dense && requested.x_batch_stride != x_dense) {
       IOS_ASSERT(x_stage != nullptr, "convolution '{}' needs a staging buffer for x", label_);
       stage_x_ = make_copy(x, x_stage, std::vector<int64_t>{requested.n, x_dense},
@@ -76,14 +77,15 @@ class ConvolutionOp final : public GpuOp {
   }
 
   std::string describe() const override {
-    return fmt::format("conv '{}' {}x{} {} -> {}{} algo {} ({}{}, ws {} KiB, measured {:.3f} ms){}{}{}",
-                       label_, shape_.r, shape_.s, shape_.c, shape_.k,
-                       shape_.type == ir::ElementType::kFloat32 ? "" : std::string(" ") + ir::type_name(shape_.type),
-                       conv_algo_name(choice_.algo),
-                       choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed",
-                       choice_.fused ? ", fused bias+relu" : "", choice_.workspace / 1024,
-                       choice_.time_ms, own_epilogue_ ? " + own epilogue" : "",
-                       stage_x_ ? " + x staged" : "", stage_y_ ? " + y staged" : "");
+    return fmt::format(
+        "conv '{}' {} {} -> {}{} algo {} ({}{}, ws {} KiB, measured {:.3f} ms){}{}{}", label_,
+        fmt::join(shape_.filter, "x"), shape_.c, shape_.k,
+        shape_.type == ir::ElementType::kFloat32 ? ""
+                                                 : std::string(" ") + ir::type_name(shape_.type),
+        conv_algo_name(choice_.algo), choice_.math == CUDNN_FMA_MATH ? "fma" : "tensor-op allowed",
+        choice_.fused ? ", fused bias+relu" : "", choice_.workspace / 1024, choice_.time_ms,
+        own_epilogue_ ? " + own epilogue" : "", stage_x_ ? " + x staged" : "",
+        stage_y_ ? " + y staged" : "");
   }
 
  private:
@@ -109,9 +111,10 @@ void ConvOp::uses(Uses& u) const {
 }
 
 std::string ConvOp::describe(const Program& p) const {
-  return fmt::format("conv {}x{}/s{} g{} {} -> {}{}{}{}", kernel[0], kernel[1], stride[0], group,
-                     p.value_name(x), p.value_name(y), fused ? " (cuDNN bias" : "",
-                     fused && z >= 0 ? " + " + p.value_name(z) : "", fused ? " + relu)" : "");
+  return fmt::format("conv {}/s{} g{} {} -> {}{}{}{}", fmt::join(kernel, "x"),
+                     fmt::join(stride, ","), group, p.value_name(x), p.value_name(y),
+                     fused ? " (cuDNN bias" : "", fused && z >= 0 ? " + " + p.value_name(z) : "",
+                     fused ? " + relu)" : "");
 }
 
 // The algorithm, on the device; cuDNN may support a strided x or y with no
@@ -119,11 +122,11 @@ std::string ConvOp::describe(const Program& p) const {
 void ConvOp::prepare(Preparation& prep) {
   const ConvShape shape = conv_shape(prep.program, *this);
   auto chosen = std::make_shared<const ConvChoice>(choose_conv(prep.ctx, shape, label));
-  if (chosen->x_dense && shape.x_batch_stride != shape.c * shape.h * shape.w) {
+  if (chosen->x_dense && shape.x_batch_stride != shape.x_item()) {
     const ir::Shape xs = prep.program.values.at(static_cast<size_t>(x)).shape;
     x_dense = prep.program.add_scratch(label + ":x_dense", xs, shape.type);
   }
-  if (chosen->y_dense && shape.y_batch_stride != shape.k * shape.oh * shape.ow) {
+  if (chosen->y_dense && shape.y_batch_stride != shape.y_item()) {
     const ir::Shape ys = prep.program.values.at(static_cast<size_t>(y)).shape;
     y_dense = prep.program.add_scratch(label + ":y_dense", ys, shape.type);
   }
@@ -150,11 +153,14 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
                label);
   }
   const TensorId xt = node.inputs[0];
-  if (g.tensor(xt).shape.size() != 4) {
-    user_error("Conv '{}' (output '{}'): only 2-D convolutions (4-D tensors) are supported",
-               node.name, label);
-  }
   const auto& a = node.attr<ir::ConvAttrs>();
+  const size_t rank = g.tensor(xt).shape.size();
+  if (rank < 3 || rank > 5 || a.spatial_rank() != rank - 2) {
+    user_error(
+        "Conv '{}' (output '{}'): a {}-D window over a rank-{} input; the CUDA backend runs 1-D "
+        "to 3-D convolutions (N,C,L / N,C,H,W / N,C,T,H,W)",
+        node.name, label, a.spatial_rank(), rank);
+  }
   for (size_t i = 1; i < node.inputs.size(); ++i) {
     if (node.inputs[i] != ir::kNone && lw.type_of(node.inputs[i]) != lw.type_of(xt)) {
       user_error("Conv '{}' (output '{}'): input {} ('{}') is {} but the input is {}; the CUDA backend needs "
@@ -168,16 +174,15 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
     user_error("Conv '{}' (output '{}'): the CUDA backend needs a constant bias", node.name, label);
   }
   const int y = lw.chain_target(n, chain);
-  need_2d_window(node, a.spatial_rank());
-  std::array<int64_t, 4> pads = quad(a.pads);
+  ir::Dims pads = a.pads;
   ConvOp op;
   op.x = lw.explicit_pad(launch, lw.value_for(xt), pads, label);
   op.y = y;
   op.weight = lw.constant(node.inputs[1]);
-  op.kernel = pair(a.kernel);
-  op.stride = pair(a.stride);
-  op.dilation = pair(a.dilation);
-  op.pad = {pads[0], pads[1]};
+  op.kernel = a.kernel;
+  op.stride = a.stride;
+  op.dilation = a.dilation;
+  op.pad.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(a.spatial_rank()));
   op.group = a.group;
   op.label = label;
   const int64_t out_channels = g.tensor(node.inputs[1]).shape[0];
@@ -213,7 +218,7 @@ void lower_conv(Lowerer& lw, Launch& launch, NodeId n, const std::vector<NodeId>
   if (has_bias) {
     steps.push_back(
         {ir::OpKind::kAdd, 0, 0,
-         Ref::constant(lw.constant(node.inputs[2], Lowerer::channel_shape(out_channels, 4)))});
+         Ref::constant(lw.constant(node.inputs[2], Lowerer::channel_shape(out_channels, rank)))});
   }
   lw.in_place_steps(launch, y, n, chain, 0, std::move(steps));
 }
@@ -226,20 +231,21 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   const int merged = lw.merged_value(kernel);
   for (const auto& m : spec.members) lw.value_for(lw.member_output(m.unit));
   const sched::MergedWeights weights = sched::assemble_merged_weights(lw.units(), spec);
-  need_2d_window(lw.graph().node(lw.units().unit(spec.members.at(0).unit).anchor), spec.conv.spatial_rank());
-  std::array<int64_t, 4> pads = quad(spec.conv.pads);
+  const size_t spatial = spec.conv.spatial_rank();
+  ir::Dims pads = spec.conv.pads;
   ConvOp op;
   op.label = launch.name;
   op.x = lw.explicit_pad(launch, lw.value_for(spec.input), pads, "merged");
   op.y = merged;
-  op.weight = lw.new_constant(
-      launch.name + ":weight",
-      {spec.out_channels, spec.in_channels, spec.conv.kernel[0], spec.conv.kernel[1]},
-      weights.weight, lw.type_of(spec.input));
-  op.kernel = pair(spec.conv.kernel);
-  op.stride = pair(spec.conv.stride);
-  op.dilation = pair(spec.conv.dilation);
-  op.pad = {pads[0], pads[1]};
+  // [out, in, k...] (sched::assemble_merged_weights), one k per spatial axis.
+  ir::Shape weight_shape{spec.out_channels, spec.in_channels};
+  weight_shape.insert(weight_shape.end(), spec.conv.kernel.begin(), spec.conv.kernel.end());
+  op.weight = lw.new_constant(launch.name + ":weight", std::move(weight_shape), weights.weight,
+                              lw.type_of(spec.input));
+  op.kernel = spec.conv.kernel;
+  op.stride = spec.conv.stride;
+  op.dilation = spec.conv.dilation;
+  op.pad.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(spatial));
   op.group = 1;
 
   // Each member's epilogue: the nodes after its convolution.
@@ -264,8 +270,8 @@ void lower_merged_conv(Lowerer& lw, Launch& launch, int kernel) {
   whole.push_back(
       {ir::OpKind::kAdd, 0, 0,
        Ref::constant(lw.new_constant(launch.name + ":bias",
-                                     Lowerer::channel_shape(spec.out_channels, 4), weights.bias,
-                                     lw.type_of(spec.input)))});
+                                     Lowerer::channel_shape(spec.out_channels, spatial + 2),
+                                     weights.bias, lw.type_of(spec.input)))});
   // One epilogue for the whole buffer when the members' are identical and
   // need no operands; otherwise each member's on its slice.
   std::vector<std::vector<EwStep>> member_steps;

@@ -1,6 +1,8 @@
 // Pad (constant, reflect, edge; non-negative pads) and the explicit padding
 // in front of a convolution whose pads are asymmetric (which cuDNN cannot
 // express): the backend's own kernel.
+#include <algorithm>
+
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "cuda/lowering.h"
@@ -65,19 +67,29 @@ void lower_pad(Lowerer& lw, Launch& launch, NodeId n, int y) {
   emit(launch, std::move(op));
 }
 
-// Pads made explicit when they are asymmetric (cuDNN pads symmetrically).
-int Lowerer::explicit_pad(Launch& launch, int x, std::array<int64_t, 4>& pads,
-                          const std::string& name) {
-  if (pads[0] == pads[2] && pads[1] == pads[3]) return x;
+// Pads made explicit when they are asymmetric (cuDNN pads both ends of an
+// axis alike), on every spatial axis: `pads` holds the begins, then the ends
+// (one per spatial axis), and is left symmetric (all zero after a pad).
+int Lowerer::explicit_pad(Launch& launch, int x, ir::Dims& pads, const std::string& name) {
+  const size_t spatial = pads.size() / 2;
   const ir::Shape& s = val(x).shape;
-  const int t = scratch(launch, name + ":padded",
-                            {s[0], s[1], s[2] + pads[0] + pads[2], s[3] + pads[1] + pads[3]}, val(x).type);
+  IOS_ASSERT(pads.size() == 2 * spatial && s.size() == spatial + 2,
+             "'{}': {} pads for a tensor of shape {}", name, pads.size(), ir::to_string(s));
+  bool symmetric = true;
+  for (size_t a = 0; a < spatial; ++a) symmetric = symmetric && pads[a] == pads[a + spatial];
+  if (symmetric) return x;
+  ir::Shape padded = s;
   PadOp op;
+  op.begin.assign(s.size(), 0);
+  for (size_t a = 0; a < spatial; ++a) {
+    padded[a + 2] += pads[a] + pads[a + spatial];
+    op.begin[a + 2] = pads[a];
+  }
+  const int t = scratch(launch, name + ":padded", padded, val(x).type);
   op.x = x;
   op.y = t;
-  op.begin = {0, 0, pads[0], pads[1]};
   emit(launch, std::move(op));
-  pads = {0, 0, 0, 0};
+  std::fill(pads.begin(), pads.end(), 0);
   return t;
 }
 

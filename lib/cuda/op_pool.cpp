@@ -1,13 +1,20 @@
-// MaxPool, AveragePool and GlobalAveragePool (and ReduceMean over H and W,
-// op_reduce.cpp): cuDNN when pads are symmetric and smaller than the window
-// and the output size is floor-mode; the backend's own kernel otherwise
-// (ceil mode, asymmetric pads).
+// MaxPool, AveragePool and GlobalAveragePool (and ReduceMean over every
+// spatial axis, op_reduce.cpp) over 1 to 3 spatial axes: cuDNN's Nd pooling
+// for float32 tensors when pads are symmetric and smaller than the window,
+// the window is not dilated and the output size is floor-mode (a 1-D window
+// as the 2-D one with H = 1, cudnn_dims in launch.h); the backend's own
+// kernel otherwise (ceil mode, asymmetric pads, dilated MaxPool, which cuDNN
+// pooling lacks, and 16-bit tensors). The own kernel works on
+// ir::Window3's T, H, W geometry, as the CPU reference does, so one kernel
+// serves every rank.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "cuda/lowering.h"
 #include "cuda/resources.h"
+#include "ir/window.h"
 
 namespace ios::cuda {
 namespace {
@@ -20,9 +27,10 @@ class PoolOp final : public Operation {
   enum class Mode { kMax, kAverageIncludePad, kAverageExcludePad };
   Mode mode = Mode::kMax;
   int x = -1, y = -1;
-  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1};
-  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
-  bool ceil_mode = false;
+  size_t spatial = 2;  // spatial axes of x and y (1 to 3)
+  // The window on T, H, W (ir::Window3's form: axes x lacks have kernel 1).
+  ir::Axes3 kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1}, pad_begin{0, 0, 0},
+      pad_end{0, 0, 0};
   // cuDNN when pads are symmetric and the output size is cuDNN's; otherwise
   // the backend's own kernel.
   bool use_cudnn = true;
@@ -33,36 +41,55 @@ class PoolOp final : public Operation {
   }
 
   std::string describe(const Program& p) const override {
-    return std::string(mode == Mode::kMax ? "maxpool " : "avgpool ") + std::to_string(kernel[0]) +
-           'x' + std::to_string(kernel[1]) + (use_cudnn ? " (cuDNN) " : " (own) ") +
-           p.value_name(x) + " -> " + p.value_name(y);
+    const ir::Dims k(kernel.end() - static_cast<std::ptrdiff_t>(spatial), kernel.end());
+    return fmt::format("{} {}{} {} -> {}", mode == Mode::kMax ? "maxpool" : "avgpool",
+                       fmt::join(k, "x"), use_cudnn ? " (cuDNN)" : " (own)", p.value_name(x),
+                       p.value_name(y));
   }
 
   std::unique_ptr<GpuOp> launch(const Binding& b) const override;
 };
 
+// The last `n` of T, H, W.
+ir::Dims last(const ir::Axes3& a, size_t n) {
+  return ir::Dims(a.end() - static_cast<std::ptrdiff_t>(n), a.end());
+}
+
 class CudnnPoolOp final : public GpuOp {
  public:
   CudnnPoolOp(const PoolOp& op, const Value& x, const Value& y, const void* xp, void* yp)
       : x_ptr_(xp), y_ptr_(yp) {
-    const ir::Shape& xs = x.shape;
-    const int64_t oh = y.shape.size() == 4 ? y.shape[2] : 1;
-    const int64_t ow = y.shape.size() == 4 ? y.shape[3] : 1;
+    const ir::Shape xd = cudnn_dims(x.shape);
+    // y of x's rank: a ReduceMean without keepdims writes [N, C], which is
+    // the pooled [N, C, 1...] in the same memory.
+    ir::Shape yd = y.shape;
+    yd.resize(x.shape.size(), 1);
+    yd = cudnn_dims(yd);
+    const size_t nd = xd.size() - 2;  // cuDNN's spatial axes: 2 or 3
     x_ = make_tensor_desc();
     y_ = make_tensor_desc();
     pool_ = make_pool_desc();
-    set_tensor4d(x_.get(), xs[0], xs[1], xs[2], xs[3], x.batch_stride, xs[2] * xs[3], xs[3], 1);
-    set_tensor4d(y_.get(), xs[0], xs[1], oh, ow, y.batch_stride, oh * ow, ow, 1);
+    set_tensor_nd(x_.get(), xd, x.batch_stride, x.type);
+    set_tensor_nd(y_.get(), yd, y.batch_stride, y.type);
     const cudnnPoolingMode_t mode = op.mode == PoolOp::Mode::kMax ? CUDNN_POOLING_MAX
                                     : op.mode == PoolOp::Mode::kAverageIncludePad
                                         ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
                                         : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-    IOS_CUDNN_CALL(cudnnSetPooling2dDescriptor(
-        pool_.get(), mode, CUDNN_NOT_PROPAGATE_NAN, static_cast<int>(op.kernel[0]),
-        static_cast<int>(op.kernel[1]), static_cast<int>(op.pads[0]), static_cast<int>(op.pads[1]),
-        static_cast<int>(op.stride[0]), static_cast<int>(op.stride[1])));
-    what_ = fmt::format("cuDNN {} pool {}x{}/{}", op.mode == PoolOp::Mode::kMax ? "max" : "average",
-                        op.kernel[0], op.kernel[1], op.stride[0]);
+    auto ints = [&](const ir::Axes3& a) {
+      std::vector<int> v;
+      for (int64_t d : last(a, nd)) {
+        IOS_ASSERT(d >= 0 && d <= INT32_MAX, "pooling window value {} does not fit cuDNN", d);
+        v.push_back(static_cast<int>(d));
+      }
+      return v;
+    };
+    const std::vector<int> window = ints(op.kernel), pads = ints(op.pad_begin),
+                           strides = ints(op.stride);
+    IOS_CUDNN_CALL(cudnnSetPoolingNdDescriptor(pool_.get(), mode, CUDNN_NOT_PROPAGATE_NAN,
+                                               static_cast<int>(nd), window.data(), pads.data(),
+                                               strides.data()));
+    what_ = fmt::format("cuDNN {} pool {}/{}", op.mode == PoolOp::Mode::kMax ? "max" : "average",
+                        fmt::join(window, "x"), fmt::join(strides, ","));
   }
   void issue(const IssueContext& c) const override {
     const float one = 1.0f, zero = 0.0f;
@@ -82,9 +109,10 @@ class CudnnPoolOp final : public GpuOp {
 class KernelPoolOp final : public GpuOp {
  public:
   explicit KernelPoolOp(const kernels::PoolParams& p) : p_(p) {}
-  void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::pool2d(p_, c.stream)); }
+  void issue(const IssueContext& c) const override { IOS_CUDA_CALL(kernels::pool(p_, c.stream)); }
   std::string describe() const override {
-    return fmt::format("own pool {}x{}/{}", p_.kh, p_.kw, p_.sh);
+    return fmt::format("own pool {}x{}x{}/{},{},{}", p_.kernel[0], p_.kernel[1], p_.kernel[2],
+                       p_.stride[0], p_.stride[1], p_.stride[2]);
   }
 
  private:
@@ -96,11 +124,13 @@ std::unique_ptr<GpuOp> PoolOp::launch(const Binding& b) const {
   const Value& yv = b.value(y);
   if (use_cudnn) return std::make_unique<CudnnPoolOp>(*this, xv, yv, b.in(x), b.out(y));
   kernels::PoolParams pp;
-  pp.n = xv.shape[0], pp.c = xv.shape[1], pp.h = xv.shape[2], pp.w = xv.shape[3];
-  pp.oh = yv.shape.size() == 4 ? yv.shape[2] : 1;
-  pp.ow = yv.shape.size() == 4 ? yv.shape[3] : 1;
-  pp.kh = kernel[0], pp.kw = kernel[1], pp.sh = stride[0], pp.sw = stride[1];
-  pp.pad_top = pads[0], pp.pad_left = pads[1], pp.pad_bottom = pads[2], pp.pad_right = pads[3];
+  pp.n = xv.shape[0], pp.c = xv.shape[1];
+  const ir::Axes3 in = ir::spatial3(xv.shape), out = ir::spatial3(yv.shape);
+  for (size_t d = 0; d < 3; ++d) {
+    pp.in[d] = in[d], pp.out[d] = out[d];
+    pp.kernel[d] = kernel[d], pp.stride[d] = stride[d], pp.dilation[d] = dilation[d];
+    pp.pad_begin[d] = pad_begin[d], pp.pad_end[d] = pad_end[d];
+  }
   pp.mode = mode == Mode::kMax                 ? kernels::kPoolMax
             : mode == Mode::kAverageIncludePad ? kernels::kPoolAverageInclude
                                                : kernels::kPoolAverageExclude;
@@ -109,6 +139,20 @@ std::unique_ptr<GpuOp> PoolOp::launch(const Binding& b) const {
   pp.type = xv.type;
   IOS_ASSERT(yv.type == xv.type, "pooling of {} into {}", ir::type_name(xv.type), ir::type_name(yv.type));
   return std::make_unique<KernelPoolOp>(pp);
+}
+
+// cuDNN serves the window when it is float32, undilated, its pads are
+// symmetric and smaller than the window, and the output has cuDNN's
+// floor-mode size (ceil mode and asymmetric pads need the own kernel).
+bool cudnn_pools(const PoolOp& op, const ir::Shape& xs, const ir::Shape& ys, ir::ElementType type) {
+  if (type != ir::ElementType::kFloat32) return false;  // no 16-bit cuDNN pooling is relied on
+  const ir::Axes3 in = ir::spatial3(xs), out = ir::spatial3(ys);
+  for (size_t d = 0; d < 3; ++d) {
+    if (op.dilation[d] != 1 || op.pad_begin[d] != op.pad_end[d]) return false;
+    if (op.pad_begin[d] >= op.kernel[d]) return false;
+    if ((in[d] + 2 * op.pad_begin[d] - op.kernel[d]) / op.stride[d] + 1 != out[d]) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -120,41 +164,31 @@ void lower_pool(Lowerer& lw, Launch& launch, NodeId n, int y) {
   op.x = lw.value_for(node.inputs[0]);
   op.y = y;
   const ir::Shape& xs = lw.val(op.x).shape;
-  if (xs.size() != 4) {
-    user_error("{} '{}': only 2-D pooling (4-D tensors) is supported by the CUDA backend",
-               ir::op_name(node.op), node.name);
+  const ir::Shape& ys = lw.val(y).shape;
+  if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size()) {
+    user_error(
+        "{} '{}': pooling of {} into {}; the CUDA backend pools 1 to 3 spatial axes "
+        "(N,C,L / N,C,H,W / N,C,T,H,W)",
+        ir::op_name(node.op), node.name, ir::to_string(xs), ir::to_string(ys));
   }
+  op.spatial = xs.size() - 2;
   if (node.op == OpKind::kGlobalAveragePool) {
     op.mode = PoolOp::Mode::kAverageIncludePad;
-    op.kernel = {xs[2], xs[3]};
-    op.stride = {1, 1};
+    op.kernel = ir::spatial3(xs);
   } else {
     const auto& a = node.attr<ir::PoolAttrs>();
+    if (a.spatial_rank() != op.spatial) {
+      user_error("{} '{}': a {}-D window over {}", ir::op_name(node.op), node.name,
+                 a.spatial_rank(), ir::to_string(xs));
+    }
     op.mode = node.op == OpKind::kMaxPool ? PoolOp::Mode::kMax
               : a.count_include_pad       ? PoolOp::Mode::kAverageIncludePad
                                           : PoolOp::Mode::kAverageExcludePad;
-    need_2d_window(node, a.spatial_rank());
-    if (a.dilation != ir::Dims{1, 1}) {
-      user_error("{} '{}': dilated pooling is not supported by the CUDA backend; run it with --backend cpu",
-                 ir::op_name(node.op), node.name);
-    }
-    op.kernel = pair(a.kernel);
-    op.stride = pair(a.stride);
-    op.pads = quad(a.pads);
-    op.ceil_mode = a.ceil_mode;
+    const ir::Window3 w = ir::window3(xs, ys, a);
+    op.kernel = w.kernel, op.stride = w.stride, op.dilation = w.dilation;
+    op.pad_begin = w.pad_begin, op.pad_end = w.pad_end;
   }
-  // cuDNN: symmetric pads smaller than the window and floor-mode sizes.
-  const ir::Shape& ys = lw.val(y).shape;
-  const bool symmetric = op.pads[0] == op.pads[2] && op.pads[1] == op.pads[3];
-  const bool small_pads = op.pads[0] < op.kernel[0] && op.pads[1] < op.kernel[1];
-  const bool floor_size =
-      ys.size() >= 2 &&
-      (xs[2] + 2 * op.pads[0] - op.kernel[0]) / op.stride[0] + 1 == (ys.size() == 4 ? ys[2] : 1) &&
-      (xs[3] + 2 * op.pads[1] - op.kernel[1]) / op.stride[1] + 1 == (ys.size() == 4 ? ys[3] : 1);
-  // 16-bit tensors: the own kernel (reads the type, sums in float), so that
-  // no cuDNN pooling configuration of the type has to be relied on.
-  const bool float32 = lw.val(op.x).type == ir::ElementType::kFloat32;
-  op.use_cudnn = symmetric && small_pads && floor_size && float32;
+  op.use_cudnn = cudnn_pools(op, xs, ys, lw.val(op.x).type);
   emit(launch, op);
 }
 
@@ -163,9 +197,10 @@ void Lowerer::global_average_pool(Launch& launch, int x, int y) {
   PoolOp op;
   op.x = x;
   op.y = y;
+  op.spatial = xs.size() - 2;
   op.mode = PoolOp::Mode::kAverageIncludePad;
-  op.kernel = {xs[2], xs[3]};
-  op.use_cudnn = val(x).type == ir::ElementType::kFloat32;
+  op.kernel = ir::spatial3(xs);
+  op.use_cudnn = cudnn_pools(op, xs, val(y).shape, val(x).type);
   emit(launch, op);
 }
 

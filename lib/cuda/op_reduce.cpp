@@ -97,7 +97,10 @@ void lower_reduce(Lowerer& lw, Launch& launch, NodeId n, int y) {
                  : node.op == K::kReduceMin  ? kernels::kReduceMin
                  : node.op == K::kReduceProd ? kernels::kReduceProd
                                              : kernels::kReduceMean;
-  if (op == kernels::kReduceMean && xs.size() == 4 && axes == std::vector<int64_t>{2, 3}) {  // a global average pool
+  std::vector<int64_t> spatial(xs.size() > 2 ? xs.size() - 2 : 0);
+  std::iota(spatial.begin(), spatial.end(), 2);
+  if (op == kernels::kReduceMean && xs.size() >= 3 && xs.size() <= 5 &&
+      axes == spatial) {  // a global average pool
     lw.global_average_pool(launch, x, y);
     return;
   }

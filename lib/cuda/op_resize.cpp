@@ -1,8 +1,11 @@
-// Resize of H and W (nearest or bilinear): the backend's own kernel, the
-// math of ir/resize_math.h.
+// Resize of 1 to 3 spatial axes (nearest, or linear: bilinear in a plane,
+// trilinear as two planes' bilinear values blended, as the CPU reference
+// computes it): the backend's own kernel on T, H, W (ir/window.h's form),
+// the math of ir/resize_math.h.
 #include "core/error.h"
 #include "cuda/launch.h"
 #include "cuda/lowering.h"
+#include "ir/window.h"
 
 namespace ios::cuda {
 namespace {
@@ -10,7 +13,7 @@ namespace {
 using ir::NodeId;
 using ResizeGpuOp = OwnKernelGpuOp<kernels::ResizeParams, kernels::resize>;
 
-// Resize of H and W of a 4-D x into y.
+// Resize of the spatial axes of x into y.
 class ResizeOp final : public Operation {
  public:
   int x = -1, y = -1;
@@ -31,16 +34,20 @@ class ResizeOp final : public Operation {
   std::unique_ptr<GpuOp> launch(const Binding& b) const override {
     const Value& xv = b.value(x);
     const Value& yv = b.value(y);
-    IOS_ASSERT(xv.shape.size() == 4 && yv.shape.size() == 4, "resize of {} into {}",
-               ir::to_string(xv.shape), ir::to_string(yv.shape));
+    const size_t rank = attrs.spatial_rank();
+    IOS_ASSERT(rank >= 1 && rank <= 3 && xv.shape.size() == rank + 2 &&
+                   yv.shape.size() == rank + 2 && attrs.scale.size() == rank,
+               "resize of {} into {} over {} axes", ir::to_string(xv.shape),
+               ir::to_string(yv.shape), rank);
     kernels::ResizeParams rp;
-    rp.n = xv.shape[0], rp.c = xv.shape[1], rp.h = xv.shape[2], rp.w = xv.shape[3];
-    rp.oh = yv.shape[2], rp.ow = yv.shape[3];
+    rp.n = xv.shape[0], rp.c = xv.shape[1];
+    const ir::Axes3 in = ir::spatial3(xv.shape), out = ir::spatial3(yv.shape);
+    for (size_t d = 0; d < 3; ++d) rp.in[d] = in[d], rp.out[d] = out[d];
+    rp.rank = static_cast<int>(rank);
+    for (size_t a = 0; a < rank; ++a) rp.scale[3 - rank + a] = attrs.scale[a];
     rp.mode = attrs.mode;
     rp.coordinates = attrs.coordinates;
     rp.nearest = attrs.nearest;
-    rp.scale_h = attrs.scale[0];
-    rp.scale_w = attrs.scale[1];
     rp.x = b.in(x);
     rp.x_batch_stride = xv.batch_stride;
     rp.y = b.out(y);
@@ -56,7 +63,13 @@ class ResizeOp final : public Operation {
 void lower_resize(Lowerer& lw, Launch& launch, NodeId n, int y) {
   const ir::Graph& g = lw.graph();
   const ir::Node& node = g.node(n);
-  need_2d_window(node, node.attr<ir::ResizeAttrs>().spatial_rank());
+  const size_t rank = node.attr<ir::ResizeAttrs>().spatial_rank();
+  if (rank < 1 || rank > 3 || lw.graph().tensor(node.inputs[0]).shape.size() != rank + 2) {
+    user_error(
+        "Resize '{}': {} spatial axes over {}; the CUDA backend resizes 1 to 3 spatial axes of "
+        "N,C,...",
+        node.name, rank, ir::to_string(lw.graph().tensor(node.inputs[0]).shape));
+  }
   emit(launch, ResizeOp{lw.value_for(node.inputs[0]), y, node.attr<ir::ResizeAttrs>()});
 }
 

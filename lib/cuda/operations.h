@@ -28,12 +28,14 @@ struct GemmChoice;  // gemm.h
 class ConvOp final : public Operation {
  public:
   int x = -1, y = -1;
-  int weight = -1;  // constant [M, C/group, kh, kw]
+  int weight = -1;  // constant [M, C/group, k...], one k per spatial axis
   int bias = -1;    // constant [M] (fused convolutions always have one)
   int z = -1;       // value added before the ReLU (fused only)
   bool relu = false;
   bool fused = false;
-  std::array<int64_t, 2> kernel{1, 1}, stride{1, 1}, dilation{1, 1}, pad{0, 0};
+  // Per spatial axis of x (1 to 3; conv_shape maps a 1-D one onto cuDNN's
+  // 2-D form). Pads are symmetric: the begin of each axis.
+  ir::Dims kernel{1, 1}, stride{1, 1}, dilation{1, 1}, pad{0, 0};
   int64_t group = 1;
   // Filled by prepare() when cuDNN supports no algorithm for a strided x or
   // y: x is first copied to `x_dense`, y computed in `y_dense` then copied.

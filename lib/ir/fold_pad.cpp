@@ -81,7 +81,8 @@ int fold_pad(Graph& graph) {
     } else if (consumer.op == OpKind::kAveragePool && a.value == 0.0f) {
       auto& pool = consumer.attr<PoolAttrs>();
       const bool own_pads = std::any_of(pool.pads.begin(), pool.pads.end(), [](int64_t v) { return v != 0; });
-      if (!pool.ceil_mode && (pool.count_include_pad || !own_pads)) {
+      const bool dilated = std::any_of(pool.dilation.begin(), pool.dilation.end(), [](int64_t d) { return d != 1; });
+      if (!pool.ceil_mode && !dilated && (pool.count_include_pad || !own_pads)) {
         pool.count_include_pad = true;
         target = &pool.pads;
       }

@@ -1,8 +1,9 @@
 // The ios intermediate representation: a static-shape dataflow graph of CNN
 // operators. The ONNX importer (lib/onnx) is the only code that builds it from
 // a file; everything downstream (unit formation, cost models, executors) reads
-// it. Tensors are NCHW with fully static shapes and an element type
-// (ir/element_type.h): float32, float16 or bfloat16.
+// it. Tensors have fully static shapes (windows read N,C,L, N,C,H,W or
+// N,C,T,H,W) and an element type (ir/element_type.h): float32, float16 or
+// bfloat16.
 #pragma once
 
 #include <array>

@@ -2,8 +2,8 @@
 #  - a 1,000-branch fan-out finishes with the defaults in under a minute, a
 #    20,000-branch one within --time-limit 10 plus import; both predicted no
 #    slower than greedy;
-#  - on every model in onnx_models/generated, IOS is predicted no slower
-#    than greedy and sequential;
+#  - on every model in onnx_models/generated, IOS (5 s of search) is
+#    predicted no slower than greedy and sequential;
 #  - the report says per block how far the search got and whose stages were
 #    kept; --time-limit is refused where it would do nothing.
 # Wall-clock bounds are twice the targets (IOS_BUDGET_SLACK, default 2): the
@@ -101,7 +101,9 @@ for model in "$IOS_MODELS_DIR"/*.onnx; do
   esac
   expect_ok "$name greedy" -- "$OPT" "$model" --batch 1 --scheduler greedy --cost simulated \
     -o "$WORK/$name.g.json" --report-json "$WORK/$name.g.report" --quiet || continue
-  expect_ok "$name ios" -- "$OPT" "$model" --batch 1 --cost simulated -o "$WORK/$name.i.json" \
+  # --time-limit 5: the floor holds under any limit, and SSDlite's and
+  # RetinaNet's complete searches (20 s and 8 s here) run in the family tests.
+  expect_ok "$name ios" -- "$OPT" "$model" --batch 1 --cost simulated --time-limit 5 -o "$WORK/$name.i.json" \
     --report-json "$WORK/$name.i.report" --quiet || continue
   ios_ms=$(report_field "$WORK/$name.i.report" predicted_latency_ms)
   no_slower "$name: ios vs greedy" "$ios_ms" "$(report_field "$WORK/$name.g.report" predicted_latency_ms)"

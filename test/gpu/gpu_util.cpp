@@ -6,7 +6,9 @@
 #include <set>
 #include <sstream>
 
+#include "cpu/executor.h"
 #include "cpu/reference.h"
+#include "ir/precision.h"
 
 namespace ios::gputest {
 
@@ -100,6 +102,46 @@ void check_against_reference(const ir::Graph& graph, const std::string& what) {
   cuda::EngineOptions tf32;
   tf32.precision = cuda::Precision::kTf32;
   check_outputs(run_gpu(units, plan, inputs, tf32), expected, {2e-2, 2e-2}, what + " (tf32)");
+}
+
+exec::Tolerance half_tolerance(ir::ElementType type, const exec::HostTensor& expected,
+                               double ulps) {
+  const double ulp = type == ir::ElementType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+  double largest = 0.0;
+  for (float v : expected.data) {
+    if (std::isfinite(v)) largest = std::max(largest, static_cast<double>(std::fabs(v)));
+  }
+  return {ulps * ulp * std::max(largest, 1e-3), ulps * ulp};
+}
+
+void check_half_against_executor(const ir::Graph& graph, const std::string& what) {
+  constexpr double kUlps = 4.0;
+  for (const ir::ElementType type : {ir::ElementType::kFloat16, ir::ElementType::kBFloat16}) {
+    ir::Graph g = graph;
+    ir::PrecisionOptions options;
+    options.type = type;
+    options.half_io = true;
+    ir::convert_to_half(g, options, what);
+    const sched::UnitGraph units = sched::UnitGraph::form(g);
+    const exec::ExecPlan plan = exec::lower(units, sequential_schedule(units));
+    HostMap inputs = random_inputs(graph, 7);
+    for (auto& [name, tensor] : inputs) {
+      for (float& v : tensor.data) v = ir::round_to(v, type);
+    }
+    cpu::CpuExecutor cpu(units, plan, cpu::ExecutorOptions{1});
+    const HostMap expected = cpu.run(inputs);
+    const HostMap actual = run_gpu(units, plan, inputs, cuda::EngineOptions{});
+    REQUIRE(actual.size() == expected.size());
+    for (const auto& [name, tensor] : expected) {
+      INFO(what << " in " << ir::type_name(type) << ": " << name);
+      const auto it = actual.find(name);
+      REQUIRE(it != actual.end());
+      const exec::CompareResult result =
+          exec::compare(it->second, tensor, half_tolerance(type, tensor, kUlps), name);
+      INFO(exec::format_report(result));
+      CHECK(result.passed());
+    }
+  }
 }
 
 }  // namespace ios::gputest

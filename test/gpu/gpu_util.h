@@ -132,4 +132,15 @@ void check_outputs(const HostMap& actual, const HostMap& expected, const exec::T
 // with tight tolerance, tf32 looser) against the CPU reference interpreter.
 void check_against_reference(const ir::Graph& graph, const std::string& what);
 
+// The tolerance of a 16-bit output: `ulps` units in the last place of the
+// type (2^-10 for float16, 2^-7 for bfloat16) relative to the largest
+// |value| of the expected output, or relative to the element itself.
+exec::Tolerance half_tolerance(ir::ElementType type, const exec::HostTensor& expected, double ulps);
+
+// The graph converted to float16 and to bfloat16 (ir::convert_to_half,
+// inputs and outputs included) on the GPU against the CPU executor on the
+// same converted graph and plan, inputs rounded to the type, within 4 ulps
+// (half_tolerance), as the operator suite's 16-bit cases are checked.
+void check_half_against_executor(const ir::Graph& graph, const std::string& what);
+
 }  // namespace ios::gputest

@@ -18,10 +18,11 @@
 #include "ir/precision.h"
 
 #ifdef IOS_HAVE_CUDA
-#include "exec/memory_layout.h"
+#include "cuda/conv.h"
 #include "cuda/launch.h"
 #include "cuda/operations.h"
 #include "cuda/program.h"
+#include "exec/memory_layout.h"
 #endif
 
 namespace ios::gputest {
@@ -174,7 +175,7 @@ TEST_CASE("element-wise chains after a convolution run in place in one operation
   CHECK(pad->begin == std::vector<int64_t>{0, 0, 0, 0});
   CHECK(p.values[static_cast<size_t>(pad->y)].shape == ir::Shape{2, 4, 10, 10});
   CHECK(conv->x == pad->y);
-  CHECK(conv->pad == std::array<int64_t, 2>{0, 0});
+  CHECK(conv->pad == ir::Dims{0, 0});
   CHECK_FALSE(conv->fused);
   CHECK(p.values[static_cast<size_t>(conv->y)].name == "y");  // the conv writes the chain's output
   CHECK(ew->x.is_value());
@@ -258,7 +259,7 @@ TEST_CASE("a merged convolution writes one buffer whose slices are the members' 
   const auto* conv = dynamic_cast<const cuda::ConvOp*>(p.launches[0].ops[0].get());
   REQUIRE(conv != nullptr);
   CHECK(conv->fused);  // both epilogues are exactly ReLU
-  CHECK(conv->kernel == std::array<int64_t, 2>{3, 3});
+  CHECK(conv->kernel == ir::Dims{3, 3});
   CHECK(p.constants[static_cast<size_t>(conv->weight)].shape == ir::Shape{10, 8, 3, 3});
 }
 
@@ -441,6 +442,228 @@ TEST_CASE("an operation's launch gets the pointers of the values it declared onl
   CHECK_THROWS_AS(binding.out(0), InternalError);  // read-only
   CHECK_THROWS_AS(binding.in(2), InternalError);   // undeclared
   CHECK(binding.in(cuda::Ref{}) == nullptr);
+}
+
+// --- Windows over one and three spatial axes ----------------------------------
+
+ir::TensorId conv_nd(GraphBuilder& b, const std::string& name, ir::TensorId x, int64_t out,
+                     ir::Dims k, ir::Dims pads, bool bias = true) {
+  ir::ConvAttrs a;
+  a.kernel = k;
+  a.stride = ir::Dims(k.size(), 1);
+  a.dilation = ir::Dims(k.size(), 1);
+  a.pads = std::move(pads);
+  ir::Shape w{out, b.graph().tensor(x).shape.at(1)};
+  w.insert(w.end(), k.begin(), k.end());
+  std::vector<ir::TensorId> inputs{x, b.weight(name + ".w", w)};
+  if (bias) inputs.push_back(b.weight(name + ".b", {out}));
+  return b.node(OpKind::kConv, name, std::move(inputs), a);
+}
+
+std::vector<const cuda::Operation*> ops_of(const cuda::Program& p) {
+  std::vector<const cuda::Operation*> ops;
+  for (const cuda::Launch& l : p.launches) {
+    for (const auto& op : l.ops) ops.push_back(op.get());
+  }
+  return ops;
+}
+
+TEST_CASE("a 1-D convolution is cuDNN's 2-D one with H = 1, asymmetric pads made explicit on L",
+          "[host]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {2, 4, 19});
+  b.output(b.node(OpKind::kRelu, "y", {conv_nd(b, "c", x, 6, {3}, {0, 2})}));
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  const cuda::Program p =
+      cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+  const auto ops = ops_of(p);
+  REQUIRE(ops.size() == 2);
+  const auto* pad = dynamic_cast<const cuda::PadOp*>(ops[0]);
+  const auto* conv = dynamic_cast<const cuda::ConvOp*>(ops[1]);
+  REQUIRE(pad != nullptr);
+  REQUIRE(conv != nullptr);
+  CHECK(pad->begin == std::vector<int64_t>{0, 0, 0});
+  CHECK(p.values[static_cast<size_t>(pad->y)].shape == ir::Shape{2, 4, 21});
+  CHECK(conv->x == pad->y);
+  CHECK(conv->kernel == ir::Dims{3});
+  CHECK(conv->pad == ir::Dims{0});
+  CHECK(conv->fused);  // bias + ReLU in cuDNN's call, as for 2-D
+  const cuda::ConvShape s = cuda::conv_shape(p, *conv);
+  CHECK(s.x_dims() == ir::Shape{2, 4, 1, 21});
+  CHECK(s.y_dims() == ir::Shape{2, 6, 1, 19});
+  CHECK(s.w_dims() == ir::Shape{6, 4, 1, 3});
+  CHECK(s.pad == ir::Dims{0, 0});
+  CHECK(s.stride == ir::Dims{1, 1});
+  CHECK(s.dilation == ir::Dims{1, 1});
+  CHECK(s.x_item() == 4 * 21);
+  CHECK(s.y_item() == 6 * 19);
+}
+
+TEST_CASE("a 3-D convolution keeps T, H and W, and its geometry keys the algorithm choice",
+          "[host]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 3, 4, 6, 8});
+  const auto c = conv_nd(b, "c", x, 5, {3, 3, 3}, {1, 1, 1, 1, 1, 1}, false);
+  b.output(b.node(OpKind::kSigmoid, "y", {c}));
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  const cuda::Program p =
+      cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+  const auto ops = ops_of(p);
+  REQUIRE(ops.size() == 2);
+  const auto* conv = dynamic_cast<const cuda::ConvOp*>(ops[0]);
+  const auto* ew = dynamic_cast<const cuda::EwOp*>(ops[1]);
+  REQUIRE(conv != nullptr);
+  REQUIRE(ew != nullptr);
+  CHECK_FALSE(conv->fused);
+  const cuda::ConvShape s = cuda::conv_shape(p, *conv);
+  CHECK(s.in == ir::Dims{4, 6, 8});
+  CHECK(s.out == ir::Dims{4, 6, 8});
+  CHECK(s.filter == ir::Dims{3, 3, 3});
+  CHECK(s.pad == ir::Dims{1, 1, 1});
+  CHECK(s.w_dims() == ir::Shape{5, 3, 3, 3, 3});
+  cuda::ConvShape other = s;
+  other.in = {4, 8, 6};
+  CHECK(other.key() != s.key());  // every axis is in the key
+  other = s;
+  other.filter = {1, 3, 3};
+  CHECK(other.key() != s.key());
+}
+
+TEST_CASE("merged 3-D convolutions are one convolution over [out, in, k, k, k] weights", "[host]") {
+  GraphBuilder b;
+  const auto x = b.input("x", {1, 4, 4, 5, 6});
+  const auto a =
+      b.node(OpKind::kRelu, "a", {conv_nd(b, "a_conv", x, 3, {1, 1, 1}, {0, 0, 0, 0, 0, 0})});
+  const auto c =
+      b.node(OpKind::kRelu, "c", {conv_nd(b, "c_conv", x, 5, {3, 3, 3}, {1, 1, 1, 1, 1, 1})});
+  b.output(a);
+  b.output(c);
+  const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+  sched::StagedSchedule staged;
+  sched::Stage merge;
+  merge.strategy = sched::Strategy::kMerge;
+  merge.groups = {{*units.find("a"), *units.find("c")}};
+  staged.stages.push_back(merge);
+  sched::Schedule schedule;
+  schedule.body = staged;
+  const cuda::Program p = cuda::lower_program(units, exec::lower(units, schedule));
+  REQUIRE(p.launches.size() == 1);
+  REQUIRE(p.launches[0].ops.size() == 1);
+  const auto* conv = dynamic_cast<const cuda::ConvOp*>(p.launches[0].ops[0].get());
+  REQUIRE(conv != nullptr);
+  CHECK(conv->fused);
+  CHECK(conv->kernel == ir::Dims{3, 3, 3});
+  CHECK(conv->pad == ir::Dims{1, 1, 1});
+  CHECK(p.constants[static_cast<size_t>(conv->weight)].shape == ir::Shape{8, 4, 3, 3, 3});
+  CHECK(cuda::conv_shape(p, *conv).y_dims() == ir::Shape{1, 8, 4, 5, 6});
+}
+
+TEST_CASE("a transposed convolution's bias and activation are one element-wise pass after it",
+          "[host]") {
+  for (const ir::Shape& xs : {ir::Shape{2, 4, 7}, ir::Shape{1, 4, 3, 4, 5}}) {
+    const size_t spatial = xs.size() - 2;
+    GraphBuilder b;
+    const auto x = b.input("x", xs);
+    ir::ConvTransposeAttrs a;
+    a.kernel = ir::Dims(spatial, 3);
+    a.stride = ir::Dims(spatial, 2);
+    a.dilation = ir::Dims(spatial, 1);
+    a.pads = ir::Dims(2 * spatial, 1);
+    a.output_padding = ir::Dims(spatial, 1);
+    ir::Shape w{4, 6};
+    w.insert(w.end(), spatial, 3);
+    const auto t =
+        b.node(OpKind::kConvTranspose, "t", {x, b.weight("t.w", w), b.weight("t.b", {6})}, a);
+    b.output(b.node(OpKind::kRelu, "y", {t}));
+    const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+    const cuda::Program p =
+        cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+    const auto ops = ops_of(p);
+    INFO(ir::to_string(xs));
+    REQUIRE(ops.size() == 2);
+    CHECK(ops[0]->describe(p).find("conv-transpose") == 0);
+    const auto* ew = dynamic_cast<const cuda::EwOp*>(ops[1]);
+    REQUIRE(ew != nullptr);
+    REQUIRE(ew->steps.size() == 2);
+    CHECK(ew->steps[0].kind == OpKind::kAdd);
+    CHECK(ew->steps[0].operand.is_constant());
+    ir::Shape bias(xs.size(), 1);
+    bias[1] = 6;
+    CHECK(p.constants.at(static_cast<size_t>(ew->steps[0].operand.index)).shape == bias);
+    CHECK(ew->steps[1].kind == OpKind::kRelu);
+    CHECK(ew->y == ew->x.index);  // in place on the transposed convolution's output
+  }
+}
+
+TEST_CASE(
+    "pooling over one and three spatial axes: cuDNN where it can, the own kernel for dilation and "
+    "ceil mode",
+    "[host]") {
+  auto pool_nd = [](ir::Dims k, ir::Dims s, ir::Dims pads, bool ceil, ir::Dims dilation) {
+    ir::PoolAttrs a;
+    a.kernel = std::move(k);
+    a.stride = std::move(s);
+    a.pads = std::move(pads);
+    a.ceil_mode = ceil;
+    a.dilation = std::move(dilation);
+    return a;
+  };
+  for (const ir::ElementType type : {ir::ElementType::kFloat32, ir::ElementType::kFloat16}) {
+    GraphBuilder b;
+    const auto l = b.input("l", {2, 4, 21});
+    const auto v = b.input("v", {1, 3, 6, 7, 8});
+    b.output(b.node(OpKind::kMaxPool, "l_cudnn", {l}, pool_nd({3}, {2}, {1, 1}, false, {1})));
+    b.output(b.node(OpKind::kMaxPool, "l_dilated", {l}, pool_nd({3}, {1}, {2, 2}, false, {2})));
+    b.output(b.node(OpKind::kMaxPool, "v_cudnn", {v},
+                    pool_nd({3, 3, 3}, {2, 2, 2}, {1, 1, 1, 1, 1, 1}, false, {1, 1, 1})));
+    b.output(b.node(OpKind::kMaxPool, "v_ceil", {v},
+                    pool_nd({2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, true, {1, 1, 1})));
+    b.output(b.node(OpKind::kGlobalAveragePool, "v_gap", {v}));
+    ir::Graph g = std::move(b.graph());
+    if (type != ir::ElementType::kFloat32) {
+      ir::PrecisionOptions options;
+      options.type = type;
+      options.half_io = true;
+      ir::convert_to_half(g, options, "pools");
+    }
+    const sched::UnitGraph units = sched::UnitGraph::form(g);
+    const cuda::Program p =
+        cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+    std::map<std::string, std::string> described;
+    for (const cuda::Operation* op : ops_of(p)) {
+      const std::string d = op->describe(p);
+      for (const char* name : {"l_cudnn", "l_dilated", "v_cudnn", "v_ceil", "v_gap"}) {
+        if (d.find(std::string("-> ") + name) != std::string::npos) described[name] = d;
+      }
+    }
+    INFO(ir::type_name(type));
+    REQUIRE(described.size() == 5);
+    const bool f32 = type == ir::ElementType::kFloat32;
+    CHECK((described["l_cudnn"].find("(cuDNN)") != std::string::npos) == f32);
+    CHECK(described["l_dilated"].find("(own)") != std::string::npos);
+    CHECK((described["v_cudnn"].find("maxpool 3x3x3 (cuDNN)") != std::string::npos) == f32);
+    CHECK(described["v_ceil"].find("(own)") != std::string::npos);
+    CHECK((described["v_gap"].find("avgpool 6x7x8 (cuDNN)") != std::string::npos) == f32);
+  }
+}
+
+TEST_CASE("Resize of one and three spatial axes lowers to the own kernel", "[host]") {
+  for (const ir::Shape& xs : {ir::Shape{2, 3, 11}, ir::Shape{1, 2, 3, 5, 4}}) {
+    GraphBuilder b;
+    const auto x = b.input("x", xs);
+    ir::ResizeAttrs a;
+    a.mode = ir::resize::Mode::kLinear;
+    a.scale.assign(xs.size() - 2, 2.0f);
+    a.size.clear();
+    for (size_t d = 2; d < xs.size(); ++d) a.size.push_back(2 * xs[d]);
+    b.output(b.node(OpKind::kResize, "y", {x}, a));
+    const sched::UnitGraph units = sched::UnitGraph::form(b.graph());
+    const cuda::Program p =
+        cuda::lower_program(units, exec::lower(units, sequential_schedule(units)));
+    const auto ops = ops_of(p);
+    REQUIRE(ops.size() == 1);
+    CHECK(ops[0]->describe(p) == "resize linear x -> y");
+  }
 }
 
 #endif  // IOS_HAVE_CUDA

@@ -664,9 +664,10 @@ TEST_CASE("convolution choice picks a working algorithm and leaves no CUDA error
   for (cuda::Precision precision : {cuda::Precision::kTf32, cuda::Precision::kFp32}) {
     cuda::Context ctx(0, precision, size_t{64} << 20);
     cuda::ConvShape s;
-    s.n = 2, s.c = 32, s.h = 14, s.w = 14, s.k = 48, s.r = 3, s.s = 3, s.oh = 14, s.ow = 14, s.pad_h = 1, s.pad_w = 1;
-    s.x_batch_stride = s.c * s.h * s.w;
-    s.y_batch_stride = 96 * s.oh * s.ow;  // y is a channel slice of a concatenation
+    s.n = 2, s.c = 32, s.in = {14, 14}, s.k = 48, s.filter = {3, 3}, s.out = {14, 14},
+    s.pad = {1, 1};
+    s.x_batch_stride = s.x_item();
+    s.y_batch_stride = 96 * 14 * 14;  // y is a channel slice of a concatenation
     s.fused = true;
     const cuda::ConvChoice choice = cuda::choose_conv(ctx, s, "test conv");
     INFO(cuda::precision_name(precision) << ": " << cuda::conv_algo_name(choice.algo));

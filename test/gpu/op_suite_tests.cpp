@@ -196,18 +196,6 @@ TEST_CASE("every case of the operator suite converted to float16 and bfloat16 lo
 }
 #endif
 
-// The tolerance of a 16-bit output: `ulps` units in the last place of the
-// type (2^-10 for float16, 2^-7 for bfloat16) relative to the largest
-// |value| of the expected output, or relative to the element itself.
-exec::Tolerance half_tolerance(ir::ElementType type, const exec::HostTensor& expected, double ulps) {
-  const double ulp = type == ir::ElementType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
-  double largest = 0.0;
-  for (float v : expected.data) {
-    if (std::isfinite(v)) largest = std::max(largest, static_cast<double>(std::fabs(v)));
-  }
-  return {ulps * ulp * std::max(largest, 1e-3), ulps * ulp};
-}
-
 // Each case converted to float16 and bfloat16 on the GPU against the CPU
 // executor on the same converted graph and plan (the CPU reference rounds
 // wherever the GPU stores, so it computes what the GPU should): within 4 ulps

@@ -4,6 +4,7 @@
 // built at batch 1 and at batch 3 (strided concat slices differ).
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 
 #include "core/error.h"
@@ -194,6 +195,224 @@ TEST_CASE("pooling and reductions", "[gpu][ops]") {
     c.axes = {1};
     c.keepdims = true;
     b.output(b.node(OpKind::kReduceMean, "c", {x}, c));
+  });
+}
+
+// --- Windows over one and three spatial axes --------------------------------
+
+// Every case in FP32 (CUDA graph on and off) and TF32 against the CPU
+// reference, and converted to float16 and bfloat16 against the CPU executor
+// on the converted graph, at batch 1 and 3.
+void for_batches_and_types(const std::string& what,
+                           const std::function<void(GraphBuilder&, int64_t)>& build) {
+  for_batches(what, build);
+  for (int64_t batch : {1, 3}) {
+    GraphBuilder b;
+    build(b, batch);
+    check_half_against_executor(b.graph(), what + " at batch " + std::to_string(batch));
+  }
+}
+
+// A convolution over as many spatial axes as `k` has, random weights
+// [out, in / group, k...] and a bias.
+ir::TensorId conv_nd(GraphBuilder& b, const std::string& name, ir::TensorId x, int64_t out,
+                     ir::Dims k, ir::Dims stride, ir::Dims pads, int64_t group = 1,
+                     bool bias = true, ir::Dims dilation = {}) {
+  const int64_t in = b.graph().tensor(x).shape.at(1);
+  ir::ConvAttrs a;
+  a.kernel = k;
+  a.stride = std::move(stride);
+  a.dilation = dilation.empty() ? ir::Dims(k.size(), 1) : std::move(dilation);
+  a.pads = std::move(pads);
+  a.group = group;
+  ir::Shape w{out, in / group};
+  int64_t taps = in / group;
+  for (int64_t d : k) w.push_back(d), taps *= d;
+  const float scale = 1.7f / static_cast<float>(std::sqrt(static_cast<double>(taps)));
+  std::vector<ir::TensorId> inputs{x, b.weight(name + ".w", w, scale)};
+  if (bias) inputs.push_back(b.weight(name + ".b", {out}, 0.2f));
+  return b.node(OpKind::kConv, name, std::move(inputs), a);
+}
+
+// A transposed convolution, weights [in, out / group, k...] and a bias.
+ir::TensorId conv_transpose_nd(GraphBuilder& b, const std::string& name, ir::TensorId x,
+                               int64_t out, ir::Dims k, ir::Dims stride, ir::Dims pads,
+                               ir::Dims output_padding, int64_t group = 1) {
+  const int64_t in = b.graph().tensor(x).shape.at(1);
+  ir::ConvTransposeAttrs a;
+  a.kernel = k;
+  a.stride = std::move(stride);
+  a.dilation = ir::Dims(k.size(), 1);
+  a.pads = std::move(pads);
+  a.output_padding = std::move(output_padding);
+  a.group = group;
+  ir::Shape w{in, out / group};
+  int64_t taps = in / group;
+  for (int64_t d : k) w.push_back(d), taps *= d;
+  const float scale = 1.7f / static_cast<float>(std::sqrt(static_cast<double>(taps)));
+  return b.node(OpKind::kConvTranspose, name,
+                {x, b.weight(name + ".w", w, scale), b.weight(name + ".b", {out}, 0.2f)}, a);
+}
+
+ir::PoolAttrs pool_nd(ir::Dims k, ir::Dims s, ir::Dims pads, bool ceil = false,
+                      bool include = false, ir::Dims dilation = {}) {
+  ir::PoolAttrs a;
+  a.dilation = dilation.empty() ? ir::Dims(k.size(), 1) : std::move(dilation);
+  a.kernel = std::move(k);
+  a.stride = std::move(s);
+  a.pads = std::move(pads);
+  a.ceil_mode = ceil;
+  a.count_include_pad = include;
+  return a;
+}
+
+ir::ResizeAttrs resize_nd(const ir::Shape& x, std::vector<float> scale, ir::resize::Mode mode,
+                          ir::resize::Coordinates coordinates) {
+  ir::ResizeAttrs a;
+  a.mode = mode;
+  a.coordinates = coordinates;
+  a.size.clear();
+  for (size_t i = 0; i < scale.size(); ++i)
+    a.size.push_back(static_cast<int64_t>(std::floor(static_cast<float>(x[i + 2]) * scale[i])));
+  a.scale = std::move(scale);
+  return a;
+}
+
+TEST_CASE("convolutions over one and three spatial axes", "[gpu][ops]") {
+  for_batches_and_types(
+      "conv1d k3 + bias + relu (cuDNN fused, H = 1)", [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 6, 20});
+        b.output(b.node(OpKind::kRelu, "y", {conv_nd(b, "c", x, 8, {3}, {1}, {1, 1})}));
+      });
+  for_batches_and_types(
+      "conv1d k5/2 dilated 2, asymmetric pads + clip", [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 4, 23});
+        b.output(b.node(OpKind::kClip, "y", {conv_nd(b, "c", x, 6, {5}, {2}, {1, 3}, 1, true, {2})},
+                        clip(0.0f, 0.5f)));
+      });
+  for_batches_and_types("conv1d depthwise + hardswish", [](GraphBuilder& b, int64_t n) {
+    const auto x = b.input("x", {n, 6, 17});
+    b.output(b.node(OpKind::kHardSwish, "y", {conv_nd(b, "c", x, 6, {3}, {1}, {1, 1}, 6)}));
+  });
+  for_batches_and_types(
+      "conv3d 3x3x3 + residual add + relu (cuDNN fused)", [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 4, 5, 6, 7});
+        const auto c = conv_nd(b, "c", x, 4, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1});
+        b.output(b.node(OpKind::kRelu, "y", {b.node(OpKind::kAdd, "sum", {c, x})}));
+      });
+  for_batches_and_types(
+      "conv3d 3x3x3/2 grouped, asymmetric pads, no bias", [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 4, 6, 7, 8});
+        b.output(conv_nd(b, "y", x, 6, {3, 3, 3}, {2, 2, 2}, {0, 1, 0, 1, 0, 1}, 2, false));
+      });
+  for_batches_and_types("conv3d (1,3,3) dilated + sigmoid", [](GraphBuilder& b, int64_t n) {
+    const auto x = b.input("x", {n, 3, 4, 9, 9});
+    b.output(b.node(
+        OpKind::kSigmoid, "y",
+        {conv_nd(b, "c", x, 5, {1, 3, 3}, {1, 1, 1}, {0, 2, 2, 0, 2, 2}, 1, true, {1, 2, 2})}));
+  });
+}
+
+TEST_CASE(
+    "transposed convolutions over one and three spatial axes, bias and activation in one pass",
+    "[gpu][ops]") {
+  for_batches_and_types("conv-transpose1d k4/2 + bias + relu", [](GraphBuilder& b, int64_t n) {
+    const auto x = b.input("x", {n, 6, 9});
+    b.output(b.node(OpKind::kRelu, "y", {conv_transpose_nd(b, "t", x, 4, {4}, {2}, {1, 1}, {0})}));
+  });
+  for_batches_and_types("conv-transpose3d k3/2 output padding, grouped + sigmoid",
+                        [](GraphBuilder& b, int64_t n) {
+                          const auto x = b.input("x", {n, 4, 3, 4, 5});
+                          b.output(b.node(OpKind::kSigmoid, "y",
+                                          {conv_transpose_nd(b, "t", x, 6, {3, 3, 3}, {2, 2, 2},
+                                                             {1, 1, 1, 1, 1, 1}, {1, 1, 1}, 2)}));
+                        });
+}
+
+TEST_CASE("pooling over one and three spatial axes, dilated MaxPool", "[gpu][ops]") {
+  for_batches_and_types(
+      "max pool 1-D k3/2 pad 1 (cuDNN), ceil mode and dilated (own)",
+      [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 4, 21});
+        b.output(b.node(OpKind::kMaxPool, "cudnn", {x}, pool_nd({3}, {2}, {1, 1})));
+        b.output(b.node(OpKind::kMaxPool, "ceil", {x}, pool_nd({3}, {2}, {0, 0}, true)));
+        b.output(
+            b.node(OpKind::kMaxPool, "dilated", {x}, pool_nd({3}, {1}, {2, 2}, false, false, {2})));
+      });
+  for_batches_and_types(
+      "max pool 3-D k3/2 pad 1 (cuDNN), dilated with ceil mode (own)",
+      [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 3, 6, 7, 8});
+        b.output(b.node(OpKind::kMaxPool, "cudnn", {x},
+                        pool_nd({3, 3, 3}, {2, 2, 2}, {1, 1, 1, 1, 1, 1})));
+        b.output(b.node(OpKind::kMaxPool, "dilated", {x},
+                        pool_nd({2, 3, 2}, {1, 2, 2}, {0, 1, 0, 0, 1, 1}, true, false, {2, 1, 2})));
+      });
+  for_batches_and_types(
+      "average pool 3-D counting / excluding padding (cuDNN), asymmetric (own)",
+      [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 3, 5, 6, 7});
+        b.output(b.node(OpKind::kAveragePool, "inc", {x},
+                        pool_nd({3, 3, 3}, {1, 2, 2}, {1, 1, 1, 1, 1, 1}, false, true)));
+        b.output(b.node(OpKind::kAveragePool, "exc", {x},
+                        pool_nd({3, 3, 3}, {1, 2, 2}, {1, 1, 1, 1, 1, 1}, false, false)));
+        b.output(b.node(OpKind::kAveragePool, "asym", {x},
+                        pool_nd({2, 2, 2}, {2, 2, 2}, {0, 0, 0, 1, 1, 1}, false, true)));
+      });
+  for_batches_and_types(
+      "average pool 1-D with asymmetric pads (own)", [](GraphBuilder& b, int64_t n) {
+        const auto x = b.input("x", {n, 4, 15});
+        b.output(b.node(OpKind::kAveragePool, "y", {x}, pool_nd({4}, {3}, {1, 2})));
+      });
+  for_batches_and_types("global average pool and reduce-mean over L and over T,H,W",
+                        [](GraphBuilder& b, int64_t n) {
+                          const auto l = b.input("l", {n, 5, 19});
+                          const auto v = b.input("v", {n, 4, 3, 5, 6});
+                          b.output(b.node(OpKind::kGlobalAveragePool, "gap1", {l}));
+                          b.output(b.node(OpKind::kGlobalAveragePool, "gap3", {v}));
+                          ir::ReduceAttrs thw;
+                          thw.axes = {2, 3, 4};
+                          thw.keepdims = false;
+                          b.output(b.node(OpKind::kReduceMean, "thw", {v}, thw));
+                        });
+}
+
+TEST_CASE("Resize and BatchNormalization over one and three spatial axes", "[gpu][ops]") {
+  using ir::resize::Coordinates;
+  using ir::resize::Mode;
+  for_batches_and_types("resize 1-D nearest and linear", [](GraphBuilder& b, int64_t n) {
+    const ir::Shape s{n, 3, 11};
+    const auto x = b.input("x", s);
+    b.output(b.node(OpKind::kResize, "nearest", {x},
+                    resize_nd(s, {2.0f}, Mode::kNearest, Coordinates::kAsymmetric)));
+    b.output(b.node(OpKind::kResize, "linear", {x},
+                    resize_nd(s, {1.5f}, Mode::kLinear, Coordinates::kHalfPixel)));
+  });
+  for_batches_and_types("resize 3-D nearest and trilinear", [](GraphBuilder& b, int64_t n) {
+    const ir::Shape s{n, 2, 3, 5, 4};
+    const auto x = b.input("x", s);
+    b.output(b.node(OpKind::kResize, "nearest", {x},
+                    resize_nd(s, {2.0f, 2.0f, 2.0f}, Mode::kNearest, Coordinates::kHalfPixel)));
+    b.output(b.node(OpKind::kResize, "linear", {x},
+                    resize_nd(s, {2.0f, 1.6f, 0.5f}, Mode::kLinear, Coordinates::kAlignCorners)));
+    b.output(
+        b.node(OpKind::kResize, "half_pixel", {x},
+               resize_nd(s, {1.5f, 2.0f, 2.0f}, Mode::kLinear, Coordinates::kPytorchHalfPixel)));
+  });
+  for_batches_and_types("batch norm (not folded) on N,C,L and N,C,T,H,W", [](GraphBuilder& b,
+                                                                             int64_t n) {
+    std::vector<float> var(4);
+    for (size_t i = 0; i < var.size(); ++i) var[i] = 0.5f + 0.1f * static_cast<float>(i);
+    const auto v = b.constant("var", {4}, var);
+    const auto scale = b.weight("gamma", {4}, 1.0f);
+    const auto bias = b.weight("beta", {4}, 1.0f);
+    const auto mean = b.weight("mean", {4}, 1.0f);
+    const auto l = b.input("l", {n, 4, 13});
+    const auto t = b.input("t", {n, 4, 3, 4, 5});
+    b.output(b.node(OpKind::kBatchNorm, "bn1", {l, scale, bias, mean, v}, ir::BatchNormAttrs{}));
+    b.output(b.node(
+        OpKind::kRelu, "bn3",
+        {b.node(OpKind::kBatchNorm, "bn3_raw", {t, scale, bias, mean, v}, ir::BatchNormAttrs{})}));
   });
 }
 
