@@ -205,7 +205,8 @@ UnitWork merged_conv_work(const sched::UnitGraph& graph, const sched::MergeSpec&
     const ir::Shape& out = g.tensor(conv.outputs.at(0)).shape;
     IOS_ASSERT(out.size() >= 3 && out[1] > 0, "merge member '{}' has output {}",
                graph.unit(member.unit).id, ir::to_string(out));
-    spatial = static_cast<double>(ir::num_elements(out) / out[1]);  // batch times the spatial volume
+    spatial =
+        static_cast<double>(ir::num_elements(out) / out[1]);  // batch times the spatial volume
     // Keep the member's bias and fused epilogue; its multiply-adds are
     // replaced by the merged kernel's below.
     merged.flops += k.flops - 2.0 * k.outputs * ir::node_reduction(g, conv);

@@ -266,8 +266,8 @@ void CpuExecutor::execute(const Instr& instr) {
       execute_merged_product(m);
       return;
     }
-    conv(ctx, const_view_of(m.spec->input), m.weights.weight.data(), m.weights.bias.data(), m.spec->conv,
-           View(data_of(m.region), m.region.shape, m.region.batch_stride));
+    conv(ctx, const_view_of(m.spec->input), m.weights.weight.data(), m.weights.bias.data(),
+         m.spec->conv, View(data_of(m.region), m.region.shape, m.region.batch_stride));
     round_outputs(instr);
     return;
   }

@@ -129,7 +129,8 @@ struct ConvGeometry {
 
 ConvGeometry conv_geometry(const ConstView& x, const ir::ConvAttrs& a, const View& y) {
   IOS_ASSERT(x.rank() == static_cast<int>(a.spatial_rank()) + 2 && y.rank() == x.rank(),
-             "Conv: a {}-D window over {} -> {}", a.spatial_rank(), ir::to_string(x.shape), ir::to_string(y.shape));
+             "Conv: a {}-D window over {} -> {}", a.spatial_rank(), ir::to_string(x.shape),
+             ir::to_string(y.shape));
   ConvGeometry g{};
   g.n = x.dim(0), g.c = x.dim(1);
   g.m = y.dim(1);
@@ -144,7 +145,9 @@ ConvGeometry conv_geometry(const ConstView& x, const ir::ConvAttrs& a, const Vie
   const ir::Window3& w = g.win;
   for (size_t d = 0; d < 3; ++d) {
     const int64_t expected =
-        (w.in[d] + w.pad_begin[d] + w.pad_end[d] - w.dilation[d] * (w.kernel[d] - 1) - 1) / w.stride[d] + 1;
+        (w.in[d] + w.pad_begin[d] + w.pad_end[d] - w.dilation[d] * (w.kernel[d] - 1) - 1) /
+            w.stride[d] +
+        1;
     IOS_ASSERT(expected == w.out[d], "Conv: output {} but the attributes give {} on axis {}",
                ir::to_string(y.shape), expected, d);
   }
@@ -176,7 +179,8 @@ void im2col(const ConvGeometry& g, const float* x, float* col, int threads) {
       const int64_t j = row % w.kernel[2];
       float* dst = col + row * p;
       const float* volume = x + c * g.in_volume();
-      const auto [w_lo, w_hi] = valid_range(w.out[2], w.in[2], w.stride[2], w.pad_begin[2], j * w.dilation[2]);
+      const auto [w_lo, w_hi] =
+          valid_range(w.out[2], w.in[2], w.stride[2], w.pad_begin[2], j * w.dilation[2]);
       for (int64_t ot = 0; ot < w.out[0]; ++ot) {
         const int64_t it = ot * w.stride[0] - w.pad_begin[0] + a * w.dilation[0];
         for (int64_t oh = 0; oh < w.out[1]; ++oh) {
@@ -187,7 +191,8 @@ void im2col(const ConvGeometry& g, const float* x, float* col, int threads) {
             continue;
           }
           std::fill(out, out + w_lo, 0.0f);
-          const float* src = volume + (it * w.in[1] + ih) * w.in[2] - w.pad_begin[2] + j * w.dilation[2];
+          const float* src =
+              volume + (it * w.in[1] + ih) * w.in[2] - w.pad_begin[2] + j * w.dilation[2];
           if (w.stride[2] == 1) {
             std::memcpy(out + w_lo, src + w_lo, static_cast<size_t>(w_hi - w_lo) * sizeof(float));
           } else {
@@ -247,9 +252,10 @@ void depthwise_conv(const KernelContext& ctx, const ConvGeometry& g, const Const
 // (AveragePool's count_include_pad divisor).
 template <typename Fn>
 void for_each_pool_window(const ir::PoolAttrs& a, const ConstView& x, const View& y, Fn&& fn) {
-  IOS_ASSERT(x.rank() == static_cast<int>(a.spatial_rank()) + 2 && y.rank() == x.rank() && y.dim(0) == x.dim(0) &&
-                 y.dim(1) == x.dim(1),
-             "Pool: a {}-D window over {} -> {}", a.spatial_rank(), ir::to_string(x.shape), ir::to_string(y.shape));
+  IOS_ASSERT(x.rank() == static_cast<int>(a.spatial_rank()) + 2 && y.rank() == x.rank() &&
+                 y.dim(0) == x.dim(0) && y.dim(1) == x.dim(1),
+             "Pool: a {}-D window over {} -> {}", a.spatial_rank(), ir::to_string(x.shape),
+             ir::to_string(y.shape));
   const ir::Window3 w = ir::window3(x.shape, y.shape, a);
   const int64_t n = x.dim(0), c = x.dim(1);
   std::vector<int64_t> taps;
@@ -300,7 +306,7 @@ void for_each_pool_window(const ir::PoolAttrs& a, const ConstView& x, const View
 // --- Kernels ----------------------------------------------------------------
 
 void conv(const KernelContext& ctx, const ConstView& x, const float* weight, const float* bias,
-            const ir::ConvAttrs& attrs, const View& y) {
+          const ir::ConvAttrs& attrs, const View& y) {
   const ConvGeometry g = conv_geometry(x, attrs, y);
   if (g.group == g.c && g.m == g.c && g.group > 1) {
     depthwise_conv(ctx, g, x, weight, bias, y);
@@ -523,12 +529,14 @@ void max_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y) {
 
 void average_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y) {
   const bool include_pad = attrs.count_include_pad;
-  for_each_pool_window(attrs, x, y, [include_pad](const float* xc, const std::vector<int64_t>& taps, int64_t padded) {
-    float sum = 0.0f;
-    for (int64_t t : taps) sum += xc[t];
-    const auto count = include_pad ? padded : static_cast<int64_t>(taps.size());
-    return count > 0 ? sum / static_cast<float>(count) : 0.0f;
-  });
+  for_each_pool_window(
+      attrs, x, y,
+      [include_pad](const float* xc, const std::vector<int64_t>& taps, int64_t padded) {
+        float sum = 0.0f;
+        for (int64_t t : taps) sum += xc[t];
+        const auto count = include_pad ? padded : static_cast<int64_t>(taps.size());
+        return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+      });
 }
 
 void global_average_pool(const ConstView& x, const View& y) {
@@ -609,19 +617,21 @@ void reduce(ir::OpKind op, const ir::ReduceAttrs& attrs, const ConstView& x_view
 // [C_in, C_out / group, k...], accumulated in double: the float64 truth
 // rounded once. 1-D and 2-D are the 3-D case with leading axes of length 1.
 void conv_transpose(const ir::ConvTransposeAttrs& a, const ConstView& x_view, const float* weight,
-                      const float* bias, const View& y_view) {
+                    const float* bias, const View& y_view) {
   std::vector<float> storage;
   const ConstView x = densify(x_view, storage);
   const size_t rank = a.spatial_rank();
-  IOS_ASSERT(x.rank() == static_cast<int>(rank) + 2 && y_view.rank() == x.rank(), "ConvTranspose: {}-D over {}",
-             rank, ir::to_string(x.shape));
+  IOS_ASSERT(x.rank() == static_cast<int>(rank) + 2 && y_view.rank() == x.rank(),
+             "ConvTranspose: {}-D over {}", rank, ir::to_string(x.shape));
   DenseOutput out(y_view);
   const int64_t n = x.dim(0), cin = x.dim(1);
   const ir::Shape& ys = out.view().shape;
   const int64_t cout = ys[1];
   const ir::Axes3 in = ir::spatial3(x.shape), size = ir::spatial3(ys);
-  const ir::Axes3 k = ir::axes3(a.kernel, 1), s = ir::axes3(a.stride, 1), d = ir::axes3(a.dilation, 1);
-  const ir::Axes3 p = ir::axes3(ir::Dims(a.pads.begin(), a.pads.begin() + static_cast<std::ptrdiff_t>(rank)), 0);
+  const ir::Axes3 k = ir::axes3(a.kernel, 1), s = ir::axes3(a.stride, 1),
+                  d = ir::axes3(a.dilation, 1);
+  const ir::Axes3 p =
+      ir::axes3(ir::Dims(a.pads.begin(), a.pads.begin() + static_cast<std::ptrdiff_t>(rank)), 0);
   const int64_t cin_g = cin / a.group, cout_g = cout / a.group;
   IOS_ASSERT(ys[0] == n && cin_g * a.group == cin && cout_g * a.group == cout, "ConvTranspose: {} -> {}",
              ir::to_string(x.shape), ir::to_string(ys));
@@ -650,7 +660,8 @@ void conv_transpose(const ir::ConvTransposeAttrs& a, const ConstView& x_view, co
                   if (r < 0 || r >= size[1]) continue;
                   for (int64_t v = 0; v < k[2]; ++v) {
                     const int64_t c = j * s[2] - p[2] + v * d[2];
-                    if (c >= 0 && c < size[2]) ym[(q * size[1] + r) * size[2] + c] += xv * wk[(e * k[1] + u) * k[2] + v];
+                    if (c >= 0 && c < size[2])
+                      ym[(q * size[1] + r) * size[2] + c] += xv * wk[(e * k[1] + u) * k[2] + v];
                   }
                 }
               }
@@ -930,8 +941,9 @@ void pad(const ir::PadAttrs& attrs, const ConstView& x_view, const View& y_view)
 
 void resize(const ir::ResizeAttrs& attrs, const ConstView& x, const View& y) {
   const size_t rank = attrs.spatial_rank();
-  IOS_ASSERT(rank >= 1 && rank <= 3 && x.rank() == static_cast<int>(rank) + 2 && y.rank() == x.rank() &&
-                 y.dim(0) == x.dim(0) && y.dim(1) == x.dim(1) && ir::Dims(y.shape.begin() + 2, y.shape.end()) == attrs.size,
+  IOS_ASSERT(rank >= 1 && rank <= 3 && x.rank() == static_cast<int>(rank) + 2 &&
+                 y.rank() == x.rank() && y.dim(0) == x.dim(0) && y.dim(1) == x.dim(1) &&
+                 ir::Dims(y.shape.begin() + 2, y.shape.end()) == attrs.size,
              "Resize: {} -> {}", ir::to_string(x.shape), ir::to_string(y.shape));
   const int64_t channels = x.dim(1);
   // On T, H, W (ir/window.h); an added axis has one tap of weight 1.
@@ -950,7 +962,8 @@ void resize(const ir::ResizeAttrs& attrs, const ConstView& x, const View& y) {
       if (linear) {
         t = ir::resize::linear_taps(attrs.coordinates, i, scale, in[d], size[d]);
       } else {
-        t.i0 = ir::resize::nearest_index(attrs.coordinates, attrs.nearest, i, scale, in[d], size[d]);
+        t.i0 =
+            ir::resize::nearest_index(attrs.coordinates, attrs.nearest, i, scale, in[d], size[d]);
       }
     }
   }
@@ -974,10 +987,12 @@ void resize(const ir::ResizeAttrs& attrs, const ConstView& x, const View& y) {
             // blends the two planes' bilinear values.
             auto plane_value = [&](int64_t t) {
               const float* in_plane = volume + t * plane;
-              return ir::resize::bilinear(r, col, in_plane[r.i0 * in[2] + col.i0], in_plane[r.i0 * in[2] + col.i1],
-                                          in_plane[r.i1 * in[2] + col.i0], in_plane[r.i1 * in[2] + col.i1]);
+              return ir::resize::bilinear(
+                  r, col, in_plane[r.i0 * in[2] + col.i0], in_plane[r.i0 * in[2] + col.i1],
+                  in_plane[r.i1 * in[2] + col.i0], in_plane[r.i1 * in[2] + col.i1]);
             };
-            o = rank < 3 ? plane_value(tt.i0) : tt.w0 * plane_value(tt.i0) + tt.w1 * plane_value(tt.i1);
+            o = rank < 3 ? plane_value(tt.i0)
+                         : tt.w0 * plane_value(tt.i0) + tt.w1 * plane_value(tt.i1);
           }
         }
       }
@@ -1015,7 +1030,8 @@ void run_binary(const KernelContext&, const ir::Node& node, std::span<const Cons
 void run_conv(const KernelContext& ctx, const ir::Node& node, std::span<const ConstView> in,
               std::span<const View> out) {
   need(node, in, out, 2, 1);
-  conv(ctx, in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr, node.attr<ir::ConvAttrs>(), out[0]);
+  conv(ctx, in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr, node.attr<ir::ConvAttrs>(),
+       out[0]);
 }
 
 void run_concat(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
@@ -1063,8 +1079,8 @@ void run_reduce(const KernelContext&, const ir::Node& node, std::span<const Cons
 void run_conv_transpose(const KernelContext&, const ir::Node& node, std::span<const ConstView> in,
                         std::span<const View> out) {
   need(node, in, out, 2, 1);
-  conv_transpose(node.attr<ir::ConvTransposeAttrs>(), in[0], in[1].data, in.size() > 2 ? in[2].data : nullptr,
-                   out[0]);
+  conv_transpose(node.attr<ir::ConvTransposeAttrs>(), in[0], in[1].data,
+                 in.size() > 2 ? in[2].data : nullptr, out[0]);
 }
 
 void run_tile(const KernelContext&, const ir::Node& node, std::span<const ConstView> in, std::span<const View> out) {

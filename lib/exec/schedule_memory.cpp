@@ -24,7 +24,8 @@ int64_t launch_workspace(const sched::UnitGraph& units, const ExecPlan& plan, co
     if (spec.kind != sched::MergeKind::kConv) return 0;
     const Region& out = storage.merged_region(static_cast<int>(k));
     const ir::Shape& shape = out.shape;
-    const int64_t plane = shape.size() >= 3 ? ir::num_elements(ir::Shape(shape.begin() + 2, shape.end())) : 1;
+    const int64_t plane =
+        shape.size() >= 3 ? ir::num_elements(ir::Shape(shape.begin() + 2, shape.end())) : 1;
     return sched::predicted_conv_workspace(shape.at(0), spec.in_channels, spec.conv, plane);
   }
   int64_t most = 0;
@@ -56,7 +57,8 @@ sched::MemoryInfo schedule_memory(const sched::UnitGraph& graph, const ExecPlan&
     const sched::MergeSpec& spec = storage.merge_spec(static_cast<int>(k));
     int64_t elements = spec.in_channels * spec.out_channels + spec.out_channels;  // weight and bias
     if (spec.kind == sched::MergeKind::kConv) {
-      elements = spec.out_channels * spec.in_channels * ir::num_elements(spec.conv.kernel) + spec.out_channels;
+      elements = spec.out_channels * spec.in_channels * ir::num_elements(spec.conv.kernel) +
+                 spec.out_channels;
     }
     const int merged_storage = storage.merged_region(static_cast<int>(k)).storage;
     info.merged_weights_bytes +=

@@ -81,7 +81,8 @@ int fold_pad(Graph& graph) {
     } else if (consumer.op == OpKind::kAveragePool && a.value == 0.0f) {
       auto& pool = consumer.attr<PoolAttrs>();
       const bool own_pads = std::any_of(pool.pads.begin(), pool.pads.end(), [](int64_t v) { return v != 0; });
-      const bool dilated = std::any_of(pool.dilation.begin(), pool.dilation.end(), [](int64_t d) { return d != 1; });
+      const bool dilated =
+          std::any_of(pool.dilation.begin(), pool.dilation.end(), [](int64_t d) { return d != 1; });
       if (!pool.ceil_mode && !dilated && (pool.count_include_pad || !own_pads)) {
         pool.count_include_pad = true;
         target = &pool.pads;
@@ -91,8 +92,10 @@ int fold_pad(Graph& graph) {
       const bool neg_inf = a.value <= -FLT_MAX;
       const bool zero_ok = a.value == 0.0f && known_non_negative(graph, in);
       // ONNX's MaxPool needs each pad smaller than the kernel (undilated).
-      bool fits = std::all_of(pool.dilation.begin(), pool.dilation.end(), [](int64_t d) { return d == 1; });
-      for (size_t i = 0; i < 2 * spatial; ++i) fits = fits && pool.pads[i] + extra[i] < pool.kernel[i % spatial];
+      bool fits =
+          std::all_of(pool.dilation.begin(), pool.dilation.end(), [](int64_t d) { return d == 1; });
+      for (size_t i = 0; i < 2 * spatial; ++i)
+        fits = fits && pool.pads[i] + extra[i] < pool.kernel[i % spatial];
       if (!pool.ceil_mode && fits && (neg_inf || zero_ok)) target = &pool.pads;
     }
     if (!target || target->size() != extra.size()) continue;

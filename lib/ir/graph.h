@@ -105,10 +105,10 @@ struct PoolAttrs {  // MaxPool, AveragePool
   bool operator==(const PoolAttrs&) const = default;
   static constexpr auto fields() {
     using A = PoolAttrs;
-    return std::tuple{field("k", &A::kernel, FieldText::kDims),
-                      field("s", &A::stride, FieldText::kDims),
-                      field("d", &A::dilation, FieldText::kDims), field("p", &A::pads),
-                      field("cip", &A::count_include_pad), field("ceil", &A::ceil_mode)};
+    return std::tuple{
+        field("k", &A::kernel, FieldText::kDims),   field("s", &A::stride, FieldText::kDims),
+        field("d", &A::dilation, FieldText::kDims), field("p", &A::pads),
+        field("cip", &A::count_include_pad),        field("ceil", &A::ceil_mode)};
   }
 };
 
@@ -229,8 +229,9 @@ struct ResizeAttrs {  // Resize and Upsample on the spatial axes (N and C keep t
   resize::Mode mode = resize::Mode::kNearest;
   resize::Coordinates coordinates = resize::Coordinates::kHalfPixel;
   resize::Nearest nearest = resize::Nearest::kRoundPreferFloor;
-  std::vector<float> scale{1.0f, 1.0f};  // output / input per spatial axis, as the coordinate transform uses it
-  Dims size{1, 1};                       // output size per spatial axis
+  std::vector<float> scale{
+      1.0f, 1.0f};  // output / input per spatial axis, as the coordinate transform uses it
+  Dims size{1, 1};  // output size per spatial axis
 
   size_t spatial_rank() const { return size.size(); }
 

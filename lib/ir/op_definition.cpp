@@ -14,8 +14,8 @@ int64_t normalize_axis(const AttributeReader& r, int64_t axis, int64_t rank) {
 
 size_t window_rank(const AttributeReader& r, const Shape& x, std::string_view what) {
   if (x.size() < 3 || x.size() > 5) {
-    r.fail("input has shape {}; {} takes 1-D (N,C,L), 2-D (N,C,H,W) or 3-D (N,C,T,H,W) input", to_string(x),
-           what);
+    r.fail("input has shape {}; {} takes 1-D (N,C,L), 2-D (N,C,H,W) or 3-D (N,C,T,H,W) input",
+           to_string(x), what);
   }
   return x.size() - 2;
 }
@@ -28,13 +28,15 @@ Dims window_pads(const AttributeReader& r, const Shape& x, const Dims& kernel, c
   if (auto_pad == "NOTSET") {
     const auto p = r.get_ints("pads").value_or(pads);
     if (p.size() != 2 * rank) {
-      r.fail("pads has {} entries; a {}-D window takes {} (the begins, then the ends)", p.size(), rank, 2 * rank);
+      r.fail("pads has {} entries; a {}-D window takes {} (the begins, then the ends)", p.size(),
+             rank, 2 * rank);
     }
     pads = p;
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t a = 0; a < rank; ++a) {
       const int64_t in = x[2 + a];
-      if (stride[a] < 1 || dilation[a] < 1 || kernel[a] < 1) r.fail("kernel, strides and dilations must be >= 1");
+      if (stride[a] < 1 || dilation[a] < 1 || kernel[a] < 1)
+        r.fail("kernel, strides and dilations must be >= 1");
       const int64_t out = (in + stride[a] - 1) / stride[a];
       const int64_t total =
           std::max<int64_t>(0, (out - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1 - in);
@@ -51,7 +53,8 @@ Dims window_pads(const AttributeReader& r, const Shape& x, const Dims& kernel, c
 Dims spatial_attr(const AttributeReader& r, const char* name, size_t rank, Dims fallback) {
   const auto v = r.get_ints(name);
   if (!v) return fallback;
-  if (v->size() != rank) r.fail("{} has {} entries; a {}-D window takes {}", name, v->size(), rank, rank);
+  if (v->size() != rank)
+    r.fail("{} has {} entries; a {}-D window takes {}", name, v->size(), rank, rank);
   return *v;
 }
 
@@ -89,14 +92,15 @@ void need_rank(const Node& node, const std::vector<Shape>& in, size_t index, siz
   }
 }
 
-Shape window_op(const Node& node, const std::vector<Shape>& in, int64_t channels, const Dims& kernel,
-                const Dims& stride, const Dims& dilation, const Dims& pads, bool ceil_mode) {
+Shape window_op(const Node& node, const std::vector<Shape>& in, int64_t channels,
+                const Dims& kernel, const Dims& stride, const Dims& dilation, const Dims& pads,
+                bool ceil_mode) {
   const Shape& x = in[0];
   const size_t rank = kernel.size();
-  if (rank < 1 || rank > 3 || x.size() != rank + 2 || stride.size() != rank || dilation.size() != rank ||
-      pads.size() != 2 * rank) {
-    fail(node, in, "a {}-D window needs input of rank {} and {} strides, dilations and {} pads", rank, rank + 2,
-         rank, 2 * rank);
+  if (rank < 1 || rank > 3 || x.size() != rank + 2 || stride.size() != rank ||
+      dilation.size() != rank || pads.size() != 2 * rank) {
+    fail(node, in, "a {}-D window needs input of rank {} and {} strides, dilations and {} pads",
+         rank, rank + 2, rank, 2 * rank);
   }
   Shape out{x[0], channels};
   for (size_t a = 0; a < rank; ++a) {
@@ -105,12 +109,14 @@ Shape window_op(const Node& node, const std::vector<Shape>& in, int64_t channels
     }
     // The window's extent is file data: bound it before the arithmetic
     // below can overflow (a huge dilation times a huge kernel).
-    if (kernel[a] > kMaxWindowExtent || dilation[a] > kMaxWindowExtent || stride[a] > kMaxWindowExtent ||
-        pads[a] > kMaxWindowExtent || pads[a + rank] > kMaxWindowExtent ||
-        (kernel[a] - 1) * dilation[a] > kMaxWindowExtent) {
-      fail(node, in, "the window on spatial axis {} (kernel {}, dilation {}, stride {}, pads {} and {}) is larger "
-           "than {}; fix the attributes", a, kernel[a], dilation[a], stride[a], pads[a], pads[a + rank],
-           kMaxWindowExtent);
+    if (kernel[a] > kMaxWindowExtent || dilation[a] > kMaxWindowExtent ||
+        stride[a] > kMaxWindowExtent || pads[a] > kMaxWindowExtent ||
+        pads[a + rank] > kMaxWindowExtent || (kernel[a] - 1) * dilation[a] > kMaxWindowExtent) {
+      fail(node, in,
+           "the window on spatial axis {} (kernel {}, dilation {}, stride {}, pads {} and {}) is "
+           "larger "
+           "than {}; fix the attributes",
+           a, kernel[a], dilation[a], stride[a], pads[a], pads[a + rank], kMaxWindowExtent);
     }
     const int64_t size = window_output_size(x[2 + a], kernel[a], stride[a], dilation[a], pads[a],
                                             pads[a + rank], ceil_mode);

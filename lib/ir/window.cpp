@@ -13,16 +13,18 @@ Axes3 axes3(const Dims& values, int64_t fill) {
 }
 
 Axes3 spatial3(const Shape& shape) {
-  IOS_ASSERT(shape.size() >= 2 && shape.size() <= 5, "shape {} has no 1 to 3 spatial axes", to_string(shape));
+  IOS_ASSERT(shape.size() >= 2 && shape.size() <= 5, "shape {} has no 1 to 3 spatial axes",
+             to_string(shape));
   return axes3(Dims(shape.begin() + 2, shape.end()), 1);
 }
 
-Window3 window3(const Shape& x, const Shape& y, const Dims& kernel, const Dims& stride, const Dims& dilation,
-                const Dims& pads) {
+Window3 window3(const Shape& x, const Shape& y, const Dims& kernel, const Dims& stride,
+                const Dims& dilation, const Dims& pads) {
   const size_t rank = kernel.size();
-  IOS_ASSERT(rank >= 1 && rank <= 3 && x.size() == rank + 2 && y.size() == rank + 2 && stride.size() == rank &&
-                 dilation.size() == rank && pads.size() == 2 * rank,
-             "window {} over {} -> {} with {} pads", to_string(kernel), to_string(x), to_string(y), pads.size());
+  IOS_ASSERT(rank >= 1 && rank <= 3 && x.size() == rank + 2 && y.size() == rank + 2 &&
+                 stride.size() == rank && dilation.size() == rank && pads.size() == 2 * rank,
+             "window {} over {} -> {} with {} pads", to_string(kernel), to_string(x), to_string(y),
+             pads.size());
   Window3 w;
   w.in = spatial3(x);
   w.out = spatial3(y);

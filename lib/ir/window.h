@@ -40,8 +40,8 @@ Axes3 axes3(const Dims& values, int64_t fill);
 
 // The window of `x` -> `y` with per-axis attributes as the IR holds them
 // (pads: the begins, then the ends). Checks that the ranks agree.
-Window3 window3(const Shape& x, const Shape& y, const Dims& kernel, const Dims& stride, const Dims& dilation,
-                const Dims& pads);
+Window3 window3(const Shape& x, const Shape& y, const Dims& kernel, const Dims& stride,
+                const Dims& dilation, const Dims& pads);
 Window3 window3(const Shape& x, const Shape& y, const ConvAttrs& a);
 Window3 window3(const Shape& x, const Shape& y, const PoolAttrs& a);
 

@@ -55,12 +55,15 @@ UnitTensors unit_tensors(const UnitGraph& graph) {
 }  // namespace
 
 int64_t predicted_conv_workspace(int64_t batch, int64_t in_channels, const ir::ConvAttrs& conv, int64_t out_plane) {
-  auto all_equal = [](const ir::Dims& v, int64_t x) { return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; }); };
-  const bool pointwise = all_equal(conv.kernel, 1) && all_equal(conv.stride, 1) && all_equal(conv.pads, 0);
+  auto all_equal = [](const ir::Dims& v, int64_t x) {
+    return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+  };
+  const bool pointwise =
+      all_equal(conv.kernel, 1) && all_equal(conv.stride, 1) && all_equal(conv.pads, 0);
   if (pointwise) return 0;
   const int64_t per_group = in_channels / std::max<int64_t>(conv.group, 1);
-  const int64_t bytes =
-      batch * per_group * ir::num_elements(conv.kernel) * out_plane * static_cast<int64_t>(sizeof(float));
+  const int64_t bytes = batch * per_group * ir::num_elements(conv.kernel) * out_plane *
+                        static_cast<int64_t>(sizeof(float));
   return std::min(bytes, kPredictedWorkspaceCap);
 }
 
@@ -73,7 +76,8 @@ int64_t predicted_unit_workspace(const ir::Graph& graph, const Unit& unit) {
     const ir::Shape& out = graph.tensor(node.outputs.at(0)).shape;
     if (in.size() < 3 || out.size() != in.size()) continue;
     const int64_t out_volume = ir::num_elements(ir::Shape(out.begin() + 2, out.end()));
-    most = std::max(most, predicted_conv_workspace(in[0], in[1], node.attr<ir::ConvAttrs>(), out_volume));
+    most = std::max(most,
+                    predicted_conv_workspace(in[0], in[1], node.attr<ir::ConvAttrs>(), out_volume));
   }
   return most;
 }

@@ -60,12 +60,13 @@ MergeCheck check_conv_merge(const UnitGraph& graph, const std::vector<UnitId>& u
     const size_t rank = attrs.spatial_rank() + 2;
     if (!w.is_constant() || !constant_bias || w.shape.size() != rank || in.shape.size() != rank ||
         out.shape.size() != rank) {
-      return fail(fmt::format("convolution of unit '{}' is not a convolution with constant weights and bias",
-                              unit.id));
+      return fail(fmt::format(
+          "convolution of unit '{}' is not a convolution with constant weights and bias", unit.id));
     }
     if (m > 0 && attrs.spatial_rank() != geometry.front().conv.spatial_rank()) {
       return fail(fmt::format("unit '{}' is a {}-D convolution, unit '{}' a {}-D one", unit.id,
-                              attrs.spatial_rank(), graph.unit(units[0]).id, geometry.front().conv.spatial_rank()));
+                              attrs.spatial_rank(), graph.unit(units[0]).id,
+                              geometry.front().conv.spatial_rank()));
     }
     if (attrs.group != 1) {
       return fail(fmt::format("unit '{}' is a grouped convolution (group = {})", unit.id, attrs.group));
@@ -330,14 +331,14 @@ MergedWeights assemble_merged_weights(const UnitGraph& graph, const MergeSpec& s
   for (const MergeMember& member : spec.members) {
     const ir::Node& conv = ir->node(graph.unit(member.unit).anchor);
     const ir::Tensor& w = ir->tensor(conv.inputs.at(1));
-    IOS_ASSERT(w.data && w.shape.size() == spec.conv.spatial_rank() + 2 && w.shape[0] == member.out_channels &&
-                   w.shape[1] == in_c,
+    IOS_ASSERT(w.data && w.shape.size() == spec.conv.spatial_rank() + 2 &&
+                   w.shape[0] == member.out_channels && w.shape[1] == in_c,
                "weights of unit {} do not match the merge spec", member.unit);
     const ir::Axes3 mk = ir::spatial3(w.shape);
     const ir::Axes3 off = ir::axes3(member.kernel_offset, 0);
     for (size_t d = 0; d < 3; ++d) {
-      IOS_ASSERT(off[d] >= 0 && off[d] + mk[d] <= k[d], "kernel of unit {} does not fit the merged kernel",
-                 member.unit);
+      IOS_ASSERT(off[d] >= 0 && off[d] + mk[d] <= k[d],
+                 "kernel of unit {} does not fit the merged kernel", member.unit);
     }
     const std::vector<float>& src = *w.data;
     size_t from = 0;

@@ -28,19 +28,21 @@ MergeGeometryResult merge_geometry(const std::vector<ConvGeometry>& members) {
       return result;
     }
     if (g.conv.stride != first.conv.stride) {
-      result.reason = fmt::format("member {} has stride {}, member 0 has {}", m, ir::to_string(g.conv.stride),
-                                  ir::to_string(first.conv.stride));
+      result.reason = fmt::format("member {} has stride {}, member 0 has {}", m,
+                                  ir::to_string(g.conv.stride), ir::to_string(first.conv.stride));
       return result;
     }
     if (g.conv.dilation != first.conv.dilation) {
-      result.reason = fmt::format("member {} has dilation {}, member 0 has {}", m, ir::to_string(g.conv.dilation),
-                                  ir::to_string(first.conv.dilation));
+      result.reason =
+          fmt::format("member {} has dilation {}, member 0 has {}", m,
+                      ir::to_string(g.conv.dilation), ir::to_string(first.conv.dilation));
       return result;
     }
     if (g.input_spatial != first.input_spatial || g.output_spatial != first.output_spatial) {
-      result.reason = fmt::format("member {} maps {} to {}, member 0 maps {} to {}", m,
-                                  ir::to_string(g.input_spatial), ir::to_string(g.output_spatial),
-                                  ir::to_string(first.input_spatial), ir::to_string(first.output_spatial));
+      result.reason =
+          fmt::format("member {} maps {} to {}, member 0 maps {} to {}", m,
+                      ir::to_string(g.input_spatial), ir::to_string(g.output_spatial),
+                      ir::to_string(first.input_spatial), ir::to_string(first.output_spatial));
       return result;
     }
   }
@@ -87,11 +89,12 @@ MergeGeometryResult merge_geometry(const std::vector<ConvGeometry>& members) {
         return result;
       }
     }
-    const int64_t out =
-        conv_output_size(first.input_spatial[axis], k_merged, first.conv.stride[axis], d, pad_begin, pad_end);
+    const int64_t out = conv_output_size(first.input_spatial[axis], k_merged,
+                                         first.conv.stride[axis], d, pad_begin, pad_end);
     if (out != first.output_spatial[axis]) {
-      result.reason = fmt::format("{}: the merged convolution would produce {} outputs, the members {}",
-                                  axis_name(axis), out, first.output_spatial[axis]);
+      result.reason =
+          fmt::format("{}: the merged convolution would produce {} outputs, the members {}",
+                      axis_name(axis), out, first.output_spatial[axis]);
       return result;
     }
     merged.conv.pads[axis] = pad_begin;

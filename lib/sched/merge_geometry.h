@@ -31,8 +31,8 @@ struct ConvGeometry {
 };
 
 struct MergedGeometry {
-  ir::ConvAttrs conv;                      // merged kernel, common stride/dilation, merged pads, group 1
-  std::vector<ir::Dims> kernel_offsets;    // per member, one offset per spatial axis
+  ir::ConvAttrs conv;  // merged kernel, common stride/dilation, merged pads, group 1
+  std::vector<ir::Dims> kernel_offsets;  // per member, one offset per spatial axis
 };
 
 struct MergeGeometryResult {

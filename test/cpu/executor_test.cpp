@@ -305,10 +305,14 @@ MergeCase merge_3d(int64_t channels = 3) {
   GraphBuilder b;
   const auto x = b.input("x", {1, channels, 4, 7, 6});
   const ios::ir::Dims stride{1, 2, 2};
-  const auto a = b.relu(b.conv(x, channels, 4, {3, 3, 3}, {1, 1, 1, 1, 1, 1}, "a_conv", stride), "a");
-  const auto c = b.relu(b.conv(x, channels, 2, {1, 3, 3}, {0, 1, 1, 0, 1, 1}, "c_conv", stride), "c");
-  const auto d = b.relu(b.conv(x, channels, 3, {3, 1, 1}, {1, 0, 0, 1, 0, 0}, "d_conv", stride), "d");
-  const auto e = b.relu(b.conv(x, channels, 2, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, "e_conv", stride), "e");
+  const auto a =
+      b.relu(b.conv(x, channels, 4, {3, 3, 3}, {1, 1, 1, 1, 1, 1}, "a_conv", stride), "a");
+  const auto c =
+      b.relu(b.conv(x, channels, 2, {1, 3, 3}, {0, 1, 1, 0, 1, 1}, "c_conv", stride), "c");
+  const auto d =
+      b.relu(b.conv(x, channels, 3, {3, 1, 1}, {1, 0, 0, 1, 0, 0}, "d_conv", stride), "d");
+  const auto e =
+      b.relu(b.conv(x, channels, 2, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, "e_conv", stride), "e");
   return {b.finish({a, c, d, e}), {"a", "c", "d", "e"}};
 }
 
@@ -336,7 +340,8 @@ void check_merge_case(const MergeCase& mc, const ios::ir::Dims& merged_kernel = 
     exec::HostTensor direct(out_shape);
     const auto& xin = inputs.at("x");
     conv(KernelContext{1}, ConstView(xin.data.data(), xin.shape), w.data->data(),
-           mc.graph.tensor(node.inputs[2]).data->data(), node.attr<ir::ConvAttrs>(), View(direct.data.data(), out_shape));
+         mc.graph.tensor(node.inputs[2]).data->data(), node.attr<ir::ConvAttrs>(),
+         View(direct.data.data(), out_shape));
     if (units.unit(unit(units, id)).nodes.size() > 1) {  // the ReLU epilogue
       for (float& v : direct.data) v = std::max(v, 0.0f);
     }
@@ -359,10 +364,13 @@ TEST_CASE("merged 1x3 with 3x1 with 3x3 convolution equals its unmerged members"
   SECTION("200 input channels") { check_merge_case(merge_1x3_3x1_3x3(200)); }
 }
 
-TEST_CASE("merged 1-D and 3-D convolutions equal their unmerged members", "[cpu][executor][merge]") {
+TEST_CASE("merged 1-D and 3-D convolutions equal their unmerged members",
+          "[cpu][executor][merge]") {
   SECTION("1-D kernels 1, 3 and 5") { check_merge_case(merge_1d(), {5}); }
   SECTION("1-D, 150 input channels") { check_merge_case(merge_1d(150), {5}); }
-  SECTION("3-D 3x3x3, 1x3x3, 3x1x1 and 1x1x1, stride 1x2x2") { check_merge_case(merge_3d(), {3, 3, 3}); }
+  SECTION("3-D 3x3x3, 1x3x3, 3x1x1 and 1x1x1, stride 1x2x2") {
+    check_merge_case(merge_3d(), {3, 3, 3});
+  }
   SECTION("3-D, 70 input channels") { check_merge_case(merge_3d(70), {3, 3, 3}); }
 }
 

@@ -150,6 +150,8 @@ TEST_CASE("half precision: RetinaNet", "[cpu][half]") {
 }
 TEST_CASE("half precision: MaxViT-T", "[cpu][half]") { check_half_precision("maxvit_t", true); }
 // Video: R(2+1)D-18's 1x3x3 and 3x1x1 convolutions on a 4x28x28 clip.
-TEST_CASE("half precision: R(2+1)D-18", "[cpu][half]") { check_half_precision("r2plus1d_18-4x28x28"); }
+TEST_CASE("half precision: R(2+1)D-18", "[cpu][half]") {
+  check_half_precision("r2plus1d_18-4x28x28");
+}
 
 }  // namespace ios::test

@@ -58,8 +58,8 @@ void check_conv(const ConvCase& k, int threads, bool with_bias = true) {
   const auto w = random_values(k.m * (k.c / a.group) * a.kernel[0] * a.kernel[1], 2);
   const auto b = random_values(k.m, 3);
   std::vector<float> y(static_cast<size_t>(k.n * k.m * oh * ow), std::numeric_limits<float>::quiet_NaN());
-  conv(KernelContext{threads}, ConstView(x.data(), {k.n, k.c, k.h, k.w}), w.data(), with_bias ? b.data() : nullptr,
-         a, View(y.data(), {k.n, k.m, oh, ow}));
+  conv(KernelContext{threads}, ConstView(x.data(), {k.n, k.c, k.h, k.w}), w.data(),
+       with_bias ? b.data() : nullptr, a, View(y.data(), {k.n, k.m, oh, ow}));
   require_close(y, naive_conv(k, x, w, with_bias ? &b : nullptr, oh, ow));
 }
 

@@ -73,9 +73,9 @@ class GraphBuilder {
     return outs.front();
   }
   // Conv with random weights [out, in/group, k, k] and (optionally) bias.
-  ir::TensorId conv(const std::string& name, ir::TensorId x, int64_t out, int64_t k, int64_t stride = 1,
-                    ios::ir::Dims pads = {0, 0, 0, 0}, int64_t group = 1, bool bias = true,
-                    int64_t dilation = 1) {
+  ir::TensorId conv(const std::string& name, ir::TensorId x, int64_t out, int64_t k,
+                    int64_t stride = 1, ios::ir::Dims pads = {0, 0, 0, 0}, int64_t group = 1,
+                    bool bias = true, int64_t dilation = 1) {
     const int64_t in = graph_.tensor(x).shape.at(1);
     ir::ConvAttrs a;
     a.kernel = {k, k};

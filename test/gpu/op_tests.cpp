@@ -31,7 +31,8 @@ ir::ClipAttrs clip(float lo, float hi) {
   return a;
 }
 
-ir::PoolAttrs pool(int64_t k, int64_t s, ios::ir::Dims pads, bool ceil = false, bool include = false) {
+ir::PoolAttrs pool(int64_t k, int64_t s, ios::ir::Dims pads, bool ceil = false,
+                   bool include = false) {
   ir::PoolAttrs a;
   a.kernel = {k, k};
   a.stride = {s, s};

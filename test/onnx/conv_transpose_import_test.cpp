@@ -39,17 +39,25 @@ ios::ir::Shape output_shape(const ios::onnx::ImportedModel& m) { return m.graph.
 
 TEST_CASE("ConvTranspose over one and three spatial axes", "[onnx][conv_transpose]") {
   SECTION("nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1, output_padding=1): twice the length") {
-    const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
-                                              ModelBuilder::ints(n, "strides", {2});
-                                              ModelBuilder::ints(n, "pads", {1, 1});
-                                              ModelBuilder::ints(n, "output_padding", {1});
-                                            }, 1, {1, 4, 5}).save("ct_1d.onnx"));
+    const auto m = ios::onnx::import_model(conv_transpose(
+                                               [](auto& n) {
+                                                 ModelBuilder::ints(n, "strides", {2});
+                                                 ModelBuilder::ints(n, "pads", {1, 1});
+                                                 ModelBuilder::ints(n, "output_padding", {1});
+                                               },
+                                               1, {1, 4, 5})
+                                               .save("ct_1d.onnx"));
     CHECK(output_shape(m) == ios::ir::Shape{1, 6, 10});
   }
-  SECTION("nn.ConvTranspose3d(4, 6, 3, stride=(1, 2, 2)): frames kept, H and W doubled plus the kernel") {
-    const auto m = ios::onnx::import_model(conv_transpose([](auto& n) {
-                                              ModelBuilder::ints(n, "strides", {1, 2, 2});
-                                            }, 1, {1, 4, 2, 3, 3}).save("ct_3d.onnx"));
+  SECTION(
+      "nn.ConvTranspose3d(4, 6, 3, stride=(1, 2, 2)): frames kept, H and W doubled plus the "
+      "kernel") {
+    const auto m = ios::onnx::import_model(conv_transpose(
+                                               [](auto& n) {
+                                                 ModelBuilder::ints(n, "strides", {1, 2, 2});
+                                               },
+                                               1, {1, 4, 2, 3, 3})
+                                               .save("ct_3d.onnx"));
     CHECK(output_shape(m) == ios::ir::Shape{1, 6, 4, 7, 7});
     const auto& a = m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>();
     CHECK(a.pads == ios::ir::Dims{0, 0, 0, 0, 0, 0});
@@ -93,7 +101,7 @@ TEST_CASE("ConvTranspose's output length: strides, pads, output_padding, output_
     CHECK(output_shape(m) == ios::ir::Shape{1, 6, 16, 10});
     const auto& a = m.graph.node(0).attr<ios::ir::ConvTransposeAttrs>();
     CHECK(a.output_padding == ios::ir::Dims{1, 0});  // 3 * 4 + 3 = 15 rows, one more
-    CHECK(a.pads == ios::ir::Dims{0, 1, 0, 0});  // 11 columns, one pad at the start
+    CHECK(a.pads == ios::ir::Dims{0, 1, 0, 0});      // 11 columns, one pad at the start
   }
   SECTION("groups") {
     const auto m = ios::onnx::import_model(conv_transpose([](auto& n) { ModelBuilder::integer(n, "group", 2); }, 2).save("ct_group.onnx"));
@@ -116,7 +124,8 @@ TEST_CASE("hostile ConvTranspose attributes are refused in one line naming the n
   refused("ct_op_negative.onnx", conv_transpose([](auto& n) { ModelBuilder::ints(n, "output_padding", {-1, 0}); }),
           "output_padding [-1, 0]");
   // Four spatial axes: windows take one to three.
-  refused("ct_4d.onnx", conv_transpose([](auto&) {}, 1, {1, 4, 3, 3, 3, 3}), "or 3-D (N,C,T,H,W) input");
+  refused("ct_4d.onnx", conv_transpose([](auto&) {}, 1, {1, 4, 3, 3, 3, 3}),
+          "or 3-D (N,C,T,H,W) input");
   refused("ct_group.onnx", conv_transpose([](auto& n) { ModelBuilder::integer(n, "group", 3); }, 2), "group 3");
   refused("ct_huge.onnx", conv_transpose([](auto& n) {
             ModelBuilder::ints(n, "dilations", {1 << 20, 1});
@@ -138,17 +147,24 @@ TEST_CASE("hostile ConvTranspose attributes are refused in one line naming the n
             ModelBuilder::ints(n, "output_padding", {1, 0});
             ModelBuilder::text(n, "auto_pad", "SAME_UPPER");
           }),
-          "auto_pad SAME_UPPER with kernel 3, stride 2, dilation 1 and output_padding 1 on axis 2: ONNX's shape "
+          "auto_pad SAME_UPPER with kernel 3, stride 2, dilation 1 and output_padding 1 on axis 2: "
+          "ONNX's shape "
           "inference gives length 11, the ONNX specification 10");
-  refused("ct_same_1d.onnx", conv_transpose([](auto& n) {
-            ModelBuilder::ints(n, "strides", {5});
-            ModelBuilder::text(n, "auto_pad", "SAME_LOWER");
-          }, 1, {1, 4, 8}),
+  refused("ct_same_1d.onnx",
+          conv_transpose(
+              [](auto& n) {
+                ModelBuilder::ints(n, "strides", {5});
+                ModelBuilder::text(n, "auto_pad", "SAME_LOWER");
+              },
+              1, {1, 4, 8}),
           "gives length 38, the ONNX specification 40; re-export with explicit pads");
-  refused("ct_same_3d.onnx", conv_transpose([](auto& n) {
-            ModelBuilder::ints(n, "strides", {1, 4, 2});
-            ModelBuilder::text(n, "auto_pad", "SAME_LOWER");
-          }, 1, {1, 4, 2, 3, 3}),
+  refused("ct_same_3d.onnx",
+          conv_transpose(
+              [](auto& n) {
+                ModelBuilder::ints(n, "strides", {1, 4, 2});
+                ModelBuilder::text(n, "auto_pad", "SAME_LOWER");
+              },
+              1, {1, 4, 2, 3, 3}),
           "on axis 3: ONNX's shape inference gives length 11, the ONNX specification 12");
   SECTION("zero and negative strides are refused before shape inference") {
     for (int64_t stride : {0, -2}) {
@@ -160,7 +176,8 @@ TEST_CASE("hostile ConvTranspose attributes are refused in one line naming the n
   }
 }
 
-TEST_CASE("Conv and ConvTranspose with weights of another rank than the input never crash", "[onnx][conv_transpose][errors]") {
+TEST_CASE("Conv and ConvTranspose with weights of another rank than the input never crash",
+          "[onnx][conv_transpose][errors]") {
   // Found by the ONNX import fuzzer: without kernel_shape, ONNX 1.12's
   // inference takes a kernel length per spatial axis of the weights and a
   // dilation per spatial axis of the input, and read from address 0 (input
@@ -179,8 +196,9 @@ TEST_CASE("Conv and ConvTranspose with weights of another rank than the input ne
       const std::string message = import_error(b.save("window_weight_rank.onnx"));
       INFO(op << " at opset " << opset << ": " << message);
       CHECK(message.find("node name: c") != std::string::npos);
-      CHECK(message.find("the weights have rank " + std::to_string(w_dims.size()) + " and the input rank " +
-                         std::to_string(x_dims.size())) != std::string::npos);
+      CHECK(message.find("the weights have rank " + std::to_string(w_dims.size()) +
+                         " and the input rank " + std::to_string(x_dims.size())) !=
+            std::string::npos);
     }
   }
 }

@@ -283,7 +283,8 @@ TEST_CASE("opset 6 models are converted to opset 9 by ONNX's version converter",
     c.node("Relu", {"x"}, {"y"}, "relu");
     c.output("z", 2);
     const std::string message = import_error(c.save("opset6_undefined_output.onnx"));
-    CHECK(message.find("opset6_undefined_output.onnx: graph output 'z' is not produced by any node") !=
+    CHECK(message.find(
+              "opset6_undefined_output.onnx: graph output 'z' is not produced by any node") !=
           std::string::npos);
     CHECK(message.find('\n') == std::string::npos);
   }

@@ -48,9 +48,11 @@ TEST_CASE("the operator suite on the CPU backend", "[ops][cpu]") {
 // bfloat16) relative to 1 + |e| on every case (0.25 ulp fails 534 of 10532
 // checks). The bound is 4 ulps: twice that, far below what a wrong window,
 // axis or pad gives.
-TEST_CASE("the operator suite on the CPU backend at float16 and bfloat16 against the float64 truth", "[ops][cpu][half]") {
+TEST_CASE("the operator suite on the CPU backend at float16 and bfloat16 against the float64 truth",
+          "[ops][cpu][half]") {
   for (const ir::ElementType type : {ir::ElementType::kFloat16, ir::ElementType::kBFloat16}) {
-    const double ulp = type == ir::ElementType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+    const double ulp =
+        type == ir::ElementType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
     for (OpCase c : all_op_cases()) {
       // The Casts' own cases are typed already; the kept-float32 operators
       // stay float32 and are checked above.

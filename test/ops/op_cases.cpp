@@ -410,7 +410,8 @@ Values conv_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const std
         in.push_back(i);
       }
       if (!inside) continue;
-      acc += double(x[static_cast<size_t>(ravel(in, xs))]) * w[static_cast<size_t>(o[1] * ir::num_elements(kernel_box) + kf)];
+      acc += double(x[static_cast<size_t>(ravel(in, xs))]) *
+             w[static_cast<size_t>(o[1] * ir::num_elements(kernel_box) + kf)];
     }
     out.push_back(acc);
   }
@@ -420,9 +421,11 @@ Values conv_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const std
 // MaxPool (with dilations) and AveragePool over any number of spatial axes;
 // the average divides by the taps inside the input, or with
 // count_include_pad by those inside the padded extent.
-Values pool_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const ir::PoolAttrs& a, bool max) {
+Values pool_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const ir::PoolAttrs& a,
+                     bool max) {
   const size_t rank = a.kernel.size();
-  const ir::Shape ys = window_output(xs, xs[1], a.kernel, a.stride, a.dilation, a.pads, a.ceil_mode);
+  const ir::Shape ys =
+      window_output(xs, xs[1], a.kernel, a.stride, a.dilation, a.pads, a.ceil_mode);
   const ir::Shape box(a.kernel.begin(), a.kernel.end());
   Values out;
   for (int64_t flat = 0; flat < ir::num_elements(ys); ++flat) {
@@ -453,17 +456,19 @@ Values pool_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const ir:
 
 // ConvTranspose over any number of spatial axes: every input element
 // scattered through its weights [C_in, C_out / group, k...].
-Values conv_transpose_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const std::vector<float>& w,
-                               const ir::Shape& ws, const std::vector<float>& bias, const ir::ConvTransposeAttrs& a) {
+Values conv_transpose_nd_truth(const std::vector<float>& x, const ir::Shape& xs,
+                               const std::vector<float>& w, const ir::Shape& ws,
+                               const std::vector<float>& bias, const ir::ConvTransposeAttrs& a) {
   const size_t rank = a.kernel.size();
   ir::Shape ys{xs[0], ws[1] * a.group};
   for (size_t ax = 0; ax < rank; ++ax) {
-    ys.push_back(a.stride[ax] * (xs[2 + ax] - 1) + a.output_padding[ax] + (a.kernel[ax] - 1) * a.dilation[ax] + 1 -
-                 a.pads[ax] - a.pads[ax + rank]);
+    ys.push_back(a.stride[ax] * (xs[2 + ax] - 1) + a.output_padding[ax] +
+                 (a.kernel[ax] - 1) * a.dilation[ax] + 1 - a.pads[ax] - a.pads[ax + rank]);
   }
   Values y(static_cast<size_t>(ir::num_elements(ys)), 0.0);
   for (int64_t flat = 0; flat < ir::num_elements(ys); ++flat) {
-    y[static_cast<size_t>(flat)] = bias.empty() ? 0.0 : bias[static_cast<size_t>(unravel(flat, ys)[1])];
+    y[static_cast<size_t>(flat)] =
+        bias.empty() ? 0.0 : bias[static_cast<size_t>(unravel(flat, ys)[1])];
   }
   const ir::Shape box(ws.begin() + 1, ws.end());  // [Cout/g, k...]
   const int64_t cin_g = xs[1] / a.group;
@@ -480,7 +485,8 @@ Values conv_transpose_nd_truth(const std::vector<float>& x, const ir::Shape& xs,
       }
       if (!inside) continue;
       y[static_cast<size_t>(ravel(out, ys))] +=
-          double(x[static_cast<size_t>(xf)]) * w[static_cast<size_t>(i[1] * ir::num_elements(box) + kf)];
+          double(x[static_cast<size_t>(xf)]) *
+          w[static_cast<size_t>(i[1] * ir::num_elements(box) + kf)];
     }
   }
   return y;
@@ -504,7 +510,8 @@ Values resize_nd_truth(const std::vector<float>& x, const ir::Shape& xs, const i
       continue;
     }
     std::vector<Taps> taps;
-    for (size_t ax = 0; ax < rank; ++ax) taps.push_back(resize_linear_truth(a, o[2 + ax], a.scale[ax], xs[2 + ax], ys[2 + ax]));
+    for (size_t ax = 0; ax < rank; ++ax)
+      taps.push_back(resize_linear_truth(a, o[2 + ax], a.scale[ax], xs[2 + ax], ys[2 + ax]));
     double value = 0.0;
     for (int64_t corner = 0; corner < (int64_t{1} << rank); ++corner) {
       std::vector<int64_t> in{o[0], o[1]};
@@ -531,8 +538,8 @@ ir::ConvAttrs conv_nd_attrs(ir::Dims k, ir::Dims s, ir::Dims d, ir::Dims pads, i
   return a;
 }
 
-ir::PoolAttrs pool_nd_attrs(ir::Dims k, ir::Dims s, ir::Dims d, ir::Dims pads, bool include_pad = false,
-                            bool ceil_mode = false) {
+ir::PoolAttrs pool_nd_attrs(ir::Dims k, ir::Dims s, ir::Dims d, ir::Dims pads,
+                            bool include_pad = false, bool ceil_mode = false) {
   ir::PoolAttrs a;
   a.kernel = std::move(k);
   a.stride = std::move(s);
@@ -548,8 +555,8 @@ ir::PoolAttrs pool_nd_attrs(ir::Dims k, ir::Dims s, ir::Dims d, ir::Dims pads, b
 // (a strided, dilated 1-D stem; R(2+1)D's temporal and spatial factors; a
 // 3-D max pool that keeps the frames).
 void window_nd_cases(std::vector<OpCase>& cases) {
-  auto conv_case = [&](const std::string& name, const ir::Shape& xs, const ir::Shape& ws, const ir::ConvAttrs& a,
-                       bool bias, bool relu) {
+  auto conv_case = [&](const std::string& name, const ir::Shape& xs, const ir::Shape& ws,
+                       const ir::ConvAttrs& a, bool bias, bool relu) {
     const auto x = ramp(ir::num_elements(xs), -1.0f, 1.2f);
     const auto w = ramp(ir::num_elements(ws), -0.5f, 0.6f);
     const std::vector<float> b = bias ? ramp(ws[0], -0.3f, 0.2f) : std::vector<float>{};
@@ -568,29 +575,36 @@ void window_nd_cases(std::vector<OpCase>& cases) {
   };
   conv_case("Conv 1-D, strided and dilated, asymmetric pads, bias", {1, 3, 11}, {4, 3, 3},
             conv_nd_attrs({3}, {2}, {2}, {2, 1}), true, false);
-  conv_case("Conv 1-D grouped, Relu fused", {2, 4, 9}, {6, 2, 5}, conv_nd_attrs({5}, {1}, {1}, {2, 2}, 2), true, true);
+  conv_case("Conv 1-D grouped, Relu fused", {2, 4, 9}, {6, 2, 5},
+            conv_nd_attrs({5}, {1}, {1}, {2, 2}, 2), true, true);
   conv_case("Conv 3-D, stride 1x2x2, pads 1", {1, 2, 3, 5, 5}, {3, 2, 3, 3, 3},
             conv_nd_attrs({3, 3, 3}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}), true, false);
-  conv_case("Conv 3-D temporal 3x1x1 (R(2+1)D's factor), Relu fused", {1, 3, 4, 3, 3}, {2, 3, 3, 1, 1},
-            conv_nd_attrs({3, 1, 1}, {2, 1, 1}, {1, 1, 1}, {1, 0, 0, 1, 0, 0}), false, true);
+  conv_case("Conv 3-D temporal 3x1x1 (R(2+1)D's factor), Relu fused", {1, 3, 4, 3, 3},
+            {2, 3, 3, 1, 1}, conv_nd_attrs({3, 1, 1}, {2, 1, 1}, {1, 1, 1}, {1, 0, 0, 1, 0, 0}),
+            false, true);
   conv_case("Conv 3-D depthwise, dilated", {1, 2, 5, 4, 4}, {2, 1, 2, 2, 2},
             conv_nd_attrs({2, 2, 2}, {1, 1, 1}, {2, 1, 1}, {0, 1, 0, 0, 0, 1}, 2), false, false);
 
-  auto pool_case = [&](const std::string& name, OpKind op, const ir::Shape& xs, const ir::PoolAttrs& a) {
+  auto pool_case = [&](const std::string& name, OpKind op, const ir::Shape& xs,
+                       const ir::PoolAttrs& a) {
     const auto x = ramp(ir::num_elements(xs), -2.0f, 3.0f);
     CaseBuilder c(name, op);
-    c.output(c.node(op, {c.input("x", xs, x)}, a).at(0), pool_nd_truth(x, xs, a, op == OpKind::kMaxPool));
+    c.output(c.node(op, {c.input("x", xs, x)}, a).at(0),
+             pool_nd_truth(x, xs, a, op == OpKind::kMaxPool));
     cases.push_back(c.take());
   };
   pool_case("MaxPool 1-D, kernel 3 stride 2 pads 1", OpKind::kMaxPool, {1, 2, 9},
             pool_nd_attrs({3}, {2}, {1}, {1, 1}));
-  pool_case("MaxPool 1-D dilated", OpKind::kMaxPool, {1, 2, 12}, pool_nd_attrs({3}, {2}, {3}, {2, 2}));
-  pool_case("MaxPool 2-D dilated", OpKind::kMaxPool, {1, 2, 7, 6}, pool_nd_attrs({3, 2}, {1, 2}, {2, 3}, {1, 1, 1, 2}));
+  pool_case("MaxPool 1-D dilated", OpKind::kMaxPool, {1, 2, 12},
+            pool_nd_attrs({3}, {2}, {3}, {2, 2}));
+  pool_case("MaxPool 2-D dilated", OpKind::kMaxPool, {1, 2, 7, 6},
+            pool_nd_attrs({3, 2}, {1, 2}, {2, 3}, {1, 1, 1, 2}));
   pool_case("MaxPool 3-D 1x3x3 stride 1x2x2 (frames kept)", OpKind::kMaxPool, {1, 2, 3, 5, 5},
             pool_nd_attrs({1, 3, 3}, {1, 2, 2}, {1, 1, 1}, {0, 1, 1, 0, 1, 1}));
   pool_case("MaxPool 3-D ceil_mode", OpKind::kMaxPool, {1, 2, 3, 4, 5},
             pool_nd_attrs({2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, false, true));
-  pool_case("AveragePool 1-D", OpKind::kAveragePool, {2, 3, 8}, pool_nd_attrs({3}, {2}, {1}, {1, 1}));
+  pool_case("AveragePool 1-D", OpKind::kAveragePool, {2, 3, 8},
+            pool_nd_attrs({3}, {2}, {1}, {1, 1}));
   pool_case("AveragePool 3-D count_include_pad", OpKind::kAveragePool, {1, 2, 4, 4, 4},
             pool_nd_attrs({2, 3, 3}, {2, 1, 1}, {1, 1, 1}, {0, 1, 1, 1, 1, 1}, true));
   for (const ir::Shape& xs : {ir::Shape{2, 3, 7}, ir::Shape{1, 2, 3, 2, 4}}) {
@@ -613,9 +627,12 @@ void window_nd_cases(std::vector<OpCase>& cases) {
     const auto w = ramp(ir::num_elements(ws), -0.6f, 0.5f);
     const std::vector<float> b = ramp(ws[1] * a.group, -0.2f, 0.3f);
     CaseBuilder c(name, OpKind::kConvTranspose);
-    c.output(c.node(OpKind::kConvTranspose, {c.input("x", xs, x), c.constant("w", ws, w), c.constant("b", {ws[1] * a.group}, b)}, a)
-                 .at(0),
-             conv_transpose_nd_truth(x, xs, w, ws, b, a));
+    c.output(
+        c.node(OpKind::kConvTranspose,
+               {c.input("x", xs, x), c.constant("w", ws, w), c.constant("b", {ws[1] * a.group}, b)},
+               a)
+            .at(0),
+        conv_transpose_nd_truth(x, xs, w, ws, b, a));
     cases.push_back(c.take());
   };
   {
@@ -637,25 +654,31 @@ void window_nd_cases(std::vector<OpCase>& cases) {
 
   for (const ir::Shape& xs : {ir::Shape{2, 3, 4}, ir::Shape{1, 3, 2, 2, 3}}) {
     const auto x = ramp(ir::num_elements(xs), -3.0f, 2.5f);
-    const std::vector<float> scale{1.5f, -0.5f, 2.0f}, bias{0.1f, 0.2f, -0.3f}, mean{0.25f, -1.0f, 0.5f},
-        var{1.0f, 0.5f, 2.0f};
+    const std::vector<float> scale{1.5f, -0.5f, 2.0f}, bias{0.1f, 0.2f, -0.3f},
+        mean{0.25f, -1.0f, 0.5f}, var{1.0f, 0.5f, 2.0f};
     ir::BatchNormAttrs a;
     a.epsilon = 1e-3f;
     const int64_t volume = ir::num_elements(xs) / (xs[0] * xs[1]);
     Values e;
     for (int64_t i = 0; i < ir::num_elements(xs); ++i) {
       const auto c = static_cast<size_t>((i / volume) % 3);
-      e.push_back(double(scale[c]) * (double(x[static_cast<size_t>(i)]) - mean[c]) / std::sqrt(double(var[c]) + double(1e-3f)) +
+      e.push_back(double(scale[c]) * (double(x[static_cast<size_t>(i)]) - mean[c]) /
+                      std::sqrt(double(var[c]) + double(1e-3f)) +
                   bias[c]);
     }
     CaseBuilder b(fmt::format("BatchNormalization {}-D", xs.size() - 2), OpKind::kBatchNorm);
-    b.output(b.node(OpKind::kBatchNorm, {b.input("x", xs, x), b.constant("scale", {3}, scale), b.constant("bias", {3}, bias),
-                                         b.constant("mean", {3}, mean), b.constant("var", {3}, var)}, a).at(0), e);
+    b.output(
+        b.node(OpKind::kBatchNorm,
+               {b.input("x", xs, x), b.constant("scale", {3}, scale), b.constant("bias", {3}, bias),
+                b.constant("mean", {3}, mean), b.constant("var", {3}, var)},
+               a)
+            .at(0),
+        e);
     cases.push_back(b.take());
   }
 
-  auto resize_nd_case = [&](const std::string& name, const ir::Shape& xs, ir::resize::Mode mode, ir::resize::Coordinates c,
-                            ir::Dims size, std::vector<float> scale) {
+  auto resize_nd_case = [&](const std::string& name, const ir::Shape& xs, ir::resize::Mode mode,
+                            ir::resize::Coordinates c, ir::Dims size, std::vector<float> scale) {
     ir::ResizeAttrs a;
     a.mode = mode;
     a.coordinates = c;
@@ -669,12 +692,14 @@ void window_nd_cases(std::vector<OpCase>& cases) {
   };
   using M = ir::resize::Mode;
   using C = ir::resize::Coordinates;
-  resize_nd_case("Resize 1-D linear half_pixel x2", {1, 2, 5}, M::kLinear, C::kHalfPixel, {10}, {2.0f});
-  resize_nd_case("Resize 1-D nearest asymmetric x0.5", {2, 2, 8}, M::kNearest, C::kAsymmetric, {4}, {0.5f});
-  resize_nd_case("Resize 3-D trilinear align_corners 2x3x3 -> 3x5x4", {1, 2, 2, 3, 3}, M::kLinear, C::kAlignCorners,
-                 {3, 5, 4}, {1.5f, 5.0f / 3.0f, 4.0f / 3.0f});
-  resize_nd_case("Resize 3-D nearest x1x2x2", {1, 2, 2, 3, 3}, M::kNearest, C::kAsymmetric, {2, 6, 6},
-                 {1.0f, 2.0f, 2.0f});
+  resize_nd_case("Resize 1-D linear half_pixel x2", {1, 2, 5}, M::kLinear, C::kHalfPixel, {10},
+                 {2.0f});
+  resize_nd_case("Resize 1-D nearest asymmetric x0.5", {2, 2, 8}, M::kNearest, C::kAsymmetric, {4},
+                 {0.5f});
+  resize_nd_case("Resize 3-D trilinear align_corners 2x3x3 -> 3x5x4", {1, 2, 2, 3, 3}, M::kLinear,
+                 C::kAlignCorners, {3, 5, 4}, {1.5f, 5.0f / 3.0f, 4.0f / 3.0f});
+  resize_nd_case("Resize 3-D nearest x1x2x2", {1, 2, 2, 3, 3}, M::kNearest, C::kAsymmetric,
+                 {2, 6, 6}, {1.0f, 2.0f, 2.0f});
 }
 
 ir::ClipAttrs clip_attrs(float lo, float hi) {

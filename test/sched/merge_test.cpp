@@ -16,8 +16,8 @@ namespace {
 
 // A convolution on an H x W input with kernel k, pads {top, left, bottom,
 // right}, stride, dilation; the output size follows from them.
-ConvGeometry conv(ios::ir::Dims k, ios::ir::Dims pads, int64_t stride = 1,
-                  int64_t dilation = 1, int64_t h = 17, int64_t w = 17) {
+ConvGeometry conv(ios::ir::Dims k, ios::ir::Dims pads, int64_t stride = 1, int64_t dilation = 1,
+                  int64_t h = 17, int64_t w = 17) {
   ConvGeometry g;
   g.conv.kernel = k;
   g.conv.pads = pads;
@@ -25,7 +25,7 @@ ConvGeometry conv(ios::ir::Dims k, ios::ir::Dims pads, int64_t stride = 1,
   g.conv.dilation = {dilation, dilation};
   g.input_spatial = {h, w};
   g.output_spatial = {conv_output_size(h, k[0], stride, dilation, pads[0], pads[2]),
-                 conv_output_size(w, k[1], stride, dilation, pads[1], pads[3])};
+                      conv_output_size(w, k[1], stride, dilation, pads[1], pads[3])};
   return g;
 }
 
@@ -113,8 +113,8 @@ TEST_CASE("merge geometry: the merged formula reproduces each member's rows", "[
         REQUIRE(o >= 0);
         REQUIRE(o + c.kernel[axis] <= m.kernel[axis]);
         CHECK(conv_output_size(members[k].input_spatial[axis], m.kernel[axis], m.stride[axis],
-                               m.dilation[axis], m.pads[axis], m.pads[axis + 2]) ==
-              members[k].output_spatial[axis]);
+                               m.dilation[axis], m.pads[axis],
+                               m.pads[axis + 2]) == members[k].output_spatial[axis]);
         for (int64_t i = 0; i < members[k].output_spatial[axis]; ++i) {
           for (int64_t t = 0; t < c.kernel[axis]; ++t) {
             const int64_t merged_row = i * m.stride[axis] - m.pads[axis] + (t + o) * m.dilation[axis];
@@ -148,9 +148,9 @@ TensorId add_const(Graph& g, const std::string& name, Shape shape, float base) {
   return g.add_tensor(t);
 }
 
-TensorId add_conv(Graph& g, TensorId x, const std::string& name, int64_t out_c,
-                  ios::ir::Dims k, ios::ir::Dims pads, int64_t stride,
-                  bool bias, float base, const std::vector<OpKind>& epilogue, float clip_max = 6.0f) {
+TensorId add_conv(Graph& g, TensorId x, const std::string& name, int64_t out_c, ios::ir::Dims k,
+                  ios::ir::Dims pads, int64_t stride, bool bias, float base,
+                  const std::vector<OpKind>& epilogue, float clip_max = 6.0f) {
   const Shape in = g.tensor(x).shape;  // a copy: add_tensor may move tensors
   Node conv;
   conv.name = name;

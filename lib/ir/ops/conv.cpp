@@ -18,7 +18,8 @@ Attrs parse_conv(const AttributeReader& r, const Shapes& in) {
   const Shape& w = in.at(1);
   const size_t rank = window_rank(r, x, "Conv");
   if (w.size() != x.size()) {
-    r.fail("weights have shape {}; a {}-D convolution takes weights of rank {}", to_string(w), rank, x.size());
+    r.fail("weights have shape {}; a {}-D convolution takes weights of rank {}", to_string(w), rank,
+           x.size());
   }
   ConvAttrs a;
   a.kernel = spatial_attr(r, "kernel_shape", rank, Dims(w.begin() + 2, w.end()));

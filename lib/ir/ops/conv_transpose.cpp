@@ -30,8 +30,8 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
   const Shape& w = in.at(1);
   const size_t rank = window_rank(r, x, "ConvTranspose");
   if (w.size() != x.size()) {
-    r.fail("weights have shape {}; a {}-D transposed convolution takes weights of rank {}", to_string(w), rank,
-           x.size());
+    r.fail("weights have shape {}; a {}-D transposed convolution takes weights of rank {}",
+           to_string(w), rank, x.size());
   }
   ConvTransposeAttrs a;
   a.kernel = spatial_attr(r, "kernel_shape", rank, Dims(w.begin() + 2, w.end()));
@@ -49,8 +49,8 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
   }
   const auto output_padding = r.get_ints("output_padding").value_or(filled(rank, 0));
   if (output_padding.size() != rank) {
-    r.fail("output_padding has {} values; a {}-D transposed convolution takes {}", output_padding.size(), rank,
-           rank);
+    r.fail("output_padding has {} values; a {}-D transposed convolution takes {}",
+           output_padding.size(), rank, rank);
   }
   for (size_t k = 0; k < rank; ++k) {
     const int64_t op = output_padding[k];
@@ -71,8 +71,8 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
     if (output_shape) {
       // Either the spatial dims or the whole [N, C, spatial...].
       if (output_shape->size() != rank && output_shape->size() != rank + 2) {
-        r.fail("output_shape [{}] must give the {} spatial lengths (or N, C and them)", fmt::join(*output_shape, ", "),
-               rank);
+        r.fail("output_shape [{}] must give the {} spatial lengths (or N, C and them)",
+               fmt::join(*output_shape, ", "), rank);
       }
       target.assign(output_shape->end() - static_cast<std::ptrdiff_t>(rank), output_shape->end());
     } else {
@@ -119,7 +119,8 @@ Attrs parse_conv_transpose(const AttributeReader& r, const Shapes& in) {
   if (auto_pad == "NOTSET") {
     if (auto pads = r.get_ints("pads")) {
       if (pads->size() != 2 * rank) {
-        r.fail("pads has {} values; a {}-D transposed convolution takes {}", pads->size(), rank, 2 * rank);
+        r.fail("pads has {} values; a {}-D transposed convolution takes {}", pads->size(), rank,
+               2 * rank);
       }
       for (int64_t p : *pads) {
         if (p < 0) r.fail("pads [{}] must be at least 0", fmt::join(*pads, ", "));
@@ -136,8 +137,8 @@ Shape conv_transpose_one(const Node& node, const std::vector<Shape>& in) {
   const size_t rank = a.spatial_rank();
   need_rank(node, in, 0, rank + 2);
   need_rank(node, in, 1, rank + 2);
-  if (rank < 1 || rank > 3 || a.stride.size() != rank || a.dilation.size() != rank || a.pads.size() != 2 * rank ||
-      a.output_padding.size() != rank) {
+  if (rank < 1 || rank > 3 || a.stride.size() != rank || a.dilation.size() != rank ||
+      a.pads.size() != 2 * rank || a.output_padding.size() != rank) {
     fail(node, in, "the attributes do not describe a {}-D transposed convolution", rank);
   }
   const Shape& x = in[0];
@@ -153,13 +154,15 @@ Shape conv_transpose_one(const Node& node, const std::vector<Shape>& in) {
   if (in.size() == 3 && in[2] != Shape{channels}) fail(node, in, "the bias must have shape {}", channels);
   Shape out{x[0], channels};
   for (size_t k = 0; k < rank; ++k) {
-    if (a.kernel[k] < 1 || a.stride[k] < 1 || a.dilation[k] < 1 || a.pads[k] < 0 || a.pads[k + rank] < 0) {
+    if (a.kernel[k] < 1 || a.stride[k] < 1 || a.dilation[k] < 1 || a.pads[k] < 0 ||
+        a.pads[k + rank] < 0) {
       fail(node, in, "kernel, stride and dilation must be >= 1 and pads >= 0");
     }
     // Each term is at most 2^20 (the importer's attribute bounds) times an
     // input length, so the sum cannot overflow before this check.
-    const int64_t length = full_length(x[2 + k], a.kernel[k], a.stride[k], a.dilation[k], a.output_padding[k]) -
-                           a.pads[k] - a.pads[k + rank];
+    const int64_t length =
+        full_length(x[2 + k], a.kernel[k], a.stride[k], a.dilation[k], a.output_padding[k]) -
+        a.pads[k] - a.pads[k + rank];
     if (length < 1) fail(node, in, "the pads leave no output along axis {}", 2 + k);
     if (length > kMaxLength) {
       fail(node, in, "the output would be {} long along axis {}, more than 2^24; check strides and dilations", length,
@@ -176,7 +179,8 @@ Shapes conv_transpose_shapes(const Node& node, const Shapes& in) { return {conv_
 // output element are that times the input's elements over the output's.
 double conv_transpose_flops(const Graph& g, const Node& n) {
   const Shape& w = input_shape(g, n, 1);
-  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) * static_cast<double>(num_elements(w) / w[0]);
+  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) *
+                          static_cast<double>(num_elements(w) / w[0]);
   const bool bias = n.inputs.size() > 2;
   return 2.0 * products + (bias ? output_elements(g, n) : 0.0);
 }
@@ -184,7 +188,8 @@ double conv_transpose_flops(const Graph& g, const Node& n) {
 double conv_transpose_reduction(const Graph& g, const Node& n) {
   const double out = output_elements(g, n);
   const Shape& w = input_shape(g, n, 1);
-  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) * static_cast<double>(num_elements(w) / w[0]);
+  const double products = static_cast<double>(num_elements(input_shape(g, n, 0))) *
+                          static_cast<double>(num_elements(w) / w[0]);
   return out > 0 ? std::max(1.0, products / out) : 1.0;
 }
 

@@ -141,7 +141,8 @@ Attrs parse_resize(const AttributeReader& r, const Shapes& in) {
     if (sizes->size() != rank) r.fail("has {} sizes for a {}-D input", sizes->size(), rank);
     if ((*sizes)[0] != x[0] || (*sizes)[1] != x[1]) {
       r.fail(
-          "resizes the batch or channel axis (sizes [{}] for input {}); only the spatial axes are resized",
+          "resizes the batch or channel axis (sizes [{}] for input {}); only the spatial axes are "
+          "resized",
           fmt::join(*sizes, ", "), to_string(x));
     }
     for (size_t d = 0; d < spatial; ++d) {
@@ -158,7 +159,8 @@ Shapes resize_shapes(const Node& node, const Shapes& in) {
   need_inputs(node, in, 1, 1);
   const auto& a = node.attr<ResizeAttrs>();
   need_rank(node, in, 0, a.spatial_rank() + 2);
-  if (a.scale.size() != a.size.size()) fail(node, in, "{} scales for {} sizes", a.scale.size(), a.size.size());
+  if (a.scale.size() != a.size.size())
+    fail(node, in, "{} scales for {} sizes", a.scale.size(), a.size.size());
   for (int64_t size : a.size) {
     if (size < 1) fail(node, in, "output size {} is empty", to_string(a.size));
   }
