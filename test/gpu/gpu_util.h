@@ -142,5 +142,8 @@ exec::Tolerance half_tolerance(ir::ElementType type, const exec::HostTensor& exp
 // same converted graph and plan, inputs rounded to the type, within 4 ulps
 // (half_tolerance), as the operator suite's 16-bit cases are checked.
 void check_half_against_executor(const ir::Graph& graph, const std::string& what);
+// Every output of `expected` is in `actual` and within 4 ulps of `type`
+// relative to its largest |value| (half_tolerance).
+void check_half_outputs(const HostMap& actual, const HostMap& expected, ir::ElementType type);
 
 }  // namespace ios::gputest

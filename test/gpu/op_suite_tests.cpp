@@ -203,7 +203,6 @@ TEST_CASE("every case of the operator suite converted to float16 and bfloat16 lo
 // summation order, its fused epilogues rounding once where the CPU rounds
 // the same, and its float math functions differ by less than that).
 TEST_CASE("the operator suite in float16 and bfloat16 on the CUDA backend", "[gpu][ops]") {
-  constexpr double kUlps = 4.0;
   for (const ir::ElementType type : kHalfTypes) {
     for (const optest::OpCase& c : optest::all_op_cases()) {
       const std::string what = c.name + " in " + ir::type_name(type);
@@ -216,20 +215,7 @@ TEST_CASE("the operator suite in float16 and bfloat16 on the CUDA backend", "[gp
       const optest::HostMap expected = cpu.run(inputs);
       // With the CUDA graph only (the float32 suite covers plain launches;
       // the capture does not depend on the types), to keep the kit's time.
-      {
-        const cuda::EngineOptions options;
-        const optest::HostMap actual = run_gpu(units, plan, inputs, options);
-        REQUIRE(actual.size() == expected.size());
-        for (const auto& [name, tensor] : expected) {
-          INFO(name);
-          const auto it = actual.find(name);
-          REQUIRE(it != actual.end());
-          const exec::CompareResult result =
-              exec::compare(it->second, tensor, half_tolerance(type, tensor, kUlps), name);
-          INFO(exec::format_report(result));
-          CHECK(result.passed());
-        }
-      }
+      check_half_outputs(run_gpu(units, plan, inputs, cuda::EngineOptions{}), expected, type);
     }
   }
 }
