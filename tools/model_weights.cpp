@@ -19,10 +19,17 @@
 // machine runs fill on the same skeleton with this same program, so the two
 // files are byte-identical (the kit checks the SHA-256 before any run).
 //
-// Which tensors: float32 initializers of at least kMinStripped elements that
-// are the weight of a Conv, ConvTranspose, Gemm (B) or MatMul (either side).
-// Everything else (biases, normalisation parameters, masks, shape constants)
-// stays as exported.
+// Which tensors: float32, float16 and bfloat16 initializers of at least
+// kMinStripped elements that are the weight of a Conv, ConvTranspose, Gemm (B)
+// or MatMul (either side). Everything else (biases, normalisation
+// parameters, masks, shape constants) stays as exported. A 16-bit weight is
+// drawn in float32 like any other and stored rounded to nearest even in its
+// type, as ios rounds (ir/element_type.h), so the typed models of
+// onnx_models/generated travel as skeletons too.
+//
+// The RMS in a mark need not be the export's own: scripts/gpu/prepare.sh
+// calibrates them (scripts/gpu/onnx_torch.py calibrate), so that every
+// rebuilt layer's output is as large as the export's on the same input.
 //
 // Exit codes as ios's programs: 0 ok, 1 internal error, 2 bad input.
 #include <climits>
@@ -43,6 +50,7 @@
 
 #include "core/error.h"
 #include "core/file_io.h"
+#include "ir/element_type.h"
 
 namespace {
 
@@ -53,6 +61,16 @@ constexpr const char* kMark = "ios-model-weights rms:";
 struct WeightUse {
   int channel_axis = 0;  // the axis whose index is the output channel (per-channel RMS)
 };
+
+// The element type of a float initializer ios can strip; nullopt for the others.
+std::optional<ios::ir::ElementType> float_type(const onnx::TensorProto& t) {
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT: return ios::ir::ElementType::kFloat32;
+    case onnx::TensorProto::FLOAT16: return ios::ir::ElementType::kFloat16;
+    case onnx::TensorProto::BFLOAT16: return ios::ir::ElementType::kBFloat16;
+    default: return std::nullopt;
+  }
+}
 
 int64_t element_count(const onnx::TensorProto& t) {
   int64_t n = 1;
@@ -96,9 +114,34 @@ std::map<std::string, WeightUse> weight_uses(const onnx::GraphProto& graph) {
   return uses;
 }
 
+// A 16-bit value from its bits.
+float from_bits(uint16_t bits, ios::ir::ElementType type) {
+  return type == ios::ir::ElementType::kFloat16 ? ios::ir::half_bits_to_float(bits)
+                                                : ios::ir::bfloat16_bits_to_float(bits);
+}
+
 std::vector<float> float_values(const onnx::TensorProto& t, const std::string& file) {
   const int64_t n = element_count(t);
   std::vector<float> v(static_cast<size_t>(n));
+  const ios::ir::ElementType type = *float_type(t);
+  if (type != ios::ir::ElementType::kFloat32) {
+    // 16-bit data: two little-endian bytes each in raw_data, or one value per
+    // int32_data entry (ONNX's layout for float16 and bfloat16).
+    if (t.has_raw_data() && t.raw_data().size() == static_cast<size_t>(n) * 2) {
+      const auto* bytes = reinterpret_cast<const unsigned char*>(t.raw_data().data());
+      for (int64_t i = 0; i < n; ++i) {
+        v[static_cast<size_t>(i)] = from_bits(static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8)), type);
+      }
+    } else if (!t.has_raw_data() && t.int32_data_size() == n) {
+      for (int64_t i = 0; i < n; ++i) {
+        v[static_cast<size_t>(i)] = from_bits(static_cast<uint16_t>(t.int32_data(static_cast<int>(i))), type);
+      }
+    } else {
+      ios::user_error("{}: initializer '{}' holds no {} data for its {} elements", file, t.name(),
+                      ios::ir::type_name(type), n);
+    }
+    return v;
+  }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != static_cast<size_t>(n) * sizeof(float)) {
       ios::user_error("{}: initializer '{}' holds {} bytes for {} float32 elements", file, t.name(),
@@ -175,8 +218,7 @@ void fill_tensor(onnx::TensorProto& t, const std::string& file) {
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= t.dims(d);
   for (int d = axis + 1; d < t.dims_size(); ++d) inner *= t.dims(d);
-  std::string raw(static_cast<size_t>(outer * channels * inner) * sizeof(float), '\0');
-  auto* out = reinterpret_cast<float*>(raw.data());
+  std::vector<float> out(static_cast<size_t>(outer * channels * inner));
   const uint64_t key = fnv1a(t.name());
   const float sqrt3 = 1.7320508f;
   uint64_t index = 0;
@@ -192,8 +234,23 @@ void fill_tensor(onnx::TensorProto& t, const std::string& file) {
       }
     }
   }
+  const ios::ir::ElementType type = *float_type(t);
+  std::string raw;
+  if (type == ios::ir::ElementType::kFloat32) {
+    raw.resize(out.size() * sizeof(float));
+    std::memcpy(raw.data(), out.data(), raw.size());
+  } else {
+    raw.resize(out.size() * 2);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const uint16_t bits = type == ios::ir::ElementType::kFloat16 ? ios::ir::float_to_half_bits(out[i])
+                                                                  : ios::ir::float_to_bfloat16_bits(out[i]);
+      raw[2 * i] = static_cast<char>(bits & 0xFF);
+      raw[2 * i + 1] = static_cast<char>(bits >> 8);
+    }
+  }
   t.clear_doc_string();
   t.clear_float_data();
+  t.clear_int32_data();
   t.set_raw_data(std::move(raw));
 }
 
@@ -225,7 +282,7 @@ int strip(const std::string& from, const std::string& to) {
   int stripped = 0;
   for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
     auto it = uses.find(t.name());
-    if (it == uses.end() || t.data_type() != onnx::TensorProto::FLOAT || element_count(t) < kMinStripped ||
+    if (it == uses.end() || !float_type(t) || element_count(t) < kMinStripped ||
         t.data_location() == onnx::TensorProto::EXTERNAL) {
       continue;
     }
@@ -233,6 +290,7 @@ int strip(const std::string& from, const std::string& to) {
     t.set_doc_string(channel_rms(values, t, it->second.channel_axis));
     t.clear_raw_data();
     t.clear_float_data();
+    t.clear_int32_data();
     ++stripped;
   }
   write_model(model, to);
@@ -245,8 +303,8 @@ int fill(const std::string& from, const std::string& to) {
   int filled = 0;
   for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
     if (t.doc_string().rfind(kMark, 0) != 0) continue;
-    if (t.data_type() != onnx::TensorProto::FLOAT || t.has_raw_data() || t.float_data_size() != 0) {
-      ios::user_error("{}: initializer '{}' carries a weight mark but is not an empty float32 tensor", from,
+    if (!float_type(t) || t.has_raw_data() || t.float_data_size() != 0 || t.int32_data_size() != 0) {
+      ios::user_error("{}: initializer '{}' carries a weight mark but is not an empty float tensor", from,
                       t.name());
     }
     fill_tensor(t, from);

@@ -40,6 +40,7 @@ Examples:
   ios-optimize model.onnx --dot s.svg              # also draw the schedule (Graphviz)
   ios-optimize model.onnx --html report.html       # summary, picture and block table
   ios-optimize model.onnx --calibrate profile.sqlite --device-profile h100 -o h100-fit.json
+  ios-optimize a.onnx --calibrate a.sqlite --calibrate-model b.onnx --calibrate-db b.sqlite -o fit.json
 )",
                      ios::cli::scheduler_names());
 }
@@ -66,6 +67,11 @@ void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOp
     reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--threads"},
                                   "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
                                   "search blocks in parallel; drop it");
+  }
+  if (o.calibrate_db.empty()) {
+    reject_options_without_effect(app, "without --calibrate",
+                                  {"--calibrate-db", "--calibrate-model"},
+                                  "it adds to a --calibrate fit; give --calibrate DB");
   }
   if (!o.calibrate_db.empty()) {
     reject_options_without_effect(app, "with --calibrate", {"--time-limit", "--profile-budget", "--threads"},
@@ -192,6 +198,20 @@ int main(int argc, char** argv) {
   app.add_option("--calibrate", options.calibrate_db,
                  "fit --device-profile's knobs to this profile database's measured stages of the "
                  "model; writes the profile to -o (no schedule)");
+  app.add_option(
+         "--calibrate-db", options.calibrate_dbs,
+         "with --calibrate: another profile database to read (repeatable; a stage in several "
+         "counts once, the first's)")
+      ->take_all()
+      ->expected(1)
+      ->allow_extra_args(false);  // one file an occurrence: the model may follow
+  app.add_option(
+         "--calibrate-model", options.calibrate_models,
+         "with --calibrate: another model whose measured stages join the one fit (repeatable; "
+         "same --batch and --precision)")
+      ->take_all()
+      ->expected(1)
+      ->allow_extra_args(false);  // one file an occurrence: the model may follow
   app.add_flag("--analyze", options.analyze,
                "print per-block structure and search statistics; write no schedule");
   app.add_flag("--list-schedulers", list, "list the schedulers and their parameters, then exit");
@@ -225,8 +245,10 @@ int main(int argc, char** argv) {
     // An empty path would silently mean the default (or nothing): refuse it.
     ios::cli::reject_empty_paths(app, {"--output", "--report-json", "--dot", "--html"},
                                  "a file name or - (standard output)");
-    ios::cli::reject_empty_paths(app, {"--calibrate", "--device-profile", "--profile-db"},
-                                 "a file name");
+    ios::cli::reject_empty_paths(
+        app,
+        {"--calibrate", "--calibrate-db", "--calibrate-model", "--device-profile", "--profile-db"},
+        "a file name");
     if (ios::cli::given(app, "--memory-limit") && options.memory_limit.empty()) {
       std::cerr << "ios-optimize: error: --memory-limit is empty; give bytes or a number with B, KiB, MiB or "
                    "GiB, e.g. 512MiB\n";

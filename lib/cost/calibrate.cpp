@@ -201,17 +201,28 @@ DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
 CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceProfile& start,
                                     const SimulatedOptions& options,
                                     const std::vector<StageSample>& samples) {
+  return calibrate_profile({ModelSamples{&graph, options, samples}}, start);
+}
+
+CalibrationResult calibrate_profile(const std::vector<ModelSamples>& models,
+                                    const DeviceProfile& start) {
   std::vector<Knob> knobs = {
       {"launch_overhead_us", &DeviceProfile::launch_overhead_us},
       {"event_sync_overhead_us", &DeviceProfile::event_sync_overhead_us},
       {"compute_efficiency", &DeviceProfile::compute_efficiency},
       {"memory_efficiency", &DeviceProfile::memory_efficiency},
       {"concurrency_interference", &DeviceProfile::concurrency_interference}};
-  // The tensor-core efficiency, where some kernel uses tensor cores: float32
-  // products with TF32, and the products of 16-bit graphs (always on their
-  // type's tensor cores where the device has them). One knob for every type.
-  SimulatedCostModel initial(graph, start, options);
-  if (fits_tensor_cores(initial)) {
+  // The tensor-core efficiency, where some kernel of some model uses tensor
+  // cores: float32 products with TF32, and the products of 16-bit graphs
+  // (always on their type's tensor cores where the device has them). One
+  // knob for every type.
+  bool tensor_cores = false;
+  for (const ModelSamples& m : models) {
+    if (m.graph == nullptr) internal_error("calibrate_profile: a model without its graph");
+    tensor_cores =
+        tensor_cores || fits_tensor_cores(SimulatedCostModel(*m.graph, start, m.options));
+  }
+  if (tensor_cores) {
     knobs.push_back({"tensor_core_efficiency", &DeviceProfile::tensor_core_efficiency});
   }
   std::vector<const FieldRange*> ranges;
@@ -227,29 +238,43 @@ CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceP
   };
 
   // Stages that launch nothing (a zero-copy concat) carry no information.
-  std::vector<const StageSample*> usable;
+  std::vector<std::vector<const StageSample*>> usable(models.size());
   CalibrationResult result;
-  for (const StageSample& s : samples) {
-    const double predicted = initial.stage_latency(s.stage);
-    if (!(s.measured_ms >= kMinUsableMs) || predicted <= 0.0) continue;
-    usable.push_back(&s);
-    result.mean_error_before += std::abs(predicted / s.measured_ms - 1.0);
+  result.per_model.resize(models.size());
+  size_t total = 0;
+  for (size_t m = 0; m < models.size(); ++m) {
+    SimulatedCostModel initial(*models[m].graph, start, models[m].options);
+    FitError& error = result.per_model[m];
+    for (const StageSample& s : models[m].samples) {
+      const double predicted = initial.stage_latency(s.stage);
+      if (!(s.measured_ms >= kMinUsableMs) || predicted <= 0.0) continue;
+      usable[m].push_back(&s);
+      error.mean_error_before += std::abs(predicted / s.measured_ms - 1.0);
+    }
+    error.samples = usable[m].size();
+    result.mean_error_before += error.mean_error_before;
+    if (error.samples > 0) error.mean_error_before /= static_cast<double>(error.samples);
+    total += error.samples;
   }
-  if (usable.size() < knobs.size() + 1) {
+  if (total < knobs.size() + 1) {
     user_error("calibration needs at least {} measured stages that launch kernels, found {}",
-               knobs.size() + 1, usable.size());
+               knobs.size() + 1, total);
   }
-  result.mean_error_before /= static_cast<double>(usable.size());
+  result.mean_error_before /= static_cast<double>(total);
 
   auto objective = [&](const std::vector<double>& x) {
-    SimulatedCostModel model(graph, profile_at(x), options);
+    const DeviceProfile profile = profile_at(x);
     double sum = 0.0;
-    for (const StageSample* s : usable) {
-      const double predicted = model.stage_latency(s->stage);
-      const double r = std::log(std::max(predicted, 1e-12) / s->measured_ms);
-      sum += r * r;
+    for (size_t m = 0; m < models.size(); ++m) {
+      if (usable[m].empty()) continue;
+      SimulatedCostModel model(*models[m].graph, profile, models[m].options);
+      for (const StageSample* s : usable[m]) {
+        const double predicted = model.stage_latency(s->stage);
+        const double r = std::log(std::max(predicted, 1e-12) / s->measured_ms);
+        sum += r * r;
+      }
     }
-    return sum / static_cast<double>(usable.size());
+    return sum / static_cast<double>(total);
   };
   std::vector<double> x(knobs.size());
   for (size_t i = 0; i < knobs.size(); ++i) x[i] = std::log(std::max(start.*knobs[i].field, 1e-3));
@@ -260,14 +285,20 @@ CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceP
 
   result.profile = profile_at(x);
   for (const Knob& k : knobs) result.fitted.emplace_back(k.name);
-  result.samples = usable.size();
-  SimulatedCostModel fitted(graph, result.profile, options);
-  for (const StageSample* s : usable) {
-    const double error = std::abs(fitted.stage_latency(s->stage) / s->measured_ms - 1.0);
-    result.mean_error_after += error;
-    result.max_error_after = std::max(result.max_error_after, error);
+  result.samples = total;
+  for (size_t m = 0; m < models.size(); ++m) {
+    SimulatedCostModel fitted(*models[m].graph, result.profile, models[m].options);
+    FitError& error = result.per_model[m];
+    for (const StageSample* s : usable[m]) {
+      const double e = std::abs(fitted.stage_latency(s->stage) / s->measured_ms - 1.0);
+      error.mean_error_after += e;
+      error.max_error_after = std::max(error.max_error_after, e);
+    }
+    result.mean_error_after += error.mean_error_after;
+    result.max_error_after = std::max(result.max_error_after, error.max_error_after);
+    if (error.samples > 0) error.mean_error_after /= static_cast<double>(error.samples);
   }
-  result.mean_error_after /= static_cast<double>(usable.size());
+  result.mean_error_after /= static_cast<double>(total);
   return result;
 }
 

@@ -36,6 +36,22 @@ DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
                           const std::vector<sched::Stage>& candidates, Precision precision,
                           int64_t batch);
 
+// One model's measured stages: its unit graph (which must outlive the
+// calibration), the options it is simulated with, and the samples.
+struct ModelSamples {
+  const sched::UnitGraph* graph = nullptr;
+  SimulatedOptions options;
+  std::vector<StageSample> samples;
+};
+
+// |predicted / measured - 1| over a set of samples.
+struct FitError {
+  size_t samples = 0;              // those used: measured and launching kernels
+  double mean_error_before = 0.0;  // with the start profile
+  double mean_error_after = 0.0;   // with the fitted one
+  double max_error_after = 0.0;
+};
+
 struct CalibrationResult {
   DeviceProfile profile;            // the start profile with the fitted knobs
   std::vector<std::string> fitted;  // names of the fitted fields
@@ -43,7 +59,8 @@ struct CalibrationResult {
   double mean_error_before = 0.0;  // mean |predicted / measured - 1| with the start profile
   double mean_error_after = 0.0;
   double max_error_after = 0.0;
-  int evaluations = 0;  // objective evaluations of the search
+  int evaluations = 0;              // objective evaluations of the search
+  std::vector<FitError> per_model;  // in the order of the models given
 };
 
 // Fits launch_overhead_us, event_sync_overhead_us, compute_efficiency,
@@ -54,5 +71,13 @@ struct CalibrationResult {
 CalibrationResult calibrate_profile(const sched::UnitGraph& graph, const DeviceProfile& start,
                                     const SimulatedOptions& options,
                                     const std::vector<StageSample>& samples);
+
+// One fit over the stages of several models (one device's measurements of
+// each): the objective is the mean over every usable sample, whichever model
+// it belongs to; the tensor-core efficiency is fitted when any model uses
+// tensor cores. A model without usable samples takes no part (its per_model
+// entry counts 0 samples); UserError when too few samples remain in all.
+CalibrationResult calibrate_profile(const std::vector<ModelSamples>& models,
+                                    const DeviceProfile& start);
 
 }  // namespace ios::cost

@@ -174,6 +174,15 @@ void ExecutionContext::enqueue(const TensorViewMap& inputs, const TensorViewMap&
         "run(), or create the engine with backend cuda",
         e.entry->name);
   }
+  // Refused by the launch mode the engine was loaded with, not by whether its
+  // plan happens to hold a host synchronization: a schedule without stage
+  // barriers lowers without one, yet the caller asked for the paper's engine.
+  if (e.launch == "synced") {
+    user_error(
+        "this engine runs with synced launches (the host synchronizes the device after each "
+        "stage, the IOS paper's engine), which enqueue cannot do without a host synchronization; "
+        "load it with launch graph or plain, or run it on host buffers");
+  }
   check_names(inputs, e.inputs, "input");
   check_names(outputs, e.outputs, "output");
   for (const TensorDesc& t : e.inputs)

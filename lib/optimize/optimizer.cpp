@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
-#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -30,6 +32,7 @@
 #include "optimize/optimize_report.h"
 #include "sched/schedule_dot.h"
 #include "sched/schedule_io.h"
+#include "sched/signature.h"
 #include "sched/validate.h"
 #include "sim/simulator.h"
 
@@ -47,6 +50,10 @@ std::vector<InputFile> input_files(const OptimizeOptions& options) {
   std::vector<InputFile> inputs = {{options.model_path, "the input model"},
                                    {options.calibrate_db, "the profile database"},
                                    {options.profile_db, "the profile database"}};
+  for (const std::string& db : options.calibrate_dbs)
+    inputs.push_back({db, "the profile database"});
+  for (const std::string& model : options.calibrate_models)
+    inputs.push_back({model, "an input model"});
   std::error_code ec;
   if (std::filesystem::is_regular_file(options.device_profile, ec)) {
     inputs.push_back({options.device_profile, "the device profile"});
@@ -354,54 +361,130 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
 namespace {
 
 // ios-optimize --calibrate DB: the device profile whose simulation best
-// reproduces the model's stages measured in DB.
+// reproduces the model's stages measured in DB; with --calibrate-model and
+// --calibrate-db, one fit over the stages of every model found in every
+// database.
 // Its output was checked with the others (check_outputs: never the model or
 // the database).
 int run_calibration(const OptimizeOptions& options, std::ostream& out) {
   if (options.output_path.empty()) {
     user_error("--calibrate writes a device profile: give its path with -o FILE.json");
   }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(options.calibrate_db, ec)) {
-    user_error("--calibrate {}: no such profile database (fill one with --cost measured --profile-db {} "
-               "on a GPU)",
-               options.calibrate_db, options.calibrate_db);
+  std::vector<std::string> db_paths = {options.calibrate_db};
+  db_paths.insert(db_paths.end(), options.calibrate_dbs.begin(), options.calibrate_dbs.end());
+  std::vector<std::string> model_paths = {options.model_path};
+  model_paths.insert(model_paths.end(), options.calibrate_models.begin(),
+                     options.calibrate_models.end());
+  for (const std::string& path : db_paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) {
+      user_error(
+          "--calibrate {}: no such profile database (fill one with --cost measured --profile-db {} "
+          "on a GPU)",
+          path, path);
+    }
   }
   sched::FormationOptions formation;
   formation.max_block_units = options.max_block_units;
   formation.max_block_log10_bound = options.max_block_log10_bound;
-  auto prepared = model::prepare_model(
-      options.model_path,
-      model::shape_options(options.batch, options.rewrite_batch, options.input_shapes), formation,
-      {options.precision, options.half_io, options.keep_fp32});
-  const sched::UnitGraph& units = *prepared->units;
   const cost::DeviceProfile start = cost::load_device_profile(options.device_profile);
-  cost::SimulatedOptions simulated;
-  simulated.precision =
-      prepared->precision.name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
+  // Read-only: calibration must leave its inputs exactly as they were.
+  std::vector<std::unique_ptr<cost::ProfileDb>> dbs;
+  for (const std::string& path : db_paths)
+    dbs.push_back(std::make_unique<cost::ProfileDb>(path, cost::ProfileDb::Access::kReadOnly));
 
-  // Read-only: calibration must leave its input exactly as it was.
-  const cost::ProfileDb db(options.calibrate_db, cost::ProfileDb::Access::kReadOnly);
-  const cost::DbSamples found = cost::samples_from_db(
-      units, db, cost::candidate_stages(units, start, simulated), simulated.precision, prepared->model.batch);
-  if (found.samples.empty()) {
-    user_error(
-        "--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; measure "
-        "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
-        options.calibrate_db, prepared->model.path, prepared->model.batch, prepared->precision.name,
-        prepared->model.path, prepared->model.batch, options.calibrate_db);
+  struct Model {
+    std::unique_ptr<model::PreparedModel> prepared;
+    std::vector<std::string> devices;  // of the samples found, one per database that had some
+  };
+  std::vector<Model> models;
+  std::vector<cost::ModelSamples> samples;
+  for (const std::string& path : model_paths) {
+    Model m;
+    m.prepared = model::prepare_model(
+        path, model::shape_options(options.batch, options.rewrite_batch, options.input_shapes),
+        formation, {options.precision, options.half_io, options.keep_fp32});
+    const sched::UnitGraph& units = *m.prepared->units;
+    cost::ModelSamples found_all;
+    found_all.graph = &units;
+    found_all.options.precision =
+        m.prepared->precision.name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
+    const std::vector<sched::Stage> candidates =
+        cost::candidate_stages(units, start, found_all.options);
+    // A stage in several databases counts once: the first database's.
+    std::set<std::string> seen;
+    for (const auto& db : dbs) {
+      cost::DbSamples found = cost::samples_from_db(
+          units, *db, candidates, found_all.options.precision, m.prepared->model.batch);
+      size_t added = 0;
+      for (cost::StageSample& s : found.samples) {
+        if (!seen.insert(sched::stage_signature(units, s.stage)).second) continue;
+        found_all.samples.push_back(std::move(s));
+        ++added;
+      }
+      if (added > 0 &&
+          std::find(m.devices.begin(), m.devices.end(), found.device) == m.devices.end())
+        m.devices.push_back(found.device);
+    }
+    samples.push_back(std::move(found_all));
+    models.push_back(std::move(m));
   }
-  cost::CalibrationResult fit = cost::calibrate_profile(units, start, simulated, found.samples);
+  size_t found_total = 0;
+  for (const cost::ModelSamples& s : samples) found_total += s.samples.size();
+  if (found_total == 0) {
+    const model::PreparedModel& first = *models.front().prepared;
+    if (models.size() == 1 && dbs.size() == 1) {
+      user_error(
+          "--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; "
+          "measure "
+          "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
+          options.calibrate_db, first.model.path, first.model.batch, first.precision.name,
+          first.model.path, first.model.batch, options.calibrate_db);
+    }
+    std::vector<std::string> names;
+    for (const Model& m : models) names.push_back(m.prepared->model.path);
+    user_error(
+        "--calibrate {}: none of the stages of {} at batch {}, precision {} is in the {} "
+        "database(s); "
+        "measure them first (ios-optimize MODEL --batch {} --cost measured --profile-db DB)",
+        fmt::join(db_paths, ", "), fmt::join(names, ", "), first.model.batch, first.precision.name,
+        dbs.size(), first.model.batch);
+  }
+  cost::CalibrationResult fit = cost::calibrate_profile(samples, start);
+
+  // The devices measured: one, normally; several are pooled, and said so.
+  std::vector<std::string> devices;
+  std::vector<std::string> fitted_models;  // file names of the models with samples
+  for (size_t i = 0; i < models.size(); ++i) {
+    for (const std::string& d : models[i].devices)
+      if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
+    if (fit.per_model[i].samples > 0) {
+      fitted_models.push_back(cost::quoted_excerpt(
+          std::filesystem::path(models[i].prepared->model.path).filename().string()));
+    }
+  }
+  if (devices.size() > 1) {
+    logger("cost")->warn("--calibrate: the stages were measured on {} devices, fitted as one: {}",
+                         devices.size(), fmt::join(devices, "; "));
+  }
   const std::string_view suffix = "-calibrated";
   std::string base = start.name.substr(0, cost::kMaxProfileNameBytes - suffix.size());
   while (!base.empty() && (static_cast<unsigned char>(start.name[base.size()]) & 0xc0) == 0x80)
     base.pop_back();  // a cut inside a UTF-8 character
   fit.profile.name = base + std::string(suffix);
-  fit.profile.description = fmt::format(
+  std::string description = fmt::format(
       "{} fitted to {} stages of {} measured on {} (mean error {:.1f}% -> {:.1f}%)",
-      cost::quoted_excerpt(start.name), fit.samples,
-      cost::quoted_excerpt(std::filesystem::path(prepared->model.path).filename().string()),
-      found.device, 100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after);
+      cost::quoted_excerpt(start.name), fit.samples, fmt::join(fitted_models, ", "),
+      fmt::join(devices, "; "), 100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after);
+  if (description.size() > cost::kMaxProfileDescriptionBytes) {
+    description.resize(cost::kMaxProfileDescriptionBytes - 3);
+    while (!description.empty() && (static_cast<unsigned char>(description.back()) & 0xc0) == 0x80)
+      description.pop_back();  // the rest of a cut UTF-8 character
+    if (!description.empty() && (static_cast<unsigned char>(description.back()) & 0x80) != 0)
+      description.pop_back();  // its lead byte
+    description += "...";
+  }
+  fit.profile.description = description;
   // The fit stays inside the parser's ranges; checking the text the parser
   // will read makes sure --device-profile accepts what is written.
   const std::string profile_text = cost::device_profile_json(fit.profile);
@@ -415,13 +498,22 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
 
   if (options.quiet) return 0;
   out << "\n=== ios-optimize calibration ===\n";
-  out << fmt::format("Measured         {} stages of {} (batch {}, {}) on {}\n", fit.samples,
-                     prepared->model.path, prepared->model.batch, prepared->precision.name,
-                     found.device);
+  for (size_t i = 0; i < models.size(); ++i) {
+    const model::PreparedModel& m = *models[i].prepared;
+    if (fit.per_model[i].samples == 0) {
+      out << fmt::format(
+          "Measured         no stages of {} (batch {}, {}) in the database{}: not fitted\n",
+          m.model.path, m.model.batch, m.precision.name, dbs.size() > 1 ? "s" : "");
+      continue;
+    }
+    out << fmt::format("Measured         {} stages of {} (batch {}, {}) on {}\n",
+                       fit.per_model[i].samples, m.model.path, m.model.batch, m.precision.name,
+                       fmt::join(models[i].devices, "; "));
+  }
   out << fmt::format("Start profile    {}\n", start.name);
+  const nlohmann::json before = nlohmann::json::parse(cost::device_profile_json(start));
+  const nlohmann::json after = nlohmann::json::parse(profile_text);
   for (const std::string& knob : fit.fitted) {
-    const nlohmann::json before = nlohmann::json::parse(cost::device_profile_json(start));
-    const nlohmann::json after = nlohmann::json::parse(cost::device_profile_json(fit.profile));
     out << fmt::format("  {:<26} {:>10.4g} -> {:.4g}\n", knob, before.at(knob).get<double>(),
                        after.at(knob).get<double>());
   }
@@ -429,6 +521,16 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
                      "{} evaluations\n",
                      100.0 * fit.mean_error_before, 100.0 * fit.mean_error_after,
                      100.0 * fit.max_error_after, fit.evaluations);
+  if (models.size() > 1) {
+    for (size_t i = 0; i < models.size(); ++i) {
+      const cost::FitError& e = fit.per_model[i];
+      if (e.samples == 0) continue;
+      out << fmt::format("  {:<26} {:.2f}% -> {:.2f}% (max {:.2f}%), {} stages\n",
+                         std::filesystem::path(models[i].prepared->model.path).filename().string(),
+                         100.0 * e.mean_error_before, 100.0 * e.mean_error_after,
+                         100.0 * e.max_error_after, e.samples);
+    }
+  }
   out << fmt::format("Written          {} (use it with --device-profile {})\n", options.output_path,
                      options.output_path);
   return 0;

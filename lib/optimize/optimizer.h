@@ -80,6 +80,12 @@ struct OptimizeOptions {
   // Fit the --device-profile's knobs to this profile database's measured
   // stages of the model and write the profile to output_path (no schedule).
   std::string calibrate_db;
+  // With calibrate_db: more databases to read (--calibrate-db) and more
+  // models whose measured stages join the one fit (--calibrate-model); each
+  // model's stages are looked up in every database, at the same --batch and
+  // --precision.
+  std::vector<std::string> calibrate_dbs;
+  std::vector<std::string> calibrate_models;
   // Outputs: "-" is standard output. Without `force`, an output that names
   // the model, or an existing file that is not a schedule (for report_json:
   // not a report), is refused.

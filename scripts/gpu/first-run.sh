@@ -1,27 +1,43 @@
 #!/usr/bin/env bash
 # The whole GPU check in one command, for a lent H100/H200 machine (15
 # minutes of device time in all, the start included; one command of at most
-# 10 minutes): it stops itself after about 470 s.
+# 10 minutes): it stops itself after about 420 s.
 #
-#   here:  scripts/build.sh && scripts/gpu/prepare.sh        # the kit, .devpack/
-#   there: scripts/gpu/first-run.sh "$OUT"                   # carrying .devpack
+#   here:  scripts/build.sh && scripts/gpu/prepare.sh        # the kit, .devpack/ and .devpack.tar.xz
+#   there: scripts/gpu/first-run.sh "$OUT"                   # carrying .devpack.tar.xz only
 #   here:  scripts/gpu/first-run.sh --dry-run OUT            # the same phases on the CPU and sim backends
+#
+# The kit travels as the archive .devpack.tar.xz (PACK.tar.xz for --pack
+# PACK); when PACK/kit.env is missing the archive is unpacked into PACK first.
 #
 # Phases, in order, each with its own cap (the smaller of its cap and the
 # time left; IOS_KIT_CAP_<PHASE> overrides one, in seconds):
 #   preflight    GPU, driver and library versions (env.txt), the wheels'
 #                cuDNN and cuBLAS linked into the kit, the models rebuilt
-#                from their skeletons and checked by SHA-256
+#                from their skeletons and checked by SHA-256; the machine's
+#                runtime (gVisor or Firecracker: ncu and compute-sanitizer
+#                work only on the latter)
 #   smoke        SqueezeNet's IOS schedule, ios-run --check; if it fails the
 #                op tests run for a minute and the script stops there
-#   correctness  in parallel: every GPU test case but the model test in a
-#                process of its own, the model test of the four IOS paper
-#                networks (a process each), compute-sanitizer memcheck of the
-#                op tests, and torch.compile warming its cache
-#   timing       serially, on a quiet GPU: the measured IOS search (cold, then
-#                warm profile database); every scheduler's schedule of each
-#                benchmark network, CUDA graph and plain launches; PyTorch
-#                eager and CUDA graph on the same networks, timed the same way
+#   correctness  the accuracy peers (scripts/gpu/accuracy.py peers: each test
+#                model in PyTorch at fp32, tf32, fp16 and bf16 on the GPU)
+#                start first; in parallel: every GPU test case but the model
+#                test in a process of its own, compute-sanitizer memcheck of
+#                the op tests, and torch.compile warming its cache; then the
+#                model test of the four IOS paper networks (a process each,
+#                judged by the accuracy rule against the peers); last, alone
+#                on the GPU, the cases that read device-wide figures
+#   timing       serially, on a quiet GPU, in this order (what does not fit
+#                is reported "not run (time)"): the measured IOS searches of
+#                SqueezeNet and Inception V3 (cold, then warm profile
+#                database); every scheduler's schedule of each benchmark
+#                network with CUDA graphs; the variants (fp16 and bf16 at
+#                batch 1, TF32 and fp16 at batch 16); PyTorch eager and CUDA
+#                graph on the same networks at those precisions and batches,
+#                a share of the time per network; one network's sequential
+#                and IOS schedules in three more ios-run calls (run-to-run
+#                spread); the per-layer comparison with PyTorch at TF32 and
+#                fp16; plain launches of every schedule
 #   compile      torch.compile (reduce-overhead) on Inception V3 and SqueezeNet
 #   models       the model test of the other models, with the time left
 # After every phase the results are packed into OUT (at most 8 files, each
@@ -43,6 +59,10 @@
 #   IOS_KIT_LAUNCHES   their launch modes (default: graph plain)
 #   IOS_KIT_PEERS      the networks PyTorch runs (default: the four)
 #   IOS_KIT_COMPILE    the networks torch.compile runs (default: squeezenet1_1 inception_v3)
+#   IOS_KIT_VARIANTS   the variants timed (default: fp16 bf16 b16-tf32 b16-fp16)
+#   IOS_KIT_REPEATS    how many more ios-run calls of one network (default: 3)
+#   IOS_KIT_LAYERS     the precisions of the per-layer table (default: tf32 fp16;
+#                      a dry run: tf32)
 #
 # Exit status: 0 when everything that ran passed, 1 when something failed,
 # 2 on a usage error or a kit that is missing or broken.
@@ -63,13 +83,19 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$out" ] || { echo "usage: $0 [--dry-run] [--pack DIR] OUT" >&2; exit 2; }
-[ -f "$pack/kit.env" ] || { echo "first-run: no kit in $pack: run scripts/gpu/prepare.sh here first and carry it" >&2; exit 2; }
+unpack_start=$(date +%s)
+if [ ! -f "$pack/kit.env" ] && [ -f "$pack.tar.xz" ]; then
+  # What traveled: the archive prepare.sh wrote (the kit folder's contents).
+  mkdir -p "$pack" && xz -d -T0 <"$pack.tar.xz" | tar -C "$pack" -xf - ||
+    { echo "first-run: $pack.tar.xz does not unpack" >&2; exit 2; }
+fi
+[ -f "$pack/kit.env" ] || { echo "first-run: no kit in $pack (nor $pack.tar.xz): run scripts/gpu/prepare.sh here first and carry its archive" >&2; exit 2; }
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 pack=$(cd "$pack" && pwd)
 
-start=$(date +%s)
-budget=${IOS_KIT_BUDGET:-470}
+start=$unpack_start
+budget=${IOS_KIT_BUDGET:-420}
 deadline=$((start + budget))
 reserve=8  # seconds kept for the last packing
 if [ -n "${IOS_KIT_WORK:-}" ]; then
@@ -85,6 +111,8 @@ mkdir -p "$results/logs" "$results/times" "$results/traces" "$results/schedules"
 bin="$pack/bin"
 export PATH="$bin:$PATH"
 export IOS_MODELS_DIR="$work/models/test"
+# The accuracy rule's data: inputs and truths from the kit, peers made here.
+export IOS_ACCURACY_DIR="$work/accuracy"
 # On the GPU machine a test program that finds no usable GPU fails instead of
 # reporting its GPU cases as skipped.
 [ "$dry_run" = 1 ] || export IOS_REQUIRE_GPU=1
@@ -92,7 +120,7 @@ py=${IOS_PYTHON:-python3}
 [ "$dry_run" = 1 ] && py=${IOS_PYTHON:-/usr/bin/python3}
 failures=0
 
-declare -A cap=([preflight]=60 [smoke]=40 [correctness]=150 [timing]=150 [compile]=45 [models]=120)
+declare -A cap=([preflight]=45 [smoke]=30 [correctness]=120 [timing]=190 [compile]=30 [models]=80)
 for phase in "${!cap[@]}"; do
   var="IOS_KIT_CAP_${phase^^}"
   [ -n "${!var:-}" ] && cap[$phase]=${!var}
@@ -201,6 +229,15 @@ phase_begin preflight
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(uname -srm), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
   echo "kit: $(tr '\n' ' ' <"$pack/kit.env")"
+  # gVisor's kernel says so in dmesg and /proc/version; Firecracker is a
+  # virtual machine with its own kernel (ncu and compute-sanitizer need it).
+  if dmesg 2>/dev/null | grep -qi gvisor || grep -qi gvisor /proc/version 2>/dev/null; then
+    echo "runtime: gVisor ($(uname -r))"
+  elif grep -qi -E 'firecracker' /proc/cmdline /sys/class/dmi/id/product_name 2>/dev/null; then
+    echo "runtime: Firecracker ($(uname -r))"
+  else
+    echo "runtime: $(systemd-detect-virt 2>/dev/null || echo unknown) ($(uname -r); $(tr '\0' ' ' </proc/cmdline 2>/dev/null | cut -c1-120))"
+  fi
 } >"$results/env.txt"
 if [ "$dry_run" = 1 ]; then
   echo "gpu: none (dry run)" >>"$results/env.txt"
@@ -291,6 +328,8 @@ else
   note "preflight: FAILED: the models could not be rebuilt (logs/models-fill.log)"
   finish
 fi
+rm -rf "$work/accuracy"
+cp -r "$pack/accuracy" "$work/accuracy" 2>/dev/null || mkdir -p "$work/accuracy"
 maybe_hang
 note "preflight: done at $(elapsed)"
 pack_results
@@ -351,6 +390,20 @@ gpu_case() {  # gpu_case PHASE LABEL LOG SPEC [ENV=...]
   record "$phase_name" "$label" "$result" "$secs" "$(grep -m1 -A8 -E ': FAILED:$' "$log" | tr -s ' \n\t' ' ' | cut -c1-300)"
 }
 if phase_begin correctness; then
+# The accuracy rule's peers first, in the background: each test model in
+# PyTorch at every precision on the GPU (in a dry run on the CPU at fp32 and
+# bf16, its CPU types); the model tests wait for them.
+peer_precisions=fp32,tf32,fp16,bf16
+peer_device=cuda
+[ "$dry_run" = 1 ] && { peer_precisions=fp32,bf16; peer_device=cpu; }
+peer_only=$(words IOS_KIT_MODELS "" | tr ' ' ',')
+( capped "$results/logs/accuracy-peers.log" "$py" "$repo/scripts/gpu/accuracy.py" peers "$work/accuracy" \
+    "$work/models/test" --precisions "$peer_precisions" --device "$peer_device" --only "$peer_only"
+  record correctness "accuracy peers ($peer_device, $peer_precisions)" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" \
+    "$secs" "$(grep -c ': [0-9.]* s$' "$results/logs/accuracy-peers.log") runs; $(grep -v ': [0-9.]* s$' "$results/logs/accuracy-peers.log" | head -2 | tr '\n' ' ' | cut -c1-200)" ) &
+peers_pid=$!
+# Cases that read device-wide figures run last, alone on the GPU.
+alone_cases="seen by the driver"
 if ! names=$(ios_gpu_tests --list-test-names-only 2>"$results/logs/list.log") || [ -z "$(echo "$names" | grep -v '^ *$')" ]; then
   # Catch2's listing exits with the number of cases it listed.
   if [ -z "$(echo "$names" | grep -v '^ *$')" ]; then
@@ -359,6 +412,7 @@ if ! names=$(ios_gpu_tests --list-test-names-only 2>"$results/logs/list.log") ||
   fi
 fi
 i=0
+deferred=()
 if [ "$dry_run" = 1 ]; then
   # Without a GPU the test program runs its [host] cases and exits 77: the
   # GPU cases are reported as skipped, never as passed.
@@ -377,29 +431,12 @@ while IFS= read -r name; do
   name=$(echo "$name" | sed 's/^ *//')
   [ -n "$name" ] && [ "$name" != "$model_test" ] || continue
   [ -z "${IOS_KIT_TESTS:-}" ] || echo "$name" | grep -q -E -- "$IOS_KIT_TESTS" || continue
+  if [[ "$name" == *"$alone_cases"* ]]; then deferred+=("$name"); continue; fi
   i=$((i + 1))
   # Each subshell appends its row to tests.tsv; failures are read back from there.
   gpu_case correctness "$name" "$results/logs/case-$i.log" "$(catch_spec "$name")" &
   while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
 done <<<"$names"
-for m in $(words IOS_KIT_MODELS "$bench_names"); do
-  [[ " $bench_names " == *" $m "* ]] || continue  # the others are the models phase's
-  if [ "$dry_run" = 1 ]; then
-    # The CPU stands in: every scheduler's schedule, checked against the
-    # sequential one on the CPU backend.
-    for model in "$work"/models/test/"$m"*.onnx; do
-      [ -f "$model" ] || continue
-      prepared=("$pack/schedules/$profile/$(basename "$model" .onnx)"/*.json)
-      [ -f "${prepared[0]}" ] || prepared=()
-      ( capped "$results/logs/model-$m.log" ios-run "$model" "${prepared[@]}" --backend cpu --batch 1 --check \
-          --iterations 1 --warmup 0
-        record correctness "model $m (cpu stand-in, ${#prepared[@]} schedules)" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" ) &
-    done
-  else
-    ( gpu_case correctness "$model_test [$m]" "$results/logs/model-$m.log" "$(catch_spec "$model_test")" IOS_GPU_TEST_MODELS="$m" ) &
-  fi
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
-done
 # compute-sanitizer memcheck of the op tests; some machines refuse it: then
 # it is "unavailable", not failed.
 (
@@ -434,8 +471,43 @@ if [ "$dry_run" = 0 ] && selected compile && [ -n "$(words IOS_KIT_COMPILE "sque
       --models-dir "$work/models/bench" --modes compile_reduce_overhead --iterations 1 --warmup 1 \
       --no-calibrate --out "$work/compile-warm.json" --models "$(words IOS_KIT_COMPILE "squeezenet1_1 inception_v3" | tr ' ' ',')" ) &
 fi
+# The model tests judge against the peers: wait for them.
+wait "$peers_pid"
+for m in $(words IOS_KIT_MODELS "$bench_names"); do
+  [[ " $bench_names " == *" $m "* ]] || continue  # the others are the models phase's
+  if [ "$dry_run" = 1 ]; then
+    # The CPU stands in: every scheduler's schedule, checked against the
+    # sequential one on the CPU backend.
+    for model in "$work"/models/test/"$m"*.onnx; do
+      [ -f "$model" ] || continue
+      prepared=("$pack/schedules/$profile/$(basename "$model" .onnx)"/*.json)
+      [ -f "${prepared[0]}" ] || prepared=()
+      ( capped "$results/logs/model-$m.log" ios-run "$model" "${prepared[@]}" --backend cpu --batch 1 --check \
+          --iterations 1 --warmup 0
+        record correctness "model $m (cpu stand-in, ${#prepared[@]} schedules)" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs"
+        # The accuracy rule's path on the CPU: ios's float32 outputs on the
+        # kit's input against the float64 truth, with the CPU peer at fp32.
+        stem=$(basename "$model" .onnx)
+        inputs=()
+        for f in "$work/accuracy/$stem"/input-*.npy; do [ -f "$f" ] && inputs+=(--input "$f"); done
+        capped "$results/logs/accuracy-$m.log" bash -c '"$@" && "'"$py"'" "'"$repo"'/scripts/gpu/accuracy.py" judge \
+            "'"$work/accuracy/$stem"'" "'"$work/accuracy/$stem"'/ios-cpu" --precision fp32' _ \
+          ios-run "$model" "${prepared[0]}" --backend cpu --batch 1 --iterations 1 --warmup 0 "${inputs[@]}" \
+          --output-dir "$work/accuracy/$stem/ios-cpu"
+        record correctness "accuracy rule $m (cpu stand-in, fp32)" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
+          "$(tail -1 "$results/logs/accuracy-$m.log" | cut -c1-200)" ) &
+    done
+  else
+    ( gpu_case correctness "$model_test [$m]" "$results/logs/model-$m.log" "$(catch_spec "$model_test")" IOS_GPU_TEST_MODELS="$m" ) &
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do sleep 0.2; done
+done
 maybe_hang
 wait
+for name in "${deferred[@]}"; do
+  i=$((i + 1))
+  gpu_case correctness "$name (alone)" "$results/logs/case-$i.log" "$(catch_spec "$name")"
+done
 # The subshells' failures are in their rows.
 grep -q $'\tFAILED' "$results/tests.tsv" && failures=1
 note "correctness: $(awk -F'\t' '$1=="correctness" && $3=="passed"' "$results/tests.tsv" | wc -l) passed, $(awk -F'\t' '$1=="correctness" && $3 ~ /^FAILED/' "$results/tests.tsv" | wc -l) failed, $(awk -F'\t' '$1=="correctness" && $3 ~ /^(skipped|not run)/' "$results/tests.tsv" | wc -l) skipped or not run, at $(elapsed)"
@@ -462,59 +534,132 @@ measured_search() {  # measured_search MODEL STATE MAX_SECONDS
     "$(grep -m1 -E '^(Measure|Latency)' "$results/logs/measured-$m-$state.log" | cut -c1-160)"
 }
 measured=$(words IOS_KIT_MEASURED "squeezenet1_1 inception_v3")
+# Both measured searches first: a few seconds each on the last H200 run.
 if [[ " $measured " == *" squeezenet1_1 "* ]]; then
-  measured_search squeezenet1_1 cold 35
-  measured_search squeezenet1_1 warm 15
+  measured_search squeezenet1_1 cold 25
+  measured_search squeezenet1_1 warm 10
 fi
-# Every scheduler's schedule of each network, interleaved in one ios-run,
-# with CUDA graphs and with plain launches.
+if [[ " $measured " == *" inception_v3 "* ]]; then
+  measured_search inception_v3 cold 35
+  measured_search inception_v3 warm 10
+fi
+# time_schedules NAME MODEL LAUNCH SECONDS EXPORT_STEM LABEL=FILE...: one
+# ios-run timing the schedules interleaved (the first is the comparison's
+# baseline), held to SECONDS of the phase, its timings in
+# times/EXPORT_STEM.json and its trace in traces/EXPORT_STEM.json.
+time_schedules() {
+  local name=$1 model=$2 launch=$3 most=$4 stem=$5 saved_end=$phase_end timing_args=(--iterations 100 --warmup 20)
+  shift 5
+  if [ "$(phase_left)" -lt 8 ]; then record timing "ios-run $name" "not run (time)" 0; return; fi
+  [ "$dry_run" = 1 ] && timing_args=()
+  [ $(($(now) + most)) -lt "$phase_end" ] && phase_end=$(($(now) + most))
+  capped "$results/logs/run-$stem.log" ios-run "$model" "$@" --backend "$([ "$dry_run" = 1 ] && echo sim || echo cuda)" \
+    --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$stem.json" --trace "$results/traces/$stem.json"
+  phase_end=$saved_end
+  record timing "ios-run $name" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
+    "$(grep -m1 '^Fastest' "$results/logs/run-$stem.log" | cut -c1-160)"
+}
+# labelled DIR: every schedule of DIR as LABEL=FILE, sequential first.
+labelled() {
+  local s
+  echo "sequential=$1/sequential.json"
+  for s in "$1"/*.json; do [ "$(basename "$s" .json)" = sequential ] || echo "$(basename "$s" .json)=$s"; done
+}
+selected_network() {  # selected_network NAME: in IOS_KIT_NETWORKS (all when unset)
+  [ -z "${IOS_KIT_NETWORKS+set}" ] || [[ " $(words IOS_KIT_NETWORKS "") " == *" ${1%%-*} "* ]]
+}
+launches=$(words IOS_KIT_LAUNCHES "graph plain")
+# 1. Every scheduler's schedule of each network with CUDA graphs (at most 40 s
+# each, so that one slow network cannot take the others' time).
 for dir in "$pack"/schedules/"$profile"/*/; do
   name=$(basename "$dir")
-  networks=$(words IOS_KIT_NETWORKS "")
-  [ -z "${IOS_KIT_NETWORKS+set}" ] || [[ " $networks " == *" ${name%%-*} "* ]] || continue
-  model="$work/models/bench/$name.onnx"
-  for launch in $(words IOS_KIT_LAUNCHES "graph plain"); do
-    if [ "$(phase_left)" -lt 8 ]; then record timing "ios-run $name $launch" "not run (time)" 0; continue; fi
-    # sequential first: the comparison's baseline.
-    labelled=("sequential=${dir}sequential.json")
-    for s in "$dir"*.json; do
-      label=$(basename "$s" .json)
-      [ "$label" = sequential ] || labelled+=("$label=$s")
-    done
-    timing_args=(--iterations 100 --warmup 20)
-    [ "$dry_run" = 1 ] && timing_args=()
-    # At most 40 s each, so that one slow network cannot take the others' time.
-    saved_end=$phase_end
-    [ $(($(now) + 40)) -lt "$phase_end" ] && phase_end=$(($(now) + 40))
-    capped "$results/logs/run-$name-$launch.log" ios-run "$model" "${labelled[@]}" --backend "$([ "$dry_run" = 1 ] && echo sim || echo cuda)" \
-      --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$name-$launch.json" \
-      --trace "$results/traces/$name-$launch.json"
-    phase_end=$saved_end
-    record timing "ios-run $name $launch" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
-      "$(grep -m1 '^Fastest' "$results/logs/run-$name-$launch.log" | cut -c1-160)"
-  done
+  selected_network "$name" || continue
+  [[ " $launches " == *" graph "* ]] || continue
+  mapfile -t schedules < <(labelled "${dir%/}")
+  time_schedules "$name graph" "$work/models/bench/$name.onnx" graph 40 "$name-graph" "${schedules[@]}"
 done
-# PyTorch eager and CUDA graph on the same networks, timed as ios-run times.
+# 2. The variants: fp16 and bf16 at batch 1, TF32 and fp16 at batch 16, with
+# CUDA graphs (one precision per ios-run: a schedule file fixes its own).
+for dir in "$pack"/variants/"$profile"/*/*/; do
+  [ -d "$dir" ] || continue
+  variant=$(basename "$dir")
+  name=$(basename "$(dirname "$dir")")
+  selected_network "$name" || continue
+  [[ " $(words IOS_KIT_VARIANTS "fp16 bf16 b16-tf32 b16-fp16") " == *" $variant "* ]] || continue
+  mapfile -t schedules < <(labelled "${dir%/}")
+  time_schedules "$name $variant graph" "$work/models/bench/$name.onnx" graph 25 "$name-$variant-graph" "${schedules[@]}"
+done
+# 3. PyTorch eager and CUDA graph on the same networks, timed as ios-run
+# times them: TF32, fp16 and bf16 at batch 1, TF32 and fp16 at batch 16 (the
+# variants' pairs), every network's CUDA-graph row at TF32 batch 1 first, a
+# share of the time per network so that a slow one cannot take the others'.
 peers=$(words IOS_KIT_PEERS "inception_v3 squeezenet1_1 randwire nasnet_a_large")
 if [ -z "$peers" ]; then
   :
 elif [ "$(phase_left)" -ge 15 ]; then
   if [ "$dry_run" = 1 ]; then
     capped "$results/logs/peers.log" "$py" bench/harness/peers.py --cpu-smoke --models squeezenet1_1 \
-      --models-dir "$work/models/bench" --no-calibrate --out "$results/times/peers.json"
+      --models-dir "$work/models/bench" --precision tf32,bf16 --no-calibrate --out "$results/times/peers.json"
   else
+    n=$(echo $peers | wc -w)
+    share=$(( ($(phase_left) - 45) / n ))
+    [ "$share" -gt 25 ] && share=25
+    [ "$share" -lt 8 ] && share=8
     capped "$results/logs/peers.log" "$py" bench/harness/peers.py --models "$(echo $peers | tr ' ' ',')" \
-      --models-dir "$work/models/bench" --modes eager,cuda_graph --batches 1 --iterations 100 --warmup 20 \
-      --no-calibrate --mode-timeout "$(( $(phase_left) / 8 > 12 ? $(phase_left) / 8 : 12 ))" --out "$results/times/peers.json"
+      --models-dir "$work/models/bench" --modes cuda_graph,eager --combos tf32:1,fp16:1,bf16:1,tf32:16,fp16:16 \
+      --iterations 100 --warmup 20 --no-calibrate --network-timeout "$share" --out "$results/times/peers.json"
   fi
   record timing "PyTorch peers" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs"
 else
   record timing "PyTorch peers" "not run (time)" 0
 fi
-if [[ " $measured " == *" inception_v3 "* ]]; then
-  measured_search inception_v3 cold 45
-  measured_search inception_v3 warm 15
+# 4. The run-to-run spread: one network's sequential and IOS schedules in
+# three more ios-run calls (a process each, as a user would run them).
+repeat_net=$(ls -d "$pack"/schedules/"$profile"/inception_v3*/ "$pack"/schedules/"$profile"/*/ 2>/dev/null | head -1)
+if [ -n "$repeat_net" ] && [ "$(words IOS_KIT_REPEATS 3)" -gt 0 ] 2>/dev/null; then
+  name=$(basename "$repeat_net")
+  if selected_network "$name"; then
+    for k in $(seq 1 "$(words IOS_KIT_REPEATS 3)"); do
+      time_schedules "$name repeat $k graph" "$work/models/bench/$name.onnx" graph 15 "$name-repeat$k-graph" \
+        "sequential=${repeat_net}sequential.json" "ios=${repeat_net}ios.json"
+    done
+  fi
 fi
+# 5. Per layer: every convolution and matrix product of each network at TF32
+# and fp16, PyTorch's same layer with its fused epilogue (bench/harness/
+# layers.py, CUDA graph, cudnn.benchmark) beside ios's per-launch time from
+# the trace of its sequential schedule (three samples: the schedule thrice).
+for dir in "$pack"/schedules/"$profile"/*/; do
+  name=$(basename "$dir")
+  selected_network "$name" || continue
+  for prec in $(words IOS_KIT_LAYERS "$([ "$dry_run" = 1 ] && echo tf32 || echo "tf32 fp16")"); do
+    if [ "$(phase_left)" -lt 20 ]; then record timing "layers $name $prec" "not run (time)" 0; continue; fi
+    seq="${dir}sequential.json"
+    [ "$prec" = fp16 ] && seq="$pack/variants/$profile/$name/fp16/sequential.json"
+    [ -f "$seq" ] || { record timing "layers $name $prec" "not run" 0 "no $prec schedule in this kit"; continue; }
+    saved_end=$phase_end
+    [ $(($(now) + 30)) -lt "$phase_end" ] && phase_end=$(($(now) + 30))
+    smoke=()
+    [ "$dry_run" = 1 ] && smoke=(--cpu-smoke)
+    capped "$results/logs/layers-$name-$prec.log" bash -c '"$@"' _ "$py" bench/harness/layers.py torch \
+      "$work/models/bench/$name.onnx" --precision "$prec" --batch 1 --timeout "$(( $(phase_left) > 5 ? $(phase_left) - 5 : 1 ))" \
+      "${smoke[@]}" --out "$results/times/layers-$name-$prec.json"
+    torch_rc=$rc
+    capped "$results/logs/layers-ios-$name-$prec.log" ios-run "$work/models/bench/$name.onnx" t1="$seq" t2="$seq" t3="$seq" \
+      --backend "$([ "$dry_run" = 1 ] && echo sim || echo cuda)" --iterations 10 --warmup 5 \
+      --trace "$results/traces/$name-$prec-layers.json"
+    phase_end=$saved_end
+    record timing "layers $name $prec" "$([ "$torch_rc" = 0 ] && [ "$rc" = 0 ] && echo passed || echo "FAILED (rc $torch_rc, $rc)")" "$secs"
+  done
+done
+# 6. Plain launches of every scheduler's schedule.
+for dir in "$pack"/schedules/"$profile"/*/; do
+  name=$(basename "$dir")
+  selected_network "$name" || continue
+  [[ " $launches " == *" plain "* ]] || continue
+  mapfile -t schedules < <(labelled "${dir%/}")
+  time_schedules "$name plain" "$work/models/bench/$name.onnx" plain 30 "$name-plain" "${schedules[@]}"
+done
 note "timing: done at $(elapsed)"
 pack_results
 fi
@@ -541,7 +686,7 @@ fi
 # -------------------------------------------------------------------- models
 if phase_begin models; then
 maybe_hang
-others=$(ls "$work"/models/test/*.onnx 2>/dev/null | xargs -r -n1 basename | sed -E 's/(-b[0-9]+|-bdyn)?(-[0-9]+x[0-9]+)?(-op[0-9]+)?\.onnx$//' |
+others=$(ls "$work"/models/test/*.onnx 2>/dev/null | xargs -r -n1 basename | grep -v -E '\.(fp16|bf16)\.onnx$' | sed -E 's/(-b[0-9]+|-bdyn)?(-[0-9]+(x[0-9]+)*)?(-op[0-9]+)?\.onnx$//' |
   sort -u | grep -v -x -E "$(echo $bench_names | tr ' ' '|')")
 if [ -n "${IOS_KIT_MODELS+set}" ]; then
   # A selection: the models the correctness phase did not take.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU kit without a GPU: scripts/gpu/prepare.sh --dry-run builds a small
-# kit, scripts/gpu/first-run.sh --dry-run runs every phase with the CPU and
-# sim backends standing in for CUDA. Checked here: what comes back (at most 8
+# kit (calibrated skeletons, accuracy data, schedules and their variants, the
+# archive that travels), scripts/gpu/first-run.sh --dry-run unpacks it and
+# runs every phase with the CPU and sim backends standing in for CUDA (the
+# accuracy peers on the CPU). Checked here: what comes back (at most 8
 # plain files, each under 16 MiB, named in [A-Za-z0-9._-]), that the GPU
 # cases are reported as skipped and never as passed, that a phase that hangs
 # is stopped at its cap with the results before it kept, and that a kill in
@@ -24,7 +26,18 @@ check_out() {
 }
 
 expect_ok "prepare --dry-run" -- "$src/scripts/gpu/prepare.sh" --dry-run --pack "$pack"
-grep -q 'limit 64 MiB' "$WORK/stdout" || fail "prepare does not report what travels: $(cat "$WORK/stdout")"
+grep -q 'limit 48 MiB' "$WORK/stdout" || fail "prepare does not report what travels: $(cat "$WORK/stdout")"
+[ -s "$pack.tar.xz" ] && xz -t "$pack.tar.xz" || fail "prepare wrote no archive $pack.tar.xz"
+# The rebuilt models keep the export's scales (checked by prepare; reported).
+grep -q 'worst rms ratio to the export' "$WORK/stdout" || fail "prepare does not report the calibration: $(cat "$WORK/stdout")"
+# The test set's accuracy data: an exact input and the float64 truth.
+ls "$pack"/accuracy/squeezenet1_1-bdyn/input-*.npy "$pack"/accuracy/squeezenet1_1-bdyn/truth-*.npy >/dev/null ||
+  fail "prepare: no accuracy data for squeezenet1_1-bdyn"
+# The variants: fp16, bf16, and batch 16, as ios-optimize wrote them.
+for v in fp16 bf16 b16-tf32 b16-fp16; do
+  [ "$(ls "$pack"/variants/h100/squeezenet1_1-bdyn/$v/*.json | wc -l)" = 3 ] || fail "prepare: variant $v lacks its 3 schedules"
+done
+grep -q '"fp16"' "$pack/variants/h100/squeezenet1_1-bdyn/fp16/ios.json" || fail "the fp16 variant's schedule does not record fp16"
 [ "$(wc -l <"$pack/models/manifest.tsv")" -ge 2 ] || fail "prepare: the manifest lists $(wc -l <"$pack/models/manifest.tsv") models"
 [ "$(ls "$pack"/schedules/h100/*/*.json | wc -l)" = 16 ] || fail "prepare: expected 8 schedules of 2 models"
 for f in "$pack"/bin/*; do
@@ -43,10 +56,36 @@ want=$(awk -F'\t' '$1 == "bench/googlenet-bdyn.onnx" {print $2}' "$pack/models/m
 expect_error "fill of a non-model" 2 "not an ONNX model" -- "$IOS_BUILD_DIR/tools/ios-model-weights" fill "$src/README.md" "$WORK/x.onnx"
 [ ! -e "$WORK/x.onnx" ] || fail "a failed fill left an output file"
 
-# The whole dry run.
+# A typed (float16) model travels as a skeleton too: small, rebuilt with
+# 16-bit weights of the same size.
+typed=$(ls "$src"/onnx_models/generated/*.fp16.onnx 2>/dev/null | head -1)
+[ -n "$typed" ] || fail "no typed fp16 model in onnx_models/generated (scripts/make-models.sh makes them)"
+"$IOS_BUILD_DIR/tools/ios-model-weights" strip "$typed" "$WORK/t.skel.onnx" 2>/dev/null
+"$IOS_BUILD_DIR/tools/ios-model-weights" fill "$WORK/t.skel.onnx" "$WORK/t.onnx" 2>/dev/null
+[ "$(stat -c %s "$WORK/t.skel.onnx")" -lt $(( $(stat -c %s "$typed") / 20 )) ] ||
+  fail "the skeleton of $(basename "$typed") is $(stat -c %s "$WORK/t.skel.onnx") bytes of $(stat -c %s "$typed")"
+/usr/bin/python3 - "$typed" "$WORK/t.onnx" <<'PY' || fail "the rebuilt typed model's weights differ in type or size"
+import sys, onnx
+a, b = (onnx.load(f) for f in sys.argv[1:3])
+ia = {t.name: t for t in a.graph.initializer}
+half = 0
+for t in b.graph.initializer:
+    s = ia[t.name]
+    assert t.data_type == s.data_type and list(t.dims) == list(s.dims), t.name
+    if t.data_type == onnx.TensorProto.FLOAT16 and len(t.raw_data) > 2048:
+        half += 1
+        assert len(t.raw_data) == len(s.raw_data) or len(s.raw_data) == 0, t.name
+assert half > 0, "no float16 weight was rebuilt"
+PY
+ok
+
+# The whole dry run, from the archive alone (as the GPU machine gets it).
 out="$WORK/out"
 rc=0
-IOS_KIT_WORK="$WORK/kw1" "$src/scripts/gpu/first-run.sh" --dry-run --pack "$pack" "$out" >"$WORK/run1.log" 2>&1 || rc=$?
+mkdir -p "$WORK/travel"
+cp "$pack.tar.xz" "$WORK/travel/kit.tar.xz"
+IOS_KIT_WORK="$WORK/kw1" "$src/scripts/gpu/first-run.sh" --dry-run --pack "$WORK/travel/kit" "$out" >"$WORK/run1.log" 2>&1 || rc=$?
+[ -f "$WORK/travel/kit/kit.env" ] || fail "first-run did not unpack the archive"
 [ "$rc" = 0 ] || fail "first-run --dry-run exit $rc: $(tail -20 "$WORK/run1.log")"
 check_out "dry run" "$out"
 for f in summary.txt env.txt tests.tsv timings.json bench.md results.tgz; do
@@ -74,6 +113,17 @@ for label, row in rows.items():
     assert row["plain"]["gpu_compute"]["median_ms"] > 0, label
 PY
 tar -tzf "$out/results.tgz" | grep -q 'results/logs/smoke.log' || fail "dry run: results.tgz lacks the logs"
+# The accuracy rule's path on the CPU: the peers made, ios judged by the rule.
+grep -q $'^correctness\taccuracy peers (cpu, fp32,bf16)\tpassed' "$out/tests.tsv" ||
+  fail "dry run: the accuracy peers did not pass: $(grep accuracy "$out/tests.tsv")"
+grep -q $'^correctness\taccuracy rule squeezenet1_1 (cpu stand-in, fp32)\tpassed' "$out/tests.tsv" ||
+  fail "dry run: the accuracy rule's stand-in did not pass: $(grep accuracy "$out/tests.tsv")"
+# The variants and the repeated calls were timed (by the sim backend).
+grep -q $'^timing\tios-run squeezenet1_1-bdyn fp16 graph\tpassed' "$out/tests.tsv" &&
+  grep -q $'^timing\tios-run squeezenet1_1-bdyn b16-tf32 graph\tpassed' "$out/tests.tsv" ||
+  fail "dry run: the variants were not timed: $(grep timing "$out/tests.tsv")"
+[ "$(grep -c $'^timing\tios-run [a-z0-9_-]* repeat [123] graph\tpassed' "$out/tests.tsv")" = 3 ] ||
+  fail "dry run: expected three repeated calls: $(grep repeat "$out/tests.tsv")"
 ok
 
 # Nothing is put on LD_LIBRARY_PATH there (PyTorch keeps its own libraries).
@@ -104,7 +154,8 @@ ok
 out4="$WORK/out4"
 rc=0
 IOS_KIT_WORK="$WORK/kw4" IOS_KIT_PHASES=smoke,timing IOS_KIT_NETWORKS=googlenet IOS_KIT_LAUNCHES=graph \
-  IOS_KIT_MEASURED=none IOS_KIT_PEERS=none "$src/scripts/gpu/first-run.sh" --dry-run --pack "$pack" "$out4" \
+  IOS_KIT_MEASURED=none IOS_KIT_PEERS=none IOS_KIT_VARIANTS=none IOS_KIT_REPEATS=0 IOS_KIT_LAYERS=none \
+  "$src/scripts/gpu/first-run.sh" --dry-run --pack "$pack" "$out4" \
   >"$WORK/run4.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || fail "selection: exit $rc: $(tail -5 "$WORK/run4.log")"
 [ "$(grep -c $'^timing\t' "$out4/tests.tsv")" = 1 ] && grep -q $'^timing\tios-run googlenet-bdyn graph\tpassed' "$out4/tests.tsv" ||

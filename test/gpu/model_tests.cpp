@@ -1,16 +1,22 @@
 // The shipped models (what scripts/make-models.sh writes into models_dir(),
-// named <name>[-b<N>|-bdyn][-<H>x<W>].onnx): for every scheduler of the
-// registry, its schedule's GPU outputs equal the CPU executor's outputs (the
-// numerical reference, independent of any GPU engine bug), with and without
-// CUDA graphs, in FP32 and TF32, at batch 1 and 8 (a model with a static
-// batch runs at that batch only). IOS_GPU_TEST_MODELS=name,name restricts the
-// models; each model is its own test case so a run can take them one by one.
+// named <name>[-b<N>|-bdyn][-<size>].onnx, size an image's HxW or a clip's
+// TxHxW): every scheduler's schedule on the GPU, with and without CUDA
+// graphs, in FP32 and TF32, and the sequential and IOS schedules of the
+// model converted to float16 and bfloat16, each output judged by the GPU's
+// accuracy rule (accuracy_rule.h): against a float64 truth of the file, by
+// comparison with an independent run of the file at the same precision on
+// the same GPU. At batch 8 (files with a symbolic batch) the input is the
+// batch-1 input repeated, and every sample is judged against the same truth.
+// The data come from the GPU kit (scripts/gpu/accuracy.py; IOS_ACCURACY_DIR).
+// IOS_GPU_TEST_MODELS=name,name restricts the models; each model is its own
+// section so a run can take them one by one.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
+#include "accuracy_rule.h"
 #include "cost/device_profile.h"
 #include "cost/simulated.h"
 #include "cpu/executor.h"
@@ -27,100 +33,172 @@
 namespace ios::gputest {
 namespace {
 
-// FP32 convolutions still differ from the CPU's summation order; TF32 rounds
-// the convolution inputs to 10 mantissa bits.
-constexpr exec::Tolerance kFp32Tolerance{1e-3, 1e-3};
-constexpr exec::Tolerance kTf32Tolerance{5e-2, 5e-2};
+// The batch-1 inputs repeated `batch` times along the first axis.
+HostMap repeated(const std::map<std::string, exec::HostTensor>& inputs, int64_t batch) {
+  HostMap out;
+  for (const auto& [name, t] : inputs) {
+    ir::Shape shape = t.shape;
+    REQUIRE(!shape.empty());
+    REQUIRE(shape[0] == 1);
+    shape[0] = batch;
+    exec::HostTensor r(shape);
+    for (int64_t b = 0; b < batch; ++b) std::copy(t.data.begin(), t.data.end(), r.data.begin() + b * t.size());
+    out[name] = std::move(r);
+  }
+  return out;
+}
 
-void check_model(const ShippedModel& shipped, int64_t batch) {
+// Every output of `actual` judged by the rule against `data` at `precision`.
+void judge_outputs(const HostMap& actual, const AccuracyData& data, RulePrecision precision, int64_t samples,
+                   const std::string& what) {
+  INFO(what);
+  const auto peer = data.peers.find(precision);
+  INFO("the peer's outputs at " << rule_name(precision)
+                                << " are made on the GPU by scripts/gpu/accuracy.py peers (first-run.sh)");
+  REQUIRE(peer != data.peers.end());
+  REQUIRE(actual.size() == data.truth.size());
+  for (const auto& [name, truth] : data.truth) {
+    INFO("output " << name);
+    const auto it = actual.find(name);
+    REQUIRE(it != actual.end());
+    const RuleVerdict verdict = judge(it->second, truth, peer->second.at(name), precision, samples);
+    INFO(verdict.report());
+    CHECK(verdict.passed());
+  }
+}
+
+sched::Schedule schedule_of(const sched::SchedulerEntry& entry, const sched::UnitGraph& units) {
+  cost::SimulatedCostModel cost(units, cost::load_device_profile("h100"));
+  sched::SearchStats stats;
+  const sched::Schedule schedule =
+      entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(units, cost, stats);
+  sched::validate_schedule(schedule, units, entry.name);
+  return schedule;
+}
+
+void check_float_model(const ShippedModel& shipped, const AccuracyData& data, int64_t batch) {
   const std::string what = shipped.file.filename().string() + " at batch " + std::to_string(batch);
   INFO(what);
   onnx::ImportOptions import;
   import.batch = shipped.import_batch(batch);
   const onnx::ImportedModel model = onnx::import_model(shipped.file.string(), import);
   const sched::UnitGraph units = sched::UnitGraph::form(model.graph);
-  const HostMap inputs = random_inputs(model.graph, 21);
-  const exec::ExecPlan sequential_plan = exec::lower(units, sequential_schedule(units));
-  cpu::CpuExecutor cpu(units, sequential_plan, cpu::ExecutorOptions{0});
-  const HostMap expected = cpu.run(inputs);
-
+  const HostMap inputs = repeated(data.inputs, batch);
   cuda::EngineOptions fp32, tf32;
   fp32.precision = cuda::Precision::kFp32;
   tf32.precision = cuda::Precision::kTf32;
-  cost::SimulatedCostModel cost(units, cost::load_device_profile("h100"));
   for (const sched::SchedulerEntry& entry : sched::scheduler_registry()) {
-    sched::SearchStats stats;
-    const sched::Schedule schedule =
-        entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(units, cost, stats);
-    sched::validate_schedule(schedule, units, entry.name);
-    const exec::ExecPlan plan = exec::lower(units, schedule);
+    const exec::ExecPlan plan = exec::lower(units, schedule_of(entry, units));
     for (bool graph : {true, false}) {
       fp32.cuda_graph = tf32.cuda_graph = graph;
-      const std::string how = graph ? "CUDA graph" : "plain launches";
-      check_outputs(run_gpu(units, plan, inputs, fp32), expected, kFp32Tolerance,
-                    what + ": " + entry.name + " (fp32, " + how + ") against the CPU executor");
-      check_outputs(run_gpu(units, plan, inputs, tf32), expected, kTf32Tolerance,
-                    what + ": " + entry.name + " (tf32, " + how + ") against the CPU executor");
+      const std::string how = entry.name + (graph ? " (CUDA graph" : " (plain launches");
+      judge_outputs(run_gpu(units, plan, inputs, fp32), data, RulePrecision::kFp32, batch, what + ": " + how + ", fp32)");
+      judge_outputs(run_gpu(units, plan, inputs, tf32), data, RulePrecision::kTf32, batch, what + ": " + how + ", tf32)");
     }
   }
 }
 
-TEST_CASE("every scheduler's schedule on every shipped model matches the CPU executor", "[gpu][models]") {
-  const std::vector<ShippedModel> models = shipped_models(test::models_dir());
-  INFO("models directory: " << test::models_dir());
-  REQUIRE_FALSE(models.empty());  // scripts/make-models.sh generates them
-  for (const ShippedModel& model : models) {
-    DYNAMIC_SECTION(model.name) {
-      for (int64_t batch : {1, 8}) {
-        if (model.runs_at(batch)) check_model(model, batch);
-      }
-    }
-  }
-}
-
-// Half precision at the model level: a shipped model converted by
-// ir::convert_to_half (float32 inputs and outputs, Casts at the boundaries,
-// the sensitive operators kept float32) to float16 and to bfloat16, its
-// sequential and IOS schedules on the GPU against the CPU executor on the
-// same converted graph and plan (the CPU reference rounds where the GPU
-// stores). Rounding flips propagate through the layers, so the tolerance is
-// 16 ulps of the type (2^-10 for float16, 2^-7 for bfloat16) relative to the
-// output's largest |value|, or to the element itself.
-void check_half_model(const ShippedModel& shipped, int64_t batch, ir::ElementType type) {
-  const std::string what =
-      shipped.file.filename().string() + " in " + ir::type_name(type) + " at batch " + std::to_string(batch);
+// The model converted by ir::convert_to_half (float32 inputs and outputs,
+// Casts at the boundaries, the sensitive operators kept float32), its
+// sequential and IOS schedules, at batch 1.
+void check_half_model(const ShippedModel& shipped, const AccuracyData& data, ir::ElementType type) {
+  const std::string what = shipped.file.filename().string() + " in " + ir::type_name(type);
   INFO(what);
   onnx::ImportOptions import;
-  import.batch = shipped.import_batch(batch);
+  import.batch = shipped.import_batch(1);
   onnx::ImportedModel model = onnx::import_model(shipped.file.string(), import);
   ir::PrecisionOptions precision;
   precision.type = type;
   ir::convert_to_half(model.graph, precision, shipped.file.string());
   const sched::UnitGraph units = sched::UnitGraph::form(model.graph);
-  const HostMap inputs = random_inputs(model.graph, 21);
-  const double ulp = type == ir::ElementType::kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
-  cost::SimulatedCostModel cost(units, cost::load_device_profile("h100"));
+  const HostMap inputs = repeated(data.inputs, 1);
+  const RulePrecision rule = type == ir::ElementType::kFloat16 ? RulePrecision::kFp16 : RulePrecision::kBf16;
   for (const sched::SchedulerEntry& entry : sched::scheduler_registry()) {
     if (entry.name != "sequential" && entry.name != "ios") continue;
-    sched::SearchStats stats;
-    const sched::Schedule schedule =
-        entry.make(sched::Params::parse(entry.name, entry.params, ""))->run(units, cost, stats);
-    const exec::ExecPlan plan = exec::lower(units, schedule);
-    cpu::CpuExecutor cpu(units, plan, cpu::ExecutorOptions{0});
-    const HostMap expected = cpu.run(inputs);
+    const exec::ExecPlan plan = exec::lower(units, schedule_of(entry, units));
     cuda::EngineOptions options;  // the precision option concerns float32 tensors only
-    const HostMap actual = run_gpu(units, plan, inputs, options);
-    REQUIRE(actual.size() == expected.size());
-    for (const auto& [name, tensor] : expected) {
-      INFO(entry.name << ": output " << name);
-      double largest = 0.0;
-      for (float v : tensor.data) largest = std::max(largest, static_cast<double>(std::fabs(v)));
-      const exec::Tolerance tolerance{16 * ulp * std::max(largest, 1e-3), 16 * ulp};
-      const exec::CompareResult result = exec::compare(actual.at(name), tensor, tolerance, name);
-      INFO(exec::format_report(result));
-      CHECK(result.passed());
-    }
+    judge_outputs(run_gpu(units, plan, inputs, options), data, rule, 1, what + ": " + entry.name);
   }
+}
+
+void check_model(const ShippedModel& shipped) {
+  onnx::ImportOptions import;
+  import.batch = shipped.import_batch(1);
+  const onnx::ImportedModel model = onnx::import_model(shipped.file.string(), import);
+  const std::filesystem::path folder = accuracy_dir() / shipped.file.stem();
+  std::string why;
+  const std::optional<AccuracyData> data = read_accuracy_data(folder, model.graph, why);
+  INFO(why);
+  REQUIRE(data.has_value());
+  for (int64_t batch : {1, 8}) {
+    if (shipped.runs_at(batch)) check_float_model(shipped, *data, batch);
+  }
+  for (const ir::ElementType type : {ir::ElementType::kFloat16, ir::ElementType::kBFloat16}) {
+    check_half_model(shipped, *data, type);
+  }
+}
+
+TEST_CASE("every scheduler's schedule on every shipped model meets the accuracy rule", "[gpu][models]") {
+  const std::vector<ShippedModel> models = shipped_models(test::models_dir());
+  INFO("models directory: " << test::models_dir() << "; accuracy data: " << accuracy_dir());
+  REQUIRE_FALSE(models.empty());  // scripts/make-models.sh generates them
+  for (const ShippedModel& model : models) {
+    DYNAMIC_SECTION(model.name) { check_model(model); }
+  }
+}
+
+// The rule itself, on numbers whose verdict is known.
+TEST_CASE("the accuracy rule: twice the peer's rms, four times its largest error, plus half an ulp", "[host]") {
+  const exec::HostTensor truth({1, 4}, {1.0f, -2.0f, 4.0f, 0.5f});
+  const exec::HostTensor peer({1, 4}, {1.01f, -2.0f, 4.0f, 0.5f});  // rms 0.005, max 0.01
+  const double floor = std::ldexp(1.0, -11) * 4.0;
+  // Within: rms 0.0099 <= 0.01 + floor, max 0.0198 <= 0.04 + floor.
+  const exec::HostTensor close({1, 4}, {1.0198f, -2.0f, 4.0f, 0.5f});
+  const RuleVerdict ok = judge(close, truth, peer, RulePrecision::kFp16);
+  CHECK(ok.floor == Approx(floor));
+  CHECK(ok.passed());
+  // The same error spread over the elements: rms beyond twice the peer's.
+  const exec::HostTensor spread({1, 4}, {1.015f, -2.015f, 4.015f, 0.515f});
+  CHECK_FALSE(judge(spread, truth, peer, RulePrecision::kFp16).passed());
+  // One element far off: max beyond four times the peer's.
+  const exec::HostTensor spike({1, 4}, {1.0f, -2.0f, 4.06f, 0.5f});
+  CHECK_FALSE(judge(spike, truth, peer, RulePrecision::kFp16).passed());
+  // A peer as exact as the truth leaves the floor: half an ulp at max |truth|.
+  const RuleVerdict exact = judge(truth, truth, truth, RulePrecision::kFp32);
+  CHECK(exact.passed());
+  CHECK_FALSE(judge(spike, truth, truth, RulePrecision::kFp32).passed());
+  // Every sample of a repeated batch is judged; inf never passes.
+  exec::HostTensor twice({2, 4}, {1.0f, -2.0f, 4.0f, 0.5f, 1.0f, -2.0f, 4.06f, 0.5f});
+  CHECK_FALSE(judge(twice, truth, peer, RulePrecision::kFp16, 2).passed());
+  const exec::HostTensor inf({1, 4}, {1.0f, -2.0f, INFINITY, 0.5f});
+  CHECK_FALSE(judge(inf, truth, peer, RulePrecision::kBf16).passed());
+}
+
+TEST_CASE("the accuracy data are read by tensor name, peers per precision", "[host]") {
+  const auto folder = std::filesystem::temp_directory_path() / "ios-accuracy-data-test";
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  ir::Graph graph;
+  ir::Tensor in, out;
+  in.name = "x:0";
+  in.shape = {1, 2};
+  out.name = "y/out";
+  out.shape = {1, 2};
+  graph.inputs().push_back(graph.add_tensor(in));
+  graph.outputs().push_back(graph.add_tensor(out));
+  std::string why;
+  CHECK_FALSE(read_accuracy_data(folder, graph, why).has_value());
+  CHECK(why.find("input-x_0.npy") != std::string::npos);
+  exec::write_npy(folder / "input-x_0.npy", exec::HostTensor({1, 2}, {1.0f, 2.0f}));
+  exec::write_npy(folder / "truth-y_out.npy", exec::HostTensor({1, 2}, {3.0f, 4.0f}));
+  exec::write_npy(folder / "peer-tf32-y_out.npy", exec::HostTensor({1, 2}, {3.0f, 4.5f}));
+  const auto data = read_accuracy_data(folder, graph, why);
+  REQUIRE(data.has_value());
+  CHECK(data->inputs.at("x:0").data == std::vector<float>{1.0f, 2.0f});
+  CHECK(data->truth.at("y/out").data == std::vector<float>{3.0f, 4.0f});
+  CHECK(data->peers.size() == 1);
+  CHECK(data->peers.at(RulePrecision::kTf32).at("y/out").data[1] == 4.5f);
+  std::filesystem::remove_all(folder);
 }
 
 #ifdef IOS_HAVE_CUDA
@@ -169,28 +247,6 @@ TEST_CASE("shipped models converted to float16 and bfloat16 lower with typed buf
   if (lowered == 0) WARN("no squeezenet1_1, mobilenet_v2 or vit_style in " << test::models_dir());
 }
 #endif
-
-TEST_CASE("shipped models in float16 and bfloat16 match the CPU executor on the converted graph", "[gpu][models]") {
-  const std::vector<ShippedModel> models = shipped_models(test::models_dir());
-  REQUIRE_FALSE(models.empty());  // scripts/make-models.sh generates them
-  int ran = 0;
-  for (const ShippedModel& model : models) {
-    if (model.name != "squeezenet1_1" && model.name != "mobilenet_v2") continue;
-    DYNAMIC_SECTION(model.name) {
-      for (const ir::ElementType type : {ir::ElementType::kFloat16, ir::ElementType::kBFloat16}) {
-        for (int64_t batch : {1, 8}) {
-          if (model.runs_at(batch)) check_half_model(model, batch, type);
-        }
-      }
-    }
-    ++ran;
-  }
-  if (std::getenv("IOS_GPU_TEST_MODELS") != nullptr && ran == 0) {
-    WARN("IOS_GPU_TEST_MODELS holds neither squeezenet1_1 nor mobilenet_v2");
-  } else {
-    CHECK(ran > 0);
-  }
-}
 
 }  // namespace
 }  // namespace ios::gputest

@@ -202,3 +202,116 @@ TEST_CASE("calibration of a 16-bit model fits the tensor-core efficiency",
   CHECK(fit.profile.peak_fp16_tflops == start.peak_fp16_tflops);
   CHECK_NOTHROW(cost::parse_device_profile(cost::device_profile_json(fit.profile), "fit.json"));
 }
+
+TEST_CASE("one calibration over two models measured in two databases", "[sim][calibration]") {
+  // SqueezeNet's stages in one database, GoogLeNet's in another (as a kit
+  // run and an earlier one hold them): ios-optimize --calibrate-model
+  // --calibrate-db fits the knobs to both at once and reports each model.
+  const auto squeezenet = test::model("squeezenet1_1-bdyn.onnx");
+  const auto googlenet = test::model("googlenet-bdyn.onnx");
+  REQUIRE(std::filesystem::exists(squeezenet));
+  REQUIRE(std::filesystem::exists(googlenet));
+  const auto a = model::prepare_model(squeezenet.string(), model::shape_options(1, false, {}));
+  const auto b = model::prepare_model(googlenet.string(), model::shape_options(1, false, {}));
+  cost::SimulatedOptions options;
+  options.precision = cost::Precision::kFp32;
+  cost::DeviceProfile start = cost::load_device_profile("v100");
+  start.launch_overhead_us = 4.0;
+  start.compute_efficiency = 0.7;
+  cost::DeviceProfile truth = start;
+  truth.launch_overhead_us = 5.5;
+  truth.event_sync_overhead_us = 2.4;
+  truth.compute_efficiency = 0.5;
+  truth.memory_efficiency = 0.65;
+  truth.concurrency_interference = 0.1;
+
+  test::TempDir dir;
+  // Each database: the model's stages timed by the simulator with the true
+  // knobs (GoogLeNet's first 60 only, to keep the fit quick).
+  auto write_db = [&](const std::filesystem::path& path, const sched::UnitGraph& units,
+                      size_t limit, double poison_ms, const sched::UnitGraph* poisoned) {
+    cost::ProfileDb db(path);
+    cost::SimulatedCostModel measured(units, truth, options);
+    std::vector<std::pair<cost::ProfileKey, cost::ProfileEntry>> entries;
+    const std::vector<sched::Stage> stages = cost::candidate_stages(units, truth, options);
+    for (size_t i = 0; i < stages.size() && i < limit; ++i) {
+      entries.push_back(
+          {{"Synthetic V100", "1.0", "9.0", "fp32", 1, sched::stage_signature(units, stages[i])},
+           {measured.stage_latency(stages[i]), 100, 0}});
+    }
+    // Stages of the other model at an absurd latency: the first database
+    // has them, so these must not count.
+    if (poisoned != nullptr) {
+      for (const sched::Stage& stage : cost::candidate_stages(*poisoned, truth, options)) {
+        entries.push_back(
+            {{"Synthetic V100", "1.0", "9.0", "fp32", 1, sched::stage_signature(*poisoned, stage)},
+             {poison_ms, 100, 0}});
+      }
+    }
+    db.store_all(entries);
+    return std::min(limit, stages.size());
+  };
+  const size_t stored_a = write_db(dir / "a.sqlite", *a->units, 1000000, 0.0, nullptr);
+  const size_t stored_b = write_db(dir / "b.sqlite", *b->units, 60, 5.0, a->units.get());
+
+  optimize::OptimizeOptions cli;
+  cli.model_path = squeezenet.string();
+  cli.calibrate_models = {googlenet.string()};
+  cli.batch = 1;
+  cli.precision = "fp32";
+  const auto start_path = dir / "start.json";
+  std::ofstream(start_path) << cost::device_profile_json(start);
+  cli.device_profile = start_path.string();
+  cli.calibrate_db = (dir / "a.sqlite").string();
+  cli.calibrate_dbs = {(dir / "b.sqlite").string()};
+  cli.output_path = (dir / "fitted.json").string();
+  std::ostringstream out;
+  REQUIRE(optimize::run_optimize(cli, out) == 0);
+  INFO(out.str());
+  CHECK(out.str().find("googlenet-bdyn.onnx") != std::string::npos);
+  // Stages that launch nothing are not counted: at most what was stored.
+  for (const auto& [stored, model] :
+       {std::pair{stored_a, squeezenet}, std::pair{stored_b, googlenet}}) {
+    const size_t at = out.str().find(" stages of " + model.string());
+    REQUIRE(at != std::string::npos);
+    const size_t from = out.str().rfind(' ', at - 1) + 1;
+    const size_t counted = std::stoul(out.str().substr(from, at - from));
+    CHECK(counted > stored / 2);
+    CHECK(counted <= stored);
+  }
+  const cost::DeviceProfile written = cost::load_device_profile(cli.output_path);
+  CHECK(written.description.find("squeezenet1_1-bdyn.onnx") != std::string::npos);
+  CHECK(written.description.find("googlenet-bdyn.onnx") != std::string::npos);
+  CHECK(written.launch_overhead_us == Approx(truth.launch_overhead_us).epsilon(0.05));
+  CHECK(written.compute_efficiency == Approx(truth.compute_efficiency).epsilon(0.05));
+  CHECK(written.memory_efficiency == Approx(truth.memory_efficiency).epsilon(0.05));
+
+  // The library: a model without samples takes no part and says so.
+  cost::ModelSamples with;
+  with.graph = a->units.get();
+  with.options = options;
+  cost::SimulatedCostModel measured(*a->units, truth, options);
+  for (const sched::Stage& stage : cost::candidate_stages(*a->units, start, options))
+    with.samples.push_back({stage, measured.stage_latency(stage)});
+  cost::ModelSamples without;
+  without.graph = b->units.get();
+  without.options = options;
+  const cost::CalibrationResult fit = cost::calibrate_profile({with, without}, start);
+  REQUIRE(fit.per_model.size() == 2);
+  CHECK(fit.per_model[0].samples == fit.samples);
+  CHECK(fit.per_model[1].samples == 0);
+  CHECK(fit.mean_error_after < 0.01);
+
+  // Neither database holds a third model's stages: with the others it is
+  // reported and skipped; alone it is an error naming both databases.
+  const std::string mobilenet = test::model("mobilenet_v2-bdyn.onnx").string();
+  cli.calibrate_models = {mobilenet};
+  std::ostringstream skipped;
+  REQUIRE(optimize::run_optimize(cli, skipped) == 0);
+  CHECK(skipped.str().find("no stages of " + mobilenet) != std::string::npos);
+  cli.model_path = mobilenet;
+  cli.calibrate_models = {};
+  CHECK_THROWS_WITH(optimize::run_optimize(cli, out), Catch::Contains("a.sqlite") &&
+                                                          Catch::Contains("b.sqlite") &&
+                                                          Catch::Contains("none of the stages of"));
+}
