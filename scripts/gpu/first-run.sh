@@ -330,6 +330,11 @@ else
 fi
 rm -rf "$work/accuracy"
 cp -r "$pack/accuracy" "$work/accuracy" 2>/dev/null || mkdir -p "$work/accuracy"
+# The prepared schedules go back with the results (a few hundred KiB), so
+# that scripts/gpu/refit.py re-predicts the very files that were timed.
+mkdir -p "$results/prepared"
+cp -r "$pack/schedules" "$results/prepared/" 2>/dev/null
+[ -d "$pack/variants" ] && cp -r "$pack/variants" "$results/prepared/"
 maybe_hang
 note "preflight: done at $(elapsed)"
 pack_results

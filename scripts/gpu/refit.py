@@ -119,7 +119,7 @@ def unpack_times(kit, work):
             if not m.isfile() or ".." in parts or name.startswith("/") or len(parts) < 3:
                 continue
             m.name = name
-            if parts[0] == "results" and parts[1] in ("times", "schedules") and m.name.endswith(".json"):
+            if parts[0] == "results" and parts[1] in ("times", "schedules", "prepared") and m.name.endswith(".json"):
                 wanted.append(m)
         tar.extractall(work, members=wanted)
     if not os.path.isdir(os.path.join(work, "results", "times")):
@@ -176,7 +176,10 @@ def calibrate(args, fit_models, dbs, precision, out_path):
 def schedule_for(args, net, label, profile, model, kit_results, work, notes):
     """The schedule file the kit timed as LABEL, and whether it was made for
     another model file (the kit's rebuilt one: same graph, other weights)."""
-    for d in filter(None, [args.schedules, os.path.join(kit_results, "schedules")]):
+    # The kit's own prepared files (results/prepared/, brought back since the
+    # second-generation kit), else those a kit put under results/schedules/.
+    for d in filter(None, [args.schedules, os.path.join(kit_results, "prepared", "schedules"),
+                           os.path.join(kit_results, "schedules")]):
         for p in (os.path.join(d, profile, net, label + ".json"), os.path.join(d, net, label + ".json")):
             if os.path.isfile(p):
                 s = load_json(p)
