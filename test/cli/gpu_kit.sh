@@ -126,6 +126,13 @@ grep -q $'^timing\tios-run squeezenet1_1-bdyn fp16 graph\tpassed' "$out/tests.ts
   fail "dry run: expected three repeated calls: $(grep repeat "$out/tests.tsv")"
 ok
 
+# The model test the kit runs per model is a case the test program has (a
+# renamed case would otherwise run once for every model and select nothing).
+model_test=$(sed -n 's/^model_test="\(.*\)"$/\1/p' "$src/scripts/gpu/first-run.sh")
+[ -n "$model_test" ] && "$IOS_BUILD_DIR/test/ios_gpu_tests" --list-test-names-only 2>/dev/null | sed 's/^ *//' |
+  grep -qxF "$model_test" || fail "first-run.sh's model_test '$model_test' is no case of ios_gpu_tests"
+ok
+
 # Nothing is put on LD_LIBRARY_PATH there (PyTorch keeps its own libraries).
 ! grep -q 'LD_LIBRARY_PATH=' "$src/scripts/gpu/first-run.sh" || fail "first-run.sh sets LD_LIBRARY_PATH"
 
