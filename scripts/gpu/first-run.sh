@@ -86,7 +86,9 @@ done
 unpack_start=$(date +%s)
 if [ ! -f "$pack/kit.env" ] && [ -f "$pack.tar.xz" ]; then
   # What traveled: the archive prepare.sh wrote (the kit folder's contents).
-  mkdir -p "$pack" && xz -d -T0 <"$pack.tar.xz" | tar -C "$pack" -xf - ||
+  # (Python's lzma where the machine has no xz.)
+  if command -v xz >/dev/null; then unxz=(xz -d -T0); else unxz=("${IOS_PYTHON:-python3}" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)'); fi
+  mkdir -p "$pack" && "${unxz[@]}" <"$pack.tar.xz" | tar -C "$pack" -xf - ||
     { echo "first-run: $pack.tar.xz does not unpack" >&2; exit 2; }
 fi
 [ -f "$pack/kit.env" ] || { echo "first-run: no kit in $pack (nor $pack.tar.xz): run scripts/gpu/prepare.sh here first and carry its archive" >&2; exit 2; }
