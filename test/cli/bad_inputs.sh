@@ -11,6 +11,20 @@ expect_error "cycle" 2 "cycle\.onnx.*cycle" -- "$OPT" "$BAD/cycle.onnx"
 expect_error "unsupported op" 2 "weird_node.*LpNormalization.*Conv" -- "$OPT" "$BAD/unsupported_op.onnx"
 expect_error "symbolic batch" 2 "symbolic_batch\.onnx.*--batch" -- "$OPT" "$BAD/symbolic_batch.onnx"
 expect_ok "symbolic batch with --batch" -- "$OPT" "$BAD/symbolic_batch.onnx" --batch 2 -o "$WORK/sym.json"
+# The schedule written is for batch 2 and is accepted by ios-run as it is.
+is_batch2_schedule() {
+  $PY - "$1" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["format"] == "ios-schedule", d.get("format")
+assert d["model"]["batch"] == 2, d["model"]
+assert d["model"]["inputs"] and all(i["shape"][0] == 2 for i in d["model"]["inputs"]), d["model"]["inputs"]
+units = [u for stage in d["stages"] for group in stage["groups"] for u in group]
+assert len(units) == len(set(units)) == d["model"]["units"] > 0, (units, d["model"]["units"])
+PYEOF
+}
+is_batch2_schedule "$WORK/sym.json" && ok || fail "symbolic batch with --batch: not a batch-2 schedule: $(head -c 300 "$WORK/sym.json")"
+expect_ok "the batch-2 schedule runs on the CPU" -- "$RUN" "$BAD/symbolic_batch.onnx" "$WORK/sym.json" --backend cpu --iterations 1 --warmup 0
 expect_error "unknown scheduler" 2 "unknown scheduler 'foo'.*ios" -- "$OPT" "$model" --scheduler foo
 expect_error "unknown parameter" 2 "ios.*'bogus'" -- "$OPT" "$model" --scheduler ios --params bogus=1
 expect_error "bad option" 2 "ios-optimize: " -- "$OPT" "$model" --cost sometimes
@@ -40,6 +54,20 @@ expect_error "schedule for another model" 2 "good\.json.*(another model|units bu
 edit "$WORK/good.json" "$WORK/otherhash.json" 'd["model"]["sha256"] = "0" * 64'
 expect_error "hash mismatch" 2 "otherhash\.json.*another model.*--force" -- "$RUN" "$BAD/two_branch.onnx" "$WORK/otherhash.json" --dry-run
 expect_ok "hash mismatch forced" -- "$RUN" "$BAD/two_branch.onnx" "$WORK/otherhash.json" --dry-run --force
+# What the forced run accepted: the plan launches each unit of the schedule
+# once, and the one schedule is reported valid for this model.
+launched_units_match() {  # SCHEDULE DRY_RUN_OUTPUT
+  $PY - "$1" "$2" <<'PYEOF'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+units = sorted(u for stage in d["stages"] for group in stage["groups"] for u in group)
+out = open(sys.argv[2]).read()
+launched = sorted(re.findall(r"launch (\S+) \[", out))
+assert launched == units, (launched, units)
+assert re.search(r"^1 schedule\(s\) valid for .*two_branch\.onnx \(batch 1\)", out, re.M), out
+PYEOF
+}
+launched_units_match "$WORK/otherhash.json" "$WORK/stdout" && ok || fail "hash mismatch forced: the dry run does not show the schedule's units: $(head -c 400 "$WORK/stdout")"
 expect_error "missing schedule" 2 "none\.json.*cannot open" -- "$RUN" "$BAD/two_branch.onnx" "$WORK/none.json" --dry-run
 
 # No GPU here (or a build without CUDA): the documented exit code 3.

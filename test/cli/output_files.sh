@@ -52,16 +52,7 @@ rc=0; opt -o "$WORK/v.json" --dot - >"$WORK/stdout.dot" 2>"$WORK/stderr" || rc=$
 check "--dot - writes only the picture to stdout" [ "$(head -1 "$WORK/stdout.dot")" = "// ios schedule picture" ]
 check "--dot - ends with the picture" [ "$(tail -1 "$WORK/stdout.dot")" = "}" ]
 check "--dot - puts the summary on stderr" grep -q "ios-optimize summary" "$WORK/stderr"
-# With --cost measured the summary has a Measurement line too (it once went to
-# stdout behind the schedule); that needs a GPU.
-if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q "^GPU"; then
-  rc=0; "$OPT" "$model" --cost measured --profile-db "$WORK/p.sqlite" -o - >"$WORK/measured.json" 2>"$WORK/stderr" || rc=$?
-  check "--cost measured -o - exits 0" [ "$rc" = 0 ]
-  check "--cost measured -o - writes only the schedule to stdout" is_schedule "$WORK/measured.json"
-  check "--cost measured -o - puts the Measurement line on stderr" grep -q "^Measurement" "$WORK/stderr"
-else
-  echo "skipped: --cost measured -o - (no GPU)"
-fi
+# (--cost measured -o -, which needs a GPU: measured_output.sh.)
 
 # Devices are written in place, never replaced.
 # (--quiet: the error comes after the work, whose log line would precede it.)

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -413,15 +414,15 @@ Child start_child(const Case& c, size_t index, const std::string& backend,
 }
 
 // Runs every (case, backend) pair, `jobs` children at a time.
-std::vector<CaseResults> run_all(const std::vector<Case>& cases, bool with_cuda, int jobs,
-                                 bool verbose) {
+std::vector<CaseResults> run_all(const std::vector<Case>& cases, bool with_cpu, bool with_cuda,
+                                 int jobs, bool verbose) {
   const fs::path work_root =
       fs::temp_directory_path() / fmt::format("ios-conformance-{}", getpid());
   fs::create_directories(work_root);
   std::vector<CaseResults> results(cases.size());
   std::vector<std::pair<size_t, std::string>> queue;
   for (size_t i = 0; i < cases.size(); ++i) {
-    queue.emplace_back(i, "cpu");
+    if (with_cpu) queue.emplace_back(i, "cpu");
     if (with_cuda) queue.emplace_back(i, "cuda");
   }
   std::vector<Child> running;
@@ -746,15 +747,25 @@ std::string operators_doc(const std::vector<Case>& cases, const std::vector<Case
   return doc.str();
 }
 
+enum class GpuState { kUsable, kNone, kUnusable };
+
 // Probed in a child: a process that has initialized CUDA must not fork.
-bool gpu_usable() {
+GpuState gpu_state() {
   std::cout.flush();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) _exit(ios::cuda::probe_device().has_value() ? 0 : 1);
+  if (pid == 0) {
+    const ios::cuda::DeviceState state = ios::cuda::device_status().state;
+    _exit(state == ios::cuda::DeviceState::kUsable     ? 0
+          : state == ios::cuda::DeviceState::kUnusable ? 2
+                                                       : 1);
+  }
   int status = 0;
   waitpid(pid, &status, 0);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (!WIFEXITED(status)) return GpuState::kUnusable;
+  return WEXITSTATUS(status) == 0   ? GpuState::kUsable
+         : WEXITSTATUS(status) == 2 ? GpuState::kUnusable
+                                    : GpuState::kNone;
 }
 
 struct Options {
@@ -763,15 +774,17 @@ struct Options {
   fs::path limitations;
   fs::path write_docs, check_docs;
   std::string filter;
+  std::string backend = "both";  // cpu, cuda, or both (cuda where a GPU is usable)
   int jobs = 2;
   bool verbose = false;
 };
 
 int usage(const std::string& message) {
-  std::cerr
-      << "ios-conformance: error: " << message
-      << "\nusage: ios_conformance [--data DIR] [--suite DIR]... --known-limitations FILE "
-         "[--write-docs FILE | --check-docs FILE] [--filter SUBSTRING] [--jobs N] [-v]\n";
+  std::cerr << "ios-conformance: error: " << message
+            << "\nusage: ios_conformance [--data DIR] [--suite DIR]... --known-limitations FILE "
+               "[--write-docs FILE | --check-docs FILE] [--filter SUBSTRING] [--backend "
+               "cpu|cuda|both] [--jobs N] "
+               "[-v]\n";
   return 2;
 }
 
@@ -795,6 +808,8 @@ int run_main(int argc, char** argv) {
       o.check_docs = value();
     else if (arg == "--filter")
       o.filter = value();
+    else if (arg == "--backend")
+      o.backend = value();
     else if (arg == "--jobs")
       o.jobs = std::max(1, std::stoi(value()));
     else if (arg == "-v" || arg == "--verbose")
@@ -803,6 +818,14 @@ int run_main(int argc, char** argv) {
       return usage("unknown option '" + arg + "'");
   }
   if (o.limitations.empty()) return usage("--known-limitations FILE is required");
+  if (o.backend != "cpu" && o.backend != "cuda" && o.backend != "both") {
+    return usage("--backend '" + o.backend + "': expected cpu, cuda or both");
+  }
+  if (o.backend == "cuda" && (!o.write_docs.empty() || !o.check_docs.empty())) {
+    return usage(
+        "--backend cuda: the operators document holds the CPU's results; write or check it with "
+        "cpu");
+  }
   if (!fs::is_directory(o.data)) {
     return usage(o.data.string() +
                  ": no node tests here; install the Debian package libonnx-testdata "
@@ -842,9 +865,25 @@ int run_main(int argc, char** argv) {
   });
   if (cases.empty()) return usage("no node tests selected in " + o.data.string());
 
-  const bool with_cuda = gpu_usable();
+  const bool with_cpu = o.backend != "cuda";
+  const GpuState gpu = o.backend == "cpu" ? GpuState::kNone : gpu_state();
+  const bool with_cuda = gpu == GpuState::kUsable;
+  if (o.backend == "cuda" && !with_cuda) {
+    // The CUDA runs alone: skipped (ctest's SKIP_RETURN_CODE) without a GPU,
+    // failed where one is present but unusable or one is required.
+    const char* require = std::getenv("IOS_REQUIRE_GPU");
+    if (gpu == GpuState::kUnusable || (require != nullptr && std::string(require) == "1")) {
+      std::cout << "FAIL --backend cuda: "
+                << (gpu == GpuState::kUnusable ? "a GPU is present but unusable"
+                                               : "IOS_REQUIRE_GPU=1 but no GPU")
+                << "\n";
+      return 1;
+    }
+    std::cout << "no usable GPU: the CUDA runs are skipped (exit code 77)\n";
+    return 77;
+  }
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<CaseResults> results = run_all(cases, with_cuda, o.jobs, o.verbose);
+  const std::vector<CaseResults> results = run_all(cases, with_cpu, with_cuda, o.jobs, o.verbose);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -856,10 +895,11 @@ int run_main(int argc, char** argv) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
     ++(c.constant_variant ? num_variants : num_tests)[c.suite];
-    ++cpu_totals[c.suite][results[i].cpu.outcome];
+    if (with_cpu) ++cpu_totals[c.suite][results[i].cpu.outcome];
     if (results[i].cuda) ++cuda_totals[c.suite][results[i].cuda->outcome];
     for (const auto& [backend, result] :
-         {std::pair<std::string, std::optional<Result>>{"cpu", results[i].cpu},
+         {std::pair<std::string, std::optional<Result>>{
+              "cpu", with_cpu ? std::optional<Result>(results[i].cpu) : std::nullopt},
           {"cuda", results[i].cuda}}) {
       if (!result) continue;
       if (result->outcome == Outcome::kWrong || result->outcome == Outcome::kCrash) {
@@ -894,10 +934,13 @@ int run_main(int argc, char** argv) {
   };
   for (const auto& [folder, suite] : folders) {
     if (!num_tests.count(suite) && !num_variants.count(suite)) continue;
-    std::cout << fmt::format("{}: {} tests and {} constant-inputs variants: cpu: {}; cuda: {}\n", suite,
-                             num_tests[suite], num_variants[suite], totals_line(cpu_totals[suite]),
-                             with_cuda ? totals_line(cuda_totals[suite])
-                                       : std::string("skipped (no usable GPU)"));
+    const std::string cuda = with_cuda            ? totals_line(cuda_totals[suite])
+                             : o.backend == "cpu" ? std::string("not run (--backend cpu)")
+                                                  : std::string("skipped (no usable GPU)");
+    std::cout << fmt::format(
+        "{}: {} tests and {} constant-inputs variants: cpu: {}; cuda: {}\n", suite,
+        num_tests[suite], num_variants[suite],
+        with_cpu ? totals_line(cpu_totals[suite]) : std::string("not run (--backend cuda)"), cuda);
   }
   std::cout << fmt::format("{} runs in {:.1f} s\n", cases.size(), seconds);
 

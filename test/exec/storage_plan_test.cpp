@@ -295,6 +295,50 @@ TEST_CASE("concat inputs are channel slices of the concat's storage at any batch
   }
 }
 
+// A concat whose first input keeps its own storage (x, a graph input) and
+// whose middle input does too (m, read again after the concat): every
+// input's slice starts after the channels of all inputs before it, copied
+// ones included.
+TEST_CASE("concat slices start after every earlier input, copied ones included",
+          "[exec][storage]") {
+  for (int64_t batch : {1, 2}) {
+    INFO("batch " << batch);
+    GraphBuilder b;
+    const auto x = b.input("x", {batch, 8, 10, 10});
+    const auto a = b.relu(b.conv(x, 8, 4, {1, 1}, {0, 0, 0, 0}, "a_conv"), "a");
+    const auto m = b.conv(x, 8, 2, {1, 1}, {0, 0, 0, 0}, "m");
+    const auto c = b.conv(x, 8, 6, {3, 3}, {1, 1, 1, 1}, "c");
+    ir::PoolAttrs pool;
+    pool.kernel = {3, 3};
+    pool.pads = {1, 1, 1, 1};
+    const auto p = b.node(OpKind::kMaxPool, {x}, pool, "p");
+    const auto cat = b.concat({x, a, m, c, p}, "cat");
+    const ir::Graph g = b.finish({b.relu(cat, "out"), b.relu(m, "m_out")});
+    const auto units = sched::UnitGraph::form(g);
+    const StoragePlan plan(units, lower(units, sequential(units)));
+    const Region& whole = plan.region(tensor(g, "cat"));
+    const int64_t hw = 100, total = 8 + 4 + 2 + 6 + 8;
+    REQUIRE(whole.shape == ir::Shape{batch, total, 10, 10});
+    // The copied inputs: a graph input, and a tensor with a second reader.
+    for (const std::string name : {"x", "m"}) {
+      INFO(name);
+      CHECK_FALSE(plan.zero_copy_concat_input(tensor(g, name)));
+      CHECK(plan.region(tensor(g, name)).storage != whole.storage);
+    }
+    // Channels: x 0-7, a 8-11, m 12-13, c 14-19, p 20-27.
+    for (const auto& [name, channel] :
+         std::vector<std::pair<std::string, int64_t>>{{"a", 8}, {"c", 14}, {"p", 20}}) {
+      INFO(name);
+      const Region& r = plan.region(tensor(g, name));
+      CHECK(plan.zero_copy_concat_input(tensor(g, name)));
+      CHECK(r.storage == whole.storage);
+      CHECK(r.offset == whole.offset + channel * hw);
+      CHECK(r.batch_stride == total * hw);
+    }
+    CHECK(plan.zero_copy_concat_inputs() == 3);
+  }
+}
+
 TEST_CASE("every region lies inside its storage and distinct tensors never overlap while both live",
           "[exec][storage]") {
   const ir::Graph g = inception_like(2);

@@ -4,8 +4,10 @@
 // check the no-device behaviour.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -70,6 +72,49 @@ TEST_CASE("precision names parse both ways", "[host]") {
   CHECK(cuda::parse_precision("fp16") == cuda::Precision::kFp32);
   CHECK(cuda::parse_precision("bf16") == cuda::Precision::kFp32);
   CHECK_THROWS_AS(cuda::parse_precision("fp8"), UserError);
+}
+
+// The 16-bit GPU checks' rule (half_bound, check_half_outputs) on numbers
+// whose verdict is known: each element within 4 ulps times 1 + |expected|.
+// An error of 0.5 at an element of 0.001 fails although the output also
+// holds 1000 (a bound scaled by the largest value, 4 x 2^-10 x 1000 = 3.9,
+// would pass it).
+TEST_CASE("the 16-bit output rule bounds each element by its own magnitude", "[host]") {
+  const double f16 = std::ldexp(1.0, -10), bf16 = std::ldexp(1.0, -7);
+  CHECK(half_bound(ir::ElementType::kFloat16, 0.0, 4.0) == 4.0 * f16);
+  CHECK(half_bound(ir::ElementType::kFloat16, -3.0, 4.0) == 16.0 * f16);
+  CHECK(half_bound(ir::ElementType::kBFloat16, 1.0, 4.0) == 8.0 * bf16);
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  const exec::HostTensor expected({1, 6}, {1000.0f, 0.001f, -2.0f, inf, nan, 0.25f});
+  const auto actual = [&](float big, float small, float neg, float infinite, float not_a_number,
+                          float quarter) {
+    return exec::HostTensor({1, 6}, {big, small, neg, infinite, not_a_number, quarter});
+  };
+  // Within: 3.9 ulps of 1001 at 1000, 3.9 ulps of 1 + 0.001 beside it.
+  const float big_ok = static_cast<float>(1000.0 + 3.9 * f16 * 1001.0);
+  const float small_ok = static_cast<float>(0.001 + 3.9 * f16 * 1.001);
+  HalfMismatches ok = half_mismatches(actual(big_ok, small_ok, -2.0f, inf, nan, 0.25f), expected,
+                                      ir::ElementType::kFloat16, 4.0);
+  CHECK(ok.count == 0);
+  CHECK(ok.first.empty());
+  // Beyond: 0.5 at 0.001, 4.1 ulps of 3 at -2, -inf for inf, a number for NaN.
+  const float neg_bad = static_cast<float>(-2.0 - 4.1 * f16 * 3.0);
+  HalfMismatches bad = half_mismatches(actual(1000.0f, 0.501f, neg_bad, -inf, 1.0f, 0.25f),
+                                       expected, ir::ElementType::kFloat16, 4.0);
+  CHECK(bad.count == 4);
+  REQUIRE(bad.first.size() == 4);
+  CHECK(bad.first[0].rfind("element 1: ", 0) == 0);
+  // bfloat16's ulp is 8 float16 ulps: the same 0.5 at 0.001 still fails,
+  // 4.1 float16 ulps of 3 at -2 pass.
+  bad = half_mismatches(actual(1000.0f, 0.501f, neg_bad, inf, nan, 0.25f), expected,
+                        ir::ElementType::kBFloat16, 4.0, 1);
+  CHECK(bad.count == 1);
+  CHECK(bad.first.size() == 1);
+  // Another shape is a mismatch of every element.
+  CHECK(half_mismatches(exec::HostTensor({6, 1}, expected.data), expected,
+                        ir::ElementType::kFloat16, 4.0)
+            .count == 6);
 }
 
 #ifdef IOS_HAVE_CUDA

@@ -1,17 +1,22 @@
 """The Python module ios (python/ios_module.cpp) on the CPU backend: numpy
-arrays and torch tensors in and out; wrong shapes, element types, devices,
+arrays and torch tensors in and out, the outputs those of `ios-run --backend
+cpu` on the same input and within float32's rounding of a float64 PyTorch
+truth, different for different inputs; wrong shapes, element types, devices,
 missing or extra inputs and a schedule for another model each a clear
 ios.UserError; several threads, one context each, identical outputs;
-nothing written to standard output.
+nothing written to standard output. The CUDA backend's test (marked `cuda`)
+runs as its own ctest entry, "python: module on CUDA", skipped without CUDA.
 
-Run by ctest ("python: module") with PYTHONPATH=build/python and
-IOS_MODELS_DIR set, or by hand:
-    PYTHONPATH=build/python IOS_MODELS_DIR=onnx_models/generated /usr/bin/python3 -m pytest test/python
+Run by ctest ("python: module", `-m "not cuda"`) with PYTHONPATH=build/python,
+IOS_MODELS_DIR and IOS_BIN set, or by hand:
+    PYTHONPATH=build/python IOS_MODELS_DIR=onnx_models/generated IOS_BIN=build/apps \
+        /usr/bin/python3 -m pytest test/python
 """
 
 import ctypes
 import json
 import os
+import subprocess
 import threading
 
 import numpy as np
@@ -23,6 +28,11 @@ import ios
 MODELS = os.environ.get("IOS_MODELS_DIR", os.path.join(os.path.dirname(__file__), "../../onnx_models/generated"))
 MODEL = os.path.join(MODELS, "squeezenet1_1-bdyn.onnx")
 OTHER_MODEL = os.path.join(MODELS, "vit_style.onnx")
+# A model with its own input and float64 truth (onnx_models/export_models.py --truth):
+# PyTorch's float64 run of the same weights, independent of ios.
+TRUTH_STEM = os.path.join(MODELS, "squeezenet1_1-64x64")
+# ios-run, beside the module's build folder unless IOS_BIN names it.
+IOS_BIN = os.environ.get("IOS_BIN") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ios.__file__))), "apps")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +54,26 @@ def x(engine):
 @pytest.fixture(scope="module")
 def y(engine, x):
     return engine(x)
+
+
+@pytest.fixture(scope="module")
+def ios_run_cpu(schedule, tmp_path_factory):
+    """ios-run --backend cpu on MODEL and the schedule with a given input:
+    the same executor through the command line, not the module."""
+    folder = tmp_path_factory.mktemp("ios-run")
+    schedule_file = folder / "schedule.json"
+    schedule.save(schedule_file)
+
+    def run(x, tag):
+        np.save(folder / f"{tag}.npy", x)
+        out = folder / tag
+        subprocess.run([os.path.join(IOS_BIN, "ios-run"), MODEL, str(schedule_file), "--backend", "cpu",
+                        "--input", f"input={folder / tag}.npy", "--output-dir", str(out),
+                        "--iterations", "1", "--warmup", "0", "--quiet"], check=True)
+        files = sorted(out.glob("*.npy"))
+        assert len(files) == 1, files
+        return np.load(files[0])
+    return run
 
 
 def test_optimize_returns_a_schedule(schedule, tmp_path):
@@ -125,6 +155,44 @@ def test_numpy_in_numpy_out(engine, x, y):
     assert y.dtype == np.float32
     assert y.shape == engine.outputs[0]["shape"]
     assert np.isfinite(y).all()
+
+
+def test_outputs_are_ios_runs(x, y, ios_run_cpu):
+    """y, which the tests below compare with, is what ios-run computes on x."""
+    np.testing.assert_array_equal(y, ios_run_cpu(x, "x"))
+
+
+def test_different_inputs_give_different_outputs(engine, x, y, ios_run_cpu):
+    """Another input gives another output, through every way in: an engine
+    that ignored its input would give y each time."""
+    x2 = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    y2 = engine(x2)
+    np.testing.assert_array_equal(y2, ios_run_cpu(x2, "x2"))
+    # Two noise images give SqueezeNet's non-negative scores 4% apart (of the
+    # largest); the same input gives them bit for bit (above): 0.1% is far
+    # from both.
+    assert np.abs(y2 - y).max() > 1e-3 * np.abs(y).max()
+    assert np.array_equal(engine(torch.from_numpy(x2)).numpy(), y2)
+    assert np.array_equal(engine(input=x2), y2)
+    assert np.array_equal(engine.create_context()(x2), y2)
+    assert np.array_equal(engine(x), y)  # and back
+
+
+def test_outputs_match_the_float64_truth():
+    """A model's output against PyTorch's float64 run of the same weights on
+    the same input (files written by the model export, not by ios). float32
+    rounds at 6e-8 relative; through SqueezeNet's 26 convolutions 1e-5 of the
+    largest |score| leaves a factor of 50 over ios's error (1.7e-7 of it on
+    2026-11-28), while another input's scores are 9e-2 of it away."""
+    x = np.load(TRUTH_STEM + ".input.npy")
+    truth = np.load(TRUTH_STEM + ".truth.npy")
+    schedule = ios.optimize(TRUTH_STEM + ".onnx", cost="simulated")
+    out = ios.Engine(TRUTH_STEM + ".onnx", schedule)(x)
+    assert out.shape == truth.shape and out.dtype == np.float32
+    scale = np.abs(truth).max()
+    assert np.abs(out - truth).max() <= 1e-5 * scale
+    other = ios.Engine(TRUTH_STEM + ".onnx", schedule)(np.random.default_rng(2).standard_normal(x.shape).astype(np.float32))
+    assert np.abs(other - truth).max() > 100 * 1e-5 * scale
 
 
 def test_torch_in_torch_out(engine, x, y):
@@ -292,10 +360,13 @@ def test_threads_one_context_each(engine, x, y):
         assert np.array_equal(r, y)
 
 
-@pytest.mark.skip(reason="not run: the module's CUDA path needs a GPU and a Python with CUDA torch; "
-                         "the C++ GPU tests (ios_gpu_tests, 'engine API') carry its acceptance")
-def test_cuda_tensors_in_cuda_tensors_out(schedule, x):
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA: torch sees no GPU")
+def test_cuda_tensors_in_cuda_tensors_out(x):
+    """The CUDA backend in strict FP32 (no TF32 tensor cores) against the CPU
+    executor on the same schedule and input."""
+    schedule = ios.optimize(MODEL, batch=1, cost="simulated", precision="fp32")
     engine = ios.Engine(MODEL, schedule, backend="cuda")
     out = engine(torch.from_numpy(x).cuda())
-    assert out.is_cuda
-    np.testing.assert_allclose(out.cpu().numpy(), ios.Engine(MODEL, schedule)(x), rtol=5e-2, atol=5e-2)
+    assert out.is_cuda and out.dtype == torch.float32
+    np.testing.assert_allclose(out.cpu().numpy(), ios.Engine(MODEL, schedule)(x), rtol=1e-4, atol=1e-4)

@@ -4,9 +4,11 @@
 // the time limit plans with.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
+#include "exhaustive.h"
 #include "paper_graphs.h"
 #include "schedule_check.h"
 #include "sched/builtin_schedulers.h"
@@ -18,6 +20,7 @@ using namespace ios::sched;
 using ios::sched::test::AdditiveCost;
 using ios::sched::test::check_schedule;
 using ios::sched::test::EdgeList;
+using ios::sched::test::Exhaustive;
 using ios::sched::test::RandomStageCost;
 
 namespace {
@@ -265,4 +268,73 @@ TEST_CASE("the search's schedule depends neither on its threads nor on the cost 
     }
   }
   CHECK(spared);
+}
+
+// The unit bounds prune an ending when its longest group alone would lose.
+// A merged stage may be faster than its longest member (the merged kernel
+// does the members' work at once), so the bound never prunes a possible
+// merge: with mergeable units and merges at 0.3 of the members' summed
+// weight, the bounded search must find what the unbounded one and the
+// exhaustive search find, and must choose merges that beat the bound.
+TEST_CASE("ios dp: the unit bounds never prune a merge that can win", "[search_budget][ios_dp]") {
+  std::mt19937_64 rng(20261128);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int merges = 0, below_bound = 0, compared = 0;
+  int64_t costed = 0, costed_unbounded = 0;
+  for (int trial = 0; trial < 120; ++trial) {
+    const int n = 2 + trial % 9;
+    std::vector<std::pair<int, int>> edges;
+    const double p = 0.1 + 0.4 * unit(rng);
+    for (int u = 0; u < n; ++u) {
+      for (int v = u + 1; v < n; ++v) {
+        if (unit(rng) < p) edges.emplace_back(u, v);
+      }
+    }
+    const BlockDag dag = BlockDag::from_edges(n, edges);
+    // Mergeable: units of the same label (two labels per DAG).
+    std::vector<int> label(static_cast<size_t>(n));
+    for (int& l : label) l = static_cast<int>(rng() % 2);
+    const MergePredicate can_merge = [label](const std::vector<UnitId>& units) {
+      for (UnitId u : units) {
+        if (label[static_cast<size_t>(u)] != label[static_cast<size_t>(units[0])]) return false;
+      }
+      return true;
+    };
+    std::vector<double> weight(static_cast<size_t>(n));
+    for (double& w : weight) w = 0.25 * static_cast<double>(1 + rng() % 16);
+    IosOptions pruned;  // the defaults: r = 3, s = 8, both strategies
+    IosOptions unpruned;
+    unpruned.max_group_units = 0;
+    unpruned.max_groups = 0;
+    for (const IosOptions& options : {pruned, unpruned}) {
+      INFO("trial " << trial << " n " << n << " edges " << edges.size() << " r "
+                    << options.max_group_units);
+      AdditiveCost plain(weight, 0.05, 0.3), bounded(weight, 0.05, 0.3, /*bounded=*/true);
+      const BlockSolution reference = solve_block(dag, options, plain, can_merge);
+      const BlockSolution searched = solve_block(dag, options, bounded, can_merge);
+      REQUIRE(reference.complete);
+      REQUIRE(searched.complete);
+      CHECK(searched.latency_ms == Approx(reference.latency_ms).epsilon(1e-12));
+      AdditiveCost brute_cost(weight, 0.05, 0.3);
+      Exhaustive brute(n, edges, options, brute_cost, can_merge);
+      CHECK(reference.latency_ms == Approx(brute.best()).epsilon(1e-12));
+      costed += searched.stages_costed;
+      costed_unbounded += reference.stages_costed;
+      for (const Stage& stage : reference.stages) {
+        if (stage.strategy != Strategy::kMerge) continue;
+        ++merges;
+        double longest = 0.0;
+        for (UnitId u : stage.groups[0])
+          longest = std::max(longest, weight[static_cast<size_t>(u)]);
+        below_bound += stage.predicted_ms < longest ? 1 : 0;
+      }
+      ++compared;
+    }
+  }
+  CHECK(compared == 240);
+  // The case reaches what it is about: optimal schedules with merges faster
+  // than their longest member, and a bound that spares costings elsewhere.
+  CHECK(merges > 150);
+  CHECK(below_bound > 150);
+  CHECK(costed < costed_unbounded);
 }
