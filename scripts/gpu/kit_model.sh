@@ -3,8 +3,8 @@
 #
 #   kit_model.sh full|strip SET MODEL.onnx PACK CANONICAL WEIGHTS_TOOL [DATA]
 #
-# strip: PACK/models/SET/NAME is MODEL's skeleton (ios-model-weights strip)
-#        and CANONICAL/SET/NAME the model rebuilt from it (fill).
+# strip: PACK/models/SET/NAME is MODEL's skeleton (ios-model-weights strip),
+#        nothing else (the size check).
 # full:  the same, with the skeleton's RMS marks calibrated so that the
 #        rebuilt model keeps the export's layer scales, the rebuilt model
 #        checked (every Conv and Gemm output's rms within 2x of the export's,
@@ -18,8 +18,8 @@ name=$(basename "$model")
 skeleton="$pack/models/$set/$name"
 rebuilt="$canonical/$set/$name"
 if [ "$mode" = strip ]; then
+  # The size check (prepare.sh --size-check): the skeleton alone.
   "$weights" strip "$model" "$skeleton" 2>/dev/null
-  "$weights" fill "$skeleton" "$rebuilt" 2>/dev/null
   exit 0
 fi
 tmp=$(mktemp -d)
