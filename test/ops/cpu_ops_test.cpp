@@ -10,7 +10,7 @@
 #include "cpu/kernels.h"
 #include "ir/element_type.h"
 #include "ir/op_info.h"
-#include "ir/precision.h"
+#include "ir/half_conversion.h"
 #include "op_suite.h"
 
 namespace ios::optest {
@@ -57,7 +57,7 @@ TEST_CASE("the operator suite on the CPU backend at float16 and bfloat16 against
       // The Casts' own cases are typed already; the kept-float32 operators
       // stay float32 and are checked above.
       if (c.op == ir::OpKind::kCast || ir::kept_in_float32(c.op)) continue;
-      ir::PrecisionOptions options;
+      ir::ConversionOptions options;
       options.type = type;
       options.half_io = true;
       ir::convert_to_half(c.graph, options, c.name);
