@@ -60,18 +60,6 @@ TEST_CASE("without a device every entry point throws NoDeviceError", "[host]") {
   CHECK_THROWS_AS(cuda::make_measured_cost_model(units), NoDeviceError);
 }
 
-TEST_CASE("precision names parse both ways", "[host]") {
-  CHECK(cuda::parse_precision("tf32") == cuda::Precision::kTf32);
-  CHECK(cuda::parse_precision("fp32") == cuda::Precision::kFp32);
-  CHECK(cuda::precision_name(cuda::Precision::kFp32) == "fp32");
-  // fp16 and bf16 name a half-precision graph whose float32 regions compute
-  // in strict FP32 (its 16-bit convolutions and products run on tensor cores
-  // whatever the precision).
-  CHECK(cuda::parse_precision("fp16") == cuda::Precision::kFp32);
-  CHECK(cuda::parse_precision("bf16") == cuda::Precision::kFp32);
-  CHECK_THROWS_AS(cuda::parse_precision("fp8"), UserError);
-}
-
 #ifdef IOS_HAVE_CUDA
 
 exec::Step launch(int stream, int kernel) { return {exec::Step::Kind::kLaunch, stream, kernel, -1}; }
