@@ -576,15 +576,21 @@ selected_network() {  # selected_network NAME: in IOS_KIT_NETWORKS (all when uns
   [ -z "${IOS_KIT_NETWORKS+set}" ] || [[ " $(words IOS_KIT_NETWORKS "") " == *" ${1%%-*} "* ]]
 }
 launches=$(words IOS_KIT_LAUNCHES "graph plain")
-# 1. Every scheduler's schedule of each network with CUDA graphs (at most 40 s
-# each, so that one slow network cannot take the others' time).
-for dir in "$pack"/schedules/"$profile"/*/; do
-  name=$(basename "$dir")
-  selected_network "$name" || continue
-  [[ " $launches " == *" graph "* ]] || continue
-  mapfile -t schedules < <(labelled "${dir%/}")
-  time_schedules "$name graph" "$work/models/bench/$name.onnx" graph 40 "$name-graph" "${schedules[@]}"
-done
+# every_network LAUNCH SECONDS: every scheduler's schedule of each selected
+# network in LAUNCH mode, at most SECONDS each (so that one slow network
+# cannot take the others' time); nothing when IOS_KIT_LAUNCHES leaves it out.
+every_network() {
+  local dir name schedules
+  [[ " $launches " == *" $1 "* ]] || return 0
+  for dir in "$pack"/schedules/"$profile"/*/; do
+    name=$(basename "$dir")
+    selected_network "$name" || continue
+    mapfile -t schedules < <(labelled "${dir%/}")
+    time_schedules "$name $1" "$work/models/bench/$name.onnx" "$1" "$2" "$name-$1" "${schedules[@]}"
+  done
+}
+# 1. With CUDA graphs.
+every_network graph 40
 # 2. The variants: fp16 and bf16 at batch 1, TF32 and fp16 at batch 16, with
 # CUDA graphs (one precision per ios-run: a schedule file fixes its own).
 for dir in "$pack"/variants/"$profile"/*/*/; do
@@ -660,13 +666,7 @@ for dir in "$pack"/schedules/"$profile"/*/; do
   done
 done
 # 6. Plain launches of every scheduler's schedule.
-for dir in "$pack"/schedules/"$profile"/*/; do
-  name=$(basename "$dir")
-  selected_network "$name" || continue
-  [[ " $launches " == *" plain "* ]] || continue
-  mapfile -t schedules < <(labelled "${dir%/}")
-  time_schedules "$name plain" "$work/models/bench/$name.onnx" plain 30 "$name-plain" "${schedules[@]}"
-done
+every_network plain 30
 note "timing: done at $(elapsed)"
 pack_results
 fi

@@ -887,15 +887,19 @@ _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _CONVT = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
+def _conv_window(a, w, n):
+    """Kernel, strides and dilations of a Conv or ConvTranspose node."""
+    return (list(a.get("kernel_shape", w.shape[2:])), list(a.get("strides", [1] * n)),
+            list(a.get("dilations", [1] * n)))
+
+
 @op("Conv")
 def _conv(ev, node, x, a):
     t, w = x[0], x[1]
     b = x[2] if len(x) > 2 else None
     n = _spatial(t)
     _check(n in _CONV, node, f"{n}-D convolution")
-    kernel = list(a.get("kernel_shape", w.shape[2:]))
-    strides = list(a.get("strides", [1] * n))
-    dil = list(a.get("dilations", [1] * n))
+    kernel, strides, dil = _conv_window(a, w, n)
     pads = _auto_pads(a, list(t.shape[2:]), kernel, strides, dil)
     if pads[:n] == pads[n:]:
         padding = pads[:n]
@@ -911,9 +915,7 @@ def _conv_transpose(ev, node, x, a):
     b = x[2] if len(x) > 2 else None
     n = _spatial(t)
     _check(n in _CONVT, node, f"{n}-D transposed convolution")
-    kernel = list(a.get("kernel_shape", w.shape[2:]))
-    strides = list(a.get("strides", [1] * n))
-    dil = list(a.get("dilations", [1] * n))
+    kernel, strides, dil = _conv_window(a, w, n)
     outpad = list(a.get("output_padding", [0] * n))
     group = a.get("group", 1)
     in_sizes = list(t.shape[2:])
