@@ -23,17 +23,13 @@ bool one_unit(const sched::Stage& stage) {
 // its predicted solo latency
 // to within a factor of 4 (a launch-bound kernel strays from its prediction
 // differently than a compute-bound one).
-std::string half_suffix(ir::ElementType type) {
-  return type == ir::ElementType::kBFloat16 ? "/bf16" : "/fp16";
-}
-
 std::string kernel_class(const UnitWork& work, double solo_ms) {
   if (work.kernels.empty()) return "none";
   const KernelWork& k = work.kernels.front();
   const double us = std::max(solo_ms * 1000.0, 1e-3);
   const int size = static_cast<int>(std::floor(std::log2(us) / 2.0));
   return k.what + (k.matmul_like ? "/mm" : "") + (k.winograd ? "/wino" : "") +
-         (k.asymmetric ? "/1xk" : "") + (ir::is_half(k.type) ? half_suffix(k.type) : "") + "/" +
+         (k.asymmetric ? "/1xk" : "") + (ir::is_half(k.type) ? std::string("/") + ir::short_name(k.type) : "") + "/" +
          std::to_string(size);
 }
 

@@ -37,10 +37,11 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
 // kernel is not templated on: the element-wise chain's operands).
 __device__ __forceinline__ float load_as_float(const void* p, ir::ElementType type, int64_t i) {
   switch (type) {
+    case ir::ElementType::kFloat32: return static_cast<const float*>(p)[i];
     case ir::ElementType::kFloat16: return __half2float(static_cast<const __half*>(p)[i]);
     case ir::ElementType::kBFloat16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
   }
+  return 0.0f;  // not reached: every type is a case
 }
 
 template <typename T>
@@ -53,9 +54,9 @@ struct TypeTag {
 template <typename F>
 void dispatch_type(ir::ElementType type, F&& f) {
   switch (type) {
+    case ir::ElementType::kFloat32: f(TypeTag<float>{}); break;
     case ir::ElementType::kFloat16: f(TypeTag<__half>{}); break;
     case ir::ElementType::kBFloat16: f(TypeTag<__nv_bfloat16>{}); break;
-    default: f(TypeTag<float>{}); break;
   }
 }
 

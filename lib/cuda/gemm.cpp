@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "cuda/check.h"
 #include "cuda/cublaslt.h"
+#include "cuda/cuda_types.h"
 #include "cuda/program.h"
 
 namespace ios::cuda {
@@ -57,17 +58,8 @@ std::map<std::string, GemmChoice>& cache() {
   return choices;
 }
 
-// cuBLASLt's data type for an element type.
-cudaDataType_t lt_type(ir::ElementType type) {
-  switch (type) {
-    case ir::ElementType::kFloat16: return CUDA_R_16F;
-    case ir::ElementType::kBFloat16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
 void make_layout(cublasLtMatrixLayout_t* out, const LtMatrix& m, int batch, ir::ElementType type) {
-  IOS_CUBLAS_CALL(lt().cublasLtMatrixLayoutCreate(out, lt_type(type), static_cast<uint64_t>(m.rows),
+  IOS_CUBLAS_CALL(lt().cublasLtMatrixLayoutCreate(out, cublas_type(type), static_cast<uint64_t>(m.rows),
                                              static_cast<uint64_t>(m.cols), m.ld));
   if (batch > 1) {
     const int32_t count = batch;

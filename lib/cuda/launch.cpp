@@ -48,11 +48,9 @@ size_t upload_constant(void* dst, const Constant& c, cudaStream_t stream) {
     IOS_CUDA_CALL(cudaMemcpyAsync(dst, c.data->data(), bytes, cudaMemcpyHostToDevice, stream));
     return bytes;
   }
-  std::vector<uint16_t> bits(c.data->size());
-  for (size_t i = 0; i < bits.size(); ++i) {
-    const float v = (*c.data)[i];
-    bits[i] = c.type == ir::ElementType::kFloat16 ? ir::float_to_half_bits(v) : ir::float_to_bfloat16_bits(v);
-  }
+  std::vector<unsigned char> bits(bytes);
+  const auto size = static_cast<size_t>(ir::bytes_of(c.type));
+  for (size_t i = 0; i < c.data->size(); ++i) ir::store_element(bits.data() + i * size, (*c.data)[i], c.type);
   // From pageable memory: the copy is staged before the call returns, so
   // `bits` may go (CUDA's documented behaviour for pageable host-to-device
   // copies); a synchronisation makes that explicit at no real cost (weights
@@ -123,14 +121,6 @@ ir::Dims cudnn_axes(const ir::Dims& values, int64_t fill) {
   IOS_ASSERT(!values.empty() && values.size() <= 3, "a window attribute of {} axes", values.size());
   if (values.size() == 1) return {fill, values[0]};
   return values;
-}
-
-cudnnDataType_t cudnn_type(ir::ElementType type) {
-  switch (type) {
-    case ir::ElementType::kFloat16: return CUDNN_DATA_HALF;
-    case ir::ElementType::kBFloat16: return CUDNN_DATA_BFLOAT16;
-    default: return CUDNN_DATA_FLOAT;
-  }
 }
 
 const void* offset_ptr(const void* p, int64_t elements, ir::ElementType type) {

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "cuda/check.h"
+#include "cuda/cuda_types.h"
 #include "cuda/kernels.h"
 #include "cuda/program.h"
 
@@ -106,8 +107,6 @@ ir::Shape cudnn_dims(const ir::Shape& shape);
 // A per-spatial-axis attribute (kernel, stride, pads...) for cudnn_dims:
 // `fill` put in front of a 1-D one's single value.
 ir::Dims cudnn_axes(const ir::Dims& values, int64_t fill);
-// cuDNN's data type for an element type.
-cudnnDataType_t cudnn_type(ir::ElementType type);
 // `p` advanced by `elements` elements of `type`.
 const void* offset_ptr(const void* p, int64_t elements, ir::ElementType type);
 void* offset_ptr(void* p, int64_t elements, ir::ElementType type);

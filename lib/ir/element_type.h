@@ -1,5 +1,6 @@
-// The element types a tensor of the IR can hold, and the rounding from float
-// to each of them, written once for every backend.
+// The element types a tensor of the IR can hold: one table, which every
+// part of ios reads for a type's name, size, ONNX id, range and rounding,
+// and the rounding from float to each type, written once for every backend.
 //
 // Every tensor computes in float32 registers and is stored in its element
 // type: float32, or a 16-bit type whose values are the float32 values rounded
@@ -9,12 +10,24 @@
 // The CPU reference rounds with these functions wherever the CUDA kernels
 // store a 16-bit value, which is what makes it a reference for them.
 //
-// Like ir/elementwise.h, this header needs nothing but <cstdint> and
-// <cstring>, so device code includes it too.
+// A type is one line of IOS_ELEMENT_TYPES. What differs between types as
+// code rather than as a value (the bit encodings below, the CUDA storage
+// types, the device profile's tensor-core peaks) is a switch over
+// ElementType without a default, so that a new line fails to compile (-Wswitch,
+// an error under -Werror) wherever it is not handled yet; the CUDA
+// libraries' names of each type are a table of their own beside the CUDA
+// code (cuda/cuda_types.h), held to this one's length and order by
+// static_asserts. The build's test "element types: a fourth type is refused
+// until every switch handles it" compiles this header with one more line
+// (IOS_TEST_EXTRA_ELEMENT_TYPE) and expects the compiler to refuse it.
+//
+// Like ir/elementwise.h, this header needs nothing but <cstdint>, <cstring>
+// and <optional>, so device code includes it too.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #if defined(__CUDACC__)
 #define IOS_TYPE_HOST_DEVICE __host__ __device__
@@ -22,29 +35,89 @@
 #define IOS_TYPE_HOST_DEVICE
 #endif
 
+// X(enumerator, ONNX name, short name, bytes, ONNX TensorProto data type,
+//   mantissa bits (the stored fraction: the rounding's relative step is
+//   2^-bits), largest finite value). In enum order; float32 first.
+//   - the ONNX name is what messages and the importer print;
+//   - the short name is what --precision, the schedule file and stage
+//     signatures write for a 16-bit type (float32's "fp32" is also the
+//     strict math mode's name, ir/precision.h);
+//   - the ONNX data type is onnx::TensorProto's number (lib/onnx checks it
+//     against ONNX's enum).
+#define IOS_ELEMENT_TYPES_SHIPPED(X)                                  \
+  X(kFloat32, "float32", "fp32", 4, 1, 23, 3.4028234663852886e38f)    \
+  X(kFloat16, "float16", "fp16", 2, 10, 10, 65504.0f)                 \
+  X(kBFloat16, "bfloat16", "bf16", 2, 16, 7, 3.3895313892515355e38f)
+
+#if defined(IOS_TEST_EXTRA_ELEMENT_TYPE)
+// Only in the compile test (test/ir/element_type_switches.cpp): an 8-bit
+// type that nothing handles yet.
+#define IOS_ELEMENT_TYPES(X) \
+  IOS_ELEMENT_TYPES_SHIPPED(X) X(kFloat8E4M3, "float8e4m3fn", "fp8", 1, 17, 3, 448.0f)
+#else
+#define IOS_ELEMENT_TYPES(X) IOS_ELEMENT_TYPES_SHIPPED(X)
+#endif
+
 namespace ios::ir {
 
-enum class ElementType : uint8_t { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+enum class ElementType : uint8_t {
+#define IOS_ELEMENT_TYPE_ENUMERATOR(e, ...) e,
+  IOS_ELEMENT_TYPES(IOS_ELEMENT_TYPE_ENUMERATOR)
+#undef IOS_ELEMENT_TYPE_ENUMERATOR
+};
 
-inline constexpr int kNumElementTypes = 3;
+// One line of the table.
+struct ElementTypeInfo {
+  ElementType type;
+  const char* name;        // ONNX's: "float32", "float16", "bfloat16"
+  const char* short_name;  // "fp32", "fp16", "bf16"
+  int bytes;               // one element in memory
+  int32_t onnx_type;       // onnx::TensorProto::DataType
+  int mantissa_bits;       // stored fraction bits: round to nearest keeps 2^-(bits+1) relative
+  float max_finite;        // the largest finite value; weights beyond it do not convert
+};
 
-// Bytes one element takes in device memory.
-IOS_TYPE_HOST_DEVICE constexpr int bytes_of(ElementType type) {
-  return type == ElementType::kFloat32 ? 4 : 2;
+inline constexpr ElementTypeInfo kElementTypes[] = {
+#define IOS_ELEMENT_TYPE_LINE(e, name, short_name, bytes, onnx, mantissa, max) \
+  {ElementType::e, name, short_name, bytes, onnx, mantissa, max},
+    IOS_ELEMENT_TYPES(IOS_ELEMENT_TYPE_LINE)
+#undef IOS_ELEMENT_TYPE_LINE
+};
+
+inline constexpr int kNumElementTypes = static_cast<int>(sizeof kElementTypes / sizeof kElementTypes[0]);
+
+constexpr const ElementTypeInfo& info(ElementType type) {
+  return kElementTypes[static_cast<int>(type)];
 }
 
+// Bytes one element takes in memory.
+constexpr int bytes_of(ElementType type) { return info(type).bytes; }
+
+// A narrower type than float32, which ios converts to with Casts
+// (ir/half_conversion.h): float16 and bfloat16.
 constexpr bool is_half(ElementType type) { return type != ElementType::kFloat32; }
 
 // ONNX's names: "float32", "float16", "bfloat16".
-constexpr const char* type_name(ElementType type) {
-  switch (type) {
-    case ElementType::kFloat16:
-      return "float16";
-    case ElementType::kBFloat16:
-      return "bfloat16";
-    default:
-      return "float32";
+constexpr const char* type_name(ElementType type) { return info(type).name; }
+
+// The options' and the schedule file's: "fp32", "fp16", "bf16".
+constexpr const char* short_name(ElementType type) { return info(type).short_name; }
+
+// The largest finite value of `type`: weights beyond it do not convert.
+constexpr float max_finite(ElementType type) { return info(type).max_finite; }
+
+// The distance from 1 to the next value of `type` (std::numeric_limits'
+// epsilon): twice the largest relative rounding error.
+constexpr double epsilon(ElementType type) {
+  return 1.0 / static_cast<double>(int64_t{1} << info(type).mantissa_bits);
+}
+
+// The type ONNX numbers `onnx_type` (TensorProto::DataType), if ios has it.
+constexpr std::optional<ElementType> from_onnx_type(int32_t onnx_type) {
+  for (const ElementTypeInfo& t : kElementTypes) {
+    if (t.onnx_type == onnx_type) return t.type;
   }
+  return std::nullopt;
 }
 
 namespace detail {
@@ -127,29 +200,60 @@ IOS_TYPE_HOST_DEVICE inline float half_bits_to_float(uint16_t h) {
   return detail::bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
+// --- Any type: the encodings, by type. ------------------------------------
+
+// x rounded to `type`, as the bit pattern stored (in the low bytes_of(type)
+// bytes).
+IOS_TYPE_HOST_DEVICE inline uint32_t to_bits(float x, ElementType type) {
+  switch (type) {
+    case ElementType::kFloat32:
+      return detail::float_bits(x);
+    case ElementType::kFloat16:
+      return float_to_half_bits(x);
+    case ElementType::kBFloat16:
+      return float_to_bfloat16_bits(x);
+  }
+  return 0;  // not reached: every type is a case
+}
+
+// The value a bit pattern of `type` stores.
+IOS_TYPE_HOST_DEVICE inline float from_bits(uint32_t bits, ElementType type) {
+  switch (type) {
+    case ElementType::kFloat32:
+      return detail::bits_float(bits);
+    case ElementType::kFloat16:
+      return half_bits_to_float(static_cast<uint16_t>(bits));
+    case ElementType::kBFloat16:
+      return bfloat16_bits_to_float(static_cast<uint16_t>(bits));
+  }
+  return 0.0f;  // not reached
+}
+
 // x rounded to `type` and read back as float: what storing x in a tensor of
 // that type keeps.
 IOS_TYPE_HOST_DEVICE inline float round_to(float x, ElementType type) {
   switch (type) {
+    case ElementType::kFloat32:
+      return x;
     case ElementType::kFloat16:
       return half_bits_to_float(float_to_half_bits(x));
     case ElementType::kBFloat16:
       return bfloat16_bits_to_float(float_to_bfloat16_bits(x));
-    default:
-      return x;
   }
+  return x;  // not reached
 }
 
-// The largest finite value of `type`: weights beyond it do not convert.
-constexpr float max_finite(ElementType type) {
-  switch (type) {
-    case ElementType::kFloat16:
-      return 65504.0f;
-    case ElementType::kBFloat16:
-      return 3.3895313892515355e38f;  // 0x7f7f: larger floats round to inf
-    default:
-      return 3.4028234663852886e38f;
-  }
+// Stores x rounded to `type` at p (bytes_of(type) bytes, little-endian as
+// the hosts and GPUs ios runs on keep them), and reads it back.
+inline void store_element(void* p, float x, ElementType type) {
+  const uint32_t bits = to_bits(x, type);
+  std::memcpy(p, &bits, static_cast<size_t>(bytes_of(type)));
+}
+
+inline float load_element(const void* p, ElementType type) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, p, static_cast<size_t>(bytes_of(type)));
+  return from_bits(bits, type);
 }
 
 }  // namespace ios::ir

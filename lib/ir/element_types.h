@@ -1,6 +1,6 @@
 // The element type of every tensor (ir/element_type.h), from the types a
 // model declares: what the importer runs last, and what precision conversion
-// (ir/precision.h) runs again after it has placed its Casts.
+// (ir/half_conversion.h) runs again after it has placed its Casts.
 #pragma once
 
 #include <string>
@@ -25,8 +25,13 @@ void assign_element_types(Graph& graph,
 
 // How many tensors of each type `graph` has, by ElementType.
 struct TypeCounts {
-  int64_t of[kNumElementTypes] = {0, 0, 0};
-  bool any_half() const { return of[1] + of[2] > 0; }
+  int64_t of[kNumElementTypes] = {};
+  bool any_half() const {
+    for (const ElementTypeInfo& t : kElementTypes) {
+      if (is_half(t.type) && of[static_cast<int>(t.type)] > 0) return true;
+    }
+    return false;
+  }
 };
 TypeCounts count_types(const Graph& graph);
 

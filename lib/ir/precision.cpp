@@ -2,139 +2,77 @@
 
 #include <fmt/format.h>
 
-#include <map>
-#include <set>
-#include <unordered_map>
-
 #include "core/error.h"
-#include "ir/element_types.h"
-#include "ir/op_info.h"
+#include "core/json_limits.h"
 
 namespace ios::ir {
 
-bool kept_in_float32(OpKind op) {
-  switch (op) {
-    case OpKind::kLayerNorm:
-    case OpKind::kBatchNorm:
-    case OpKind::kSoftmax:
-    case OpKind::kLogSoftmax:
-    case OpKind::kReduceMean:
-    case OpKind::kReduceSum:
-    case OpKind::kReduceProd:
-    case OpKind::kExp:
-    case OpKind::kPow:
-      return true;
-    default:
-      return false;
+const char* math_mode_name(MathMode math) {
+  switch (math) {
+#define IOS_MATH_MODE_NAME(e, name) \
+  case MathMode::e:                 \
+    return name;
+    IOS_MATH_MODES(IOS_MATH_MODE_NAME)
+#undef IOS_MATH_MODE_NAME
   }
+  return "";  // not reached: every mode is a case
 }
 
-const char* short_name(ElementType type) {
-  switch (type) {
-    case ElementType::kFloat16:
-      return "fp16";
-    case ElementType::kBFloat16:
-      return "bf16";
-    default:
-      return "fp32";
-  }
+const char* Precision::name() const {
+  return is_half() ? short_name(storage_) : math_mode_name(math_);
 }
 
-ConversionStats convert_to_half(Graph& graph, const PrecisionOptions& options,
-                                const std::string& source) {
-  IOS_ASSERT(is_half(options.type), "conversion to {}", type_name(options.type));
-  for (const Tensor& t : graph.tensors()) {
-    IOS_ASSERT(!is_half(t.type), "tensor '{}' is already {}", t.name, type_name(t.type));
-  }
-  // Which entries of --keep-fp32 name something.
-  std::set<std::string> names, ops;
-  for (const Node& n : graph.nodes()) {
-    names.insert(n.name);
-    ops.insert(std::string(op_name(n.op)));
-  }
-  const std::set<std::string> keep(options.keep_fp32.begin(), options.keep_fp32.end());
-  for (const std::string& k : options.keep_fp32) {
-    if (k.empty() || (!names.count(k) && !ops.count(k))) {
-      user_error(
-          "{}: --keep-fp32 '{}' names no node and no operator type of the model (after import: "
-          "BatchNormalization folded into convolutions, LayerNorm, GELU and Mish chains fused); "
-          "give node names or operator types such as Softmax",
-          source, k);
+const std::vector<Precision>& all_precisions() {
+  static const std::vector<Precision> all = [] {
+    std::vector<Precision> v;
+#define IOS_MATH_MODE_PRECISION(e, name) v.push_back(Precision::float32(MathMode::e));
+    IOS_MATH_MODES(IOS_MATH_MODE_PRECISION)
+#undef IOS_MATH_MODE_PRECISION
+    for (const ElementTypeInfo& t : kElementTypes) {
+      if (ir::is_half(t.type)) v.push_back(Precision::narrow(t.type));
     }
-  }
+    return v;
+  }();
+  return all;
+}
 
-  ConversionStats stats;
-  const size_t num_nodes = graph.num_nodes();
-  std::vector<ElementType> node_type(num_nodes, options.type);
-  for (size_t n = 0; n < num_nodes; ++n) {
-    const Node& node = graph.node(static_cast<NodeId>(n));
-    if (kept_in_float32(node.op) || keep.count(node.name) ||
-        keep.count(std::string(op_name(node.op)))) {
-      node_type[n] = ElementType::kFloat32;
-      ++stats.float32_nodes;
-    } else {
-      ++stats.half_nodes;
-    }
+std::vector<std::string> precision_names(bool narrow_only) {
+  std::vector<std::string> names;
+  for (const Precision& p : all_precisions()) {
+    if (!narrow_only || p.is_half()) names.emplace_back(p.name());
   }
-  // The type each activation has before Casts: its producer's; graph inputs
-  // are float32 unless half_io.
-  auto produced_type = [&](TensorId t) {
-    const NodeId p = graph.tensor(t).producer;
-    if (p == kNone) return options.half_io ? options.type : ElementType::kFloat32;
-    return node_type[static_cast<size_t>(p)];
-  };
+  return names;
+}
 
-  // One Cast per (tensor, target) where a reader computes in another type.
-  std::map<std::pair<TensorId, ElementType>, TensorId> casts;
-  auto cast_of = [&](TensorId from, ElementType to) {
-    auto [it, inserted] = casts.emplace(std::make_pair(from, to), kNone);
-    if (!inserted) return it->second;
-    Tensor out;
-    out.name = fmt::format("{}/to_{}", graph.tensor(from).name, is_half(to) ? "half" : "float32");
-    out.shape = graph.tensor(from).shape;
-    const TensorId id = graph.add_tensor(std::move(out));
-    Node cast;
-    cast.name = graph.tensor(id).name;
-    cast.op = OpKind::kCast;
-    cast.inputs = {from};
-    cast.outputs = {id};
-    cast.attrs = CastAttrs{to};
-    graph.add_node(std::move(cast));
-    ++stats.casts;
-    it->second = id;
-    return id;
-  };
-  for (size_t n = 0; n < num_nodes; ++n) {
-    const auto id = static_cast<NodeId>(n);
-    for (size_t i = 0; i < graph.node(id).inputs.size(); ++i) {
-      const TensorId in = graph.node(id).inputs[i];
-      if (in == kNone || graph.tensor(in).is_constant()) continue;
-      if (produced_type(in) != node_type[n]) graph.node(id).inputs[i] = cast_of(in, node_type[n]);
-    }
+std::string precision_names_text(bool narrow_only, std::string_view prefix) {
+  const std::vector<std::string> names = precision_names(narrow_only);
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += fmt::format("{}{}", prefix, names[i]);
   }
-  // Graph outputs in the type asked for: the output keeps its name, its
-  // producer writes a renamed tensor that a Cast reads.
-  const ElementType io = options.half_io ? options.type : ElementType::kFloat32;
-  for (TensorId& out : graph.outputs()) {
-    if (graph.tensor(out).producer == kNone || produced_type(out) == io) continue;
-    const std::string name = graph.tensor(out).name;
-    graph.tensor(out).name =
-        fmt::format("{}/{}", name, is_half(produced_type(out)) ? "half" : "float32");
-    const TensorId cast = cast_of(out, io);
-    graph.tensor(cast).name = name;
-    graph.node(graph.tensor(cast).producer).name = name;
-    // Other readers of the renamed tensor keep reading it.
-    out = cast;
-  }
-  graph.relink();
-  graph.compact(std::vector<bool>(graph.num_nodes(), false));  // re-sorts topologically
+  return text;
+}
 
-  std::unordered_map<std::string, ElementType> declared;
-  if (options.half_io) {
-    for (TensorId t : graph.inputs()) declared[graph.tensor(t).name] = options.type;
+std::string element_type_names_text() {
+  std::string text;
+  for (int i = 0; i < kNumElementTypes; ++i) {
+    if (i > 0) text += i + 1 == kNumElementTypes ? " and " : ", ";
+    text += kElementTypes[i].name;
   }
-  assign_element_types(graph, declared, source);
-  return stats;
+  return text;
+}
+
+std::optional<Precision> parse_precision(std::string_view name) {
+  for (const Precision& p : all_precisions()) {
+    if (name == p.name()) return p;
+  }
+  return std::nullopt;
+}
+
+Precision parse_precision(std::string_view name, std::string_view what) {
+  if (const auto p = parse_precision(name)) return *p;
+  user_error("{} {}: expected {}", what, quote_excerpt(std::string(name)), precision_names_text());
 }
 
 }  // namespace ios::ir

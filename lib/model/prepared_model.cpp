@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "ir/element_types.h"
-#include "ir/precision.h"
+#include "ir/half_conversion.h"
 #include "sched/schedule_io.h"
 
 namespace ios::model {
@@ -75,7 +75,7 @@ sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& r
             path);
       }
     } else {
-      ir::PrecisionOptions options;
+      ir::ConversionOptions options;
       options.type =
           request.name == "fp16" ? ir::ElementType::kFloat16 : ir::ElementType::kBFloat16;
       options.half_io = request.half_io;

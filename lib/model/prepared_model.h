@@ -19,7 +19,7 @@ namespace ios::model {
 // --half-io; docs/cli.md, *Precision*):
 //  - tf32 and fp32 run a float32 model as it is; they name the math of its
 //    convolutions and products (TF32 tensor cores allowed, or strict FP32);
-//  - fp16 and bf16 convert a float32 model (ir/precision.h), or take a model
+//  - fp16 and bf16 convert a float32 model (ir/half_conversion.h), or take a model
 //    whose file is already typed in that 16-bit type as it is. Float32
 //    regions of a half-precision graph compute in strict FP32.
 struct PrecisionRequest {

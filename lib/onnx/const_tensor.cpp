@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "ir/precision.h"
 #include "onnx/attributes.h"
 #include "onnx/element_types.h"
 
@@ -275,16 +276,16 @@ ConstTensor decode_tensor(const TensorProto& proto, const std::string& file) {
 
 std::vector<float> decode_float_weights(const TensorProto& proto, const std::string& file) {
   check_location(proto, file);
-  if (proto.data_type() == TensorProto::FLOAT16 || proto.data_type() == TensorProto::BFLOAT16) {
+  if (const auto type = ir::from_onnx_type(proto.data_type()); type && ir::is_half(*type)) {
     TensorProto widened = proto;
     widen_to_float(widened, file, "tensor");
     return decode_float_weights(widened, file);
   }
   if (proto.data_type() != TensorProto::FLOAT) {
     user_error(
-        "{}: weight '{}' has element type {}; ios runs float32, float16 and bfloat16 "
+        "{}: weight '{}' has element type {}; ios runs {} "
         "models only, re-export the model in one of them",
-        file, proto.name(), type_name(proto.data_type()));
+        file, proto.name(), type_name(proto.data_type()), ir::element_type_names_text());
   }
   const int64_t elements = proto_num_elements(proto);
   if (elements < 0) {

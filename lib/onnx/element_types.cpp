@@ -13,12 +13,22 @@ namespace {
 
 using ::onnx::TensorProto;
 
+// The element-type table's ONNX ids are TensorProto's.
+static_assert(ir::info(ir::ElementType::kFloat32).onnx_type == TensorProto::FLOAT);
+static_assert(ir::info(ir::ElementType::kFloat16).onnx_type == TensorProto::FLOAT16);
+static_assert(ir::info(ir::ElementType::kBFloat16).onnx_type == TensorProto::BFLOAT16);
+
+// A type of the table narrower than float32, which the importer stores as
+// float32 for ONNX's checker and shape inference.
 bool is_16bit(int32_t dtype) {
-  return dtype == TensorProto::FLOAT16 || dtype == TensorProto::BFLOAT16;
+  const auto type = ir::from_onnx_type(dtype);
+  return type && ir::is_half(*type);
 }
 
 ir::ElementType element_type_of(int32_t dtype) {
-  return dtype == TensorProto::FLOAT16 ? ir::ElementType::kFloat16 : ir::ElementType::kBFloat16;
+  const auto type = ir::from_onnx_type(dtype);
+  IOS_ASSERT(type.has_value(), "element type {} is not in the table", dtype);
+  return *type;
 }
 
 }  // namespace
@@ -31,28 +41,28 @@ void widen_to_float(TensorProto& t, const std::string& path, std::string_view wh
         "corrupt",
         path, where, t.name());
   }
-  std::vector<uint16_t> bits(static_cast<size_t>(count));
+  const ir::ElementType type = element_type_of(t.data_type());
+  const auto size = static_cast<size_t>(ir::bytes_of(type));
+  const auto elements = static_cast<size_t>(count);
+  std::string raw(elements * sizeof(float), '\0');
+  auto put = [&](size_t k, float v) { std::memcpy(raw.data() + k * sizeof(float), &v, sizeof v); };
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != bits.size() * 2) {
+    if (t.raw_data().size() != elements * size) {
       user_error(
           "{}: {} '{}' has {} bytes of data for {} elements of {}; the file is corrupt or "
           "truncated",
           path, where, t.name(), t.raw_data().size(), count, type_name(t.data_type()));
     }
-    std::memcpy(bits.data(), t.raw_data().data(), t.raw_data().size());
+    for (size_t k = 0; k < elements; ++k) put(k, ir::load_element(t.raw_data().data() + k * size, type));
   } else {
     if (t.int32_data_size() != count) {
       user_error("{}: {} '{}' has {} values for {} elements; the file is corrupt or truncated",
                  path, where, t.name(), t.int32_data_size(), count);
     }
-    for (int64_t k = 0; k < count; ++k)
-      bits[static_cast<size_t>(k)] = static_cast<uint16_t>(t.int32_data(static_cast<int>(k)));
-  }
-  const bool half = t.data_type() == TensorProto::FLOAT16;
-  std::string raw(bits.size() * sizeof(float), '\0');
-  for (size_t k = 0; k < bits.size(); ++k) {
-    const float v = half ? ir::half_bits_to_float(bits[k]) : ir::bfloat16_bits_to_float(bits[k]);
-    std::memcpy(raw.data() + k * sizeof(float), &v, sizeof v);
+    // ONNX keeps a narrow type's bit pattern in the low bytes of each int32.
+    const uint32_t mask = size >= 4 ? ~0u : (1u << (8 * size)) - 1u;
+    for (size_t k = 0; k < elements; ++k)
+      put(k, ir::from_bits(static_cast<uint32_t>(t.int32_data(static_cast<int>(k))) & mask, type));
   }
   t.clear_int32_data();
   t.set_raw_data(std::move(raw));

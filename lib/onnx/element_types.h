@@ -29,8 +29,9 @@ using DeclaredTypes = std::unordered_map<std::string, ir::ElementType>;
 // 16-bit data that does not decode.
 DeclaredTypes store_16bit_as_float(::onnx::ModelProto& model, const std::string& path);
 
-// A float16 or bfloat16 tensor rewritten as float32 values: raw_data holds
-// the 16-bit patterns little-endian, int32_data one pattern per entry.
+// A tensor of a type narrower than float32 (float16, bfloat16: the element
+// type table's) rewritten as float32 values: raw_data holds the bit patterns
+// little-endian, int32_data one pattern per entry.
 // Throws UserError naming `path`, `where` and the tensor when the data does
 // not match the dimensions.
 void widen_to_float(::onnx::TensorProto& t, const std::string& path, std::string_view where);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -10,6 +11,7 @@
 
 #include "core/error.h"
 #include "ir/op_info.h"
+#include "ir/precision.h"
 #include "ir/shape_inference.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
@@ -125,16 +127,9 @@ class Builder {
         if (auto it = builder_.declared_.find(node_.output(0)); it != builder_.declared_.end())
           return it->second;
       }
-      switch (attr_int(node_, std::string(name), 0)) {
-        case TensorProto::FLOAT:
-          return ir::ElementType::kFloat32;
-        case TensorProto::FLOAT16:
-          return ir::ElementType::kFloat16;
-        case TensorProto::BFLOAT16:
-          return ir::ElementType::kBFloat16;
-        default:
-          return std::nullopt;
-      }
+      const int64_t to = attr_int(node_, std::string(name), 0);
+      if (to < 0 || to > std::numeric_limits<int32_t>::max()) return std::nullopt;
+      return ir::from_onnx_type(static_cast<int32_t>(to));
     }
     bool input_is_constant(int index) const override {
       const std::string raw = input_or_empty(node_, index);
@@ -180,10 +175,10 @@ class Builder {
                                   resolve(node.input(1)) == name && init->second->data_type() != TensorProto::FLOAT;
     if (init->second->data_type() != TensorProto::FLOAT && !other_type_exponent) {
       fail(node,
-           "reads weight '{}' of type {}; ios runs float32, float16 and bfloat16 models only "
+           "reads weight '{}' of type {}; ios runs {} models only "
            "(integer tensors are "
            "allowed only in shape arithmetic), re-export the model in one of them",
-           name, type_name(init->second->data_type()));
+           name, type_name(init->second->data_type()), ir::element_type_names_text());
     }
     ir::Tensor t;
     t.name = name;

@@ -28,6 +28,7 @@
 #include "core/sha256.h"
 #include "ir/element_types.h"
 #include "ir/passes.h"
+#include "ir/precision.h"
 #include "ir/shape_inference.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
@@ -566,9 +567,9 @@ InputShapes set_input_shapes(ModelProto& model, const ImportOptions& options,
     auto& tensor_type = *input.mutable_type()->mutable_tensor_type();
     if (tensor_type.elem_type() != ::onnx::TensorProto::FLOAT) {
       user_error(
-          "{}: graph input '{}' has element type {}; ios runs float32, float16 and bfloat16 models "
+          "{}: graph input '{}' has element type {}; ios runs {} models "
           "only",
-          path, input.name(), type_name(tensor_type.elem_type()));
+          path, input.name(), type_name(tensor_type.elem_type()), ir::element_type_names_text());
     }
     ir::Shape dims;
     if (auto it = options.input_shapes.find(input.name()); it != options.input_shapes.end()) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ir/precision.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
 #include "onnx/constant_folding.h"
@@ -431,9 +432,8 @@ void check_element_types(const GraphProto& graph, const std::string& file) {
   auto check = [&](const ::onnx::ValueInfoProto& info) {
     if (info.type().has_tensor_type() && info.type().tensor_type().elem_type() > kLastIr8ElementType) {
       user_error(
-          "{}: tensor '{}' has element type {} (float8 or int4, IR 9-10); ios runs float32, "
-          "float16 and bfloat16 models only",
-          file, info.name(), info.type().tensor_type().elem_type());
+          "{}: tensor '{}' has element type {} (float8 or int4, IR 9-10); ios runs {} models only",
+          file, info.name(), info.type().tensor_type().elem_type(), ir::element_type_names_text());
     }
   };
   for (const auto& v : graph.input()) check(v);
@@ -442,9 +442,8 @@ void check_element_types(const GraphProto& graph, const std::string& file) {
   for (const NodeProto& node : graph.node()) {
     if ((node.op_type() == "Cast" || node.op_type() == "CastLike") && attr_int(node, "to", 1) > kLastIr8ElementType) {
       user_error(
-          "{}: node {}: casts to element type {} (float8 or int4, IR 9-10); ios runs float32, "
-          "float16 and bfloat16 models only",
-          file, node_label(node), attr_int(node, "to", 1));
+          "{}: node {}: casts to element type {} (float8 or int4, IR 9-10); ios runs {} models only",
+          file, node_label(node), attr_int(node, "to", 1), ir::element_type_names_text());
     }
   }
 }

@@ -21,18 +21,9 @@ namespace {
 using ::onnx::NodeProto;
 using ::onnx::TensorProto;
 
-int32_t onnx_type(ir::ElementType type) {
-  switch (type) {
-    case ir::ElementType::kFloat16:
-      return TensorProto::FLOAT16;
-    case ir::ElementType::kBFloat16:
-      return TensorProto::BFLOAT16;
-    default:
-      return TensorProto::FLOAT;
-  }
-}
+int32_t onnx_type(ir::ElementType type) { return ir::info(type).onnx_type; }
 
-// A float32 tensor's values in `type`, as raw little-endian 16-bit patterns.
+// A float32 tensor's values in `type`, as raw little-endian bit patterns of the type.
 TensorProto narrowed(const TensorProto& t, ir::ElementType type, const std::string& name,
                      const std::string& file) {
   const std::vector<float> values = decode_float_weights(t, file);
@@ -40,12 +31,9 @@ TensorProto narrowed(const TensorProto& t, ir::ElementType type, const std::stri
   out.set_name(name);
   *out.mutable_dims() = t.dims();
   out.set_data_type(onnx_type(type));
-  std::string raw(values.size() * 2, '\0');
-  for (size_t k = 0; k < values.size(); ++k) {
-    const uint16_t bits = type == ir::ElementType::kFloat16 ? ir::float_to_half_bits(values[k])
-                                                            : ir::float_to_bfloat16_bits(values[k]);
-    std::memcpy(raw.data() + 2 * k, &bits, 2);
-  }
+  const auto size = static_cast<size_t>(ir::bytes_of(type));
+  std::string raw(values.size() * size, '\0');
+  for (size_t k = 0; k < values.size(); ++k) ir::store_element(raw.data() + size * k, values[k], type);
   out.set_raw_data(std::move(raw));
   return out;
 }

@@ -9,7 +9,7 @@
 namespace ios::onnx {
 
 // Writes the model file `source` (which ios imported into `graph` and
-// converted, ir/precision.h) to `out` with the element types ios runs:
+// converted, ir/half_conversion.h) to `out` with the element types ios runs:
 //  - every tensor the IR keeps has its IR type; each node computes in the
 //    type of the tensor the IR has for its output, with a Cast on every
 //    input of another type (named as ios names its Casts:

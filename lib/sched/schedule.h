@@ -127,8 +127,8 @@ struct PrecisionInfo {
   bool converted = false;              // ios converted a float32 model; else the file's own types
   bool half_io = false;                // converted with inputs and outputs in the 16-bit type
   std::vector<std::string> keep_fp32;  // converted with these nodes or operator types kept float32
-  std::array<int64_t, 3> tensors{0, 0,
-                                 0};  // tensors of the graph by type: float32, float16, bfloat16
+  // Tensors of the graph by type, in ElementType order (float32, float16, bfloat16).
+  std::array<int64_t, ir::kNumElementTypes> tensors{};
 
   bool is_half() const { return name == "fp16" || name == "bf16"; }
   // Whether two records describe the same graph (tf32 and fp32 do: they

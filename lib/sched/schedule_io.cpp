@@ -146,10 +146,10 @@ PrecisionInfo read_precision(const Reader& r) {
     r.fail(r.join("name"), "\"fp16\" or \"bf16\" for a converted graph");
   }
   const Reader tensors = r.object("tensors");
-  const char* names[] = {"float32", "float16", "bfloat16"};
-  for (size_t k = 0; k < p.tensors.size(); ++k) {
-    p.tensors[k] = tensors.integer(names[k]);
-    if (p.tensors[k] < 0) tensors.fail(tensors.join(names[k]), "a tensor count (an integer >= 0)");
+  for (const ir::ElementTypeInfo& t : ir::kElementTypes) {
+    int64_t& count = p.tensors[static_cast<size_t>(t.type)];
+    count = tensors.integer(t.name);
+    if (count < 0) tensors.fail(tensors.join(t.name), "a tensor count (an integer >= 0)");
   }
   return p;
 }
@@ -197,12 +197,13 @@ MemoryInfo read_memory(const Reader& memory) {
 }  // namespace
 
 nlohmann::json precision_to_json(const PrecisionInfo& p) {
+  json tensors = json::object();
+  for (const ir::ElementTypeInfo& t : ir::kElementTypes) tensors[t.name] = p.tensors[static_cast<size_t>(t.type)];
   return {{"name", p.name},
           {"source", p.converted ? "converted" : "model"},
           {"io", p.half_io ? "half" : "float32"},
           {"keep_fp32", p.keep_fp32},
-          {"tensors",
-           {{"float32", p.tensors[0]}, {"float16", p.tensors[1]}, {"bfloat16", p.tensors[2]}}}};
+          {"tensors", tensors}};
 }
 
 json memory_to_json(const MemoryInfo& m) {

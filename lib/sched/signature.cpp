@@ -57,16 +57,7 @@ std::string attrs_text(const ir::Attrs& attrs) {
 // stay valid, and a 16-bit stage never shares a key with its float32 twin.
 std::string tensor_text(const ir::Tensor& tensor) {
   std::string out = ir::to_string(tensor.shape);
-  switch (tensor.type) {
-    case ir::ElementType::kFloat32:
-      break;
-    case ir::ElementType::kFloat16:
-      out += ":fp16";
-      break;
-    case ir::ElementType::kBFloat16:
-      out += ":bf16";
-      break;
-  }
+  if (ir::is_half(tensor.type)) out += std::string(":") + ir::short_name(tensor.type);
   return out;
 }
 

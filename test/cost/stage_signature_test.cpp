@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/precision.h"
+#include "ir/half_conversion.h"
 #include "ir/shape_inference.h"
 #include "sched/signature.h"
 #include "sched/unit_graph.h"

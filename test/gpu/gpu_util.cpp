@@ -8,7 +8,7 @@
 
 #include "cpu/executor.h"
 #include "cpu/reference.h"
-#include "ir/precision.h"
+#include "ir/half_conversion.h"
 
 namespace ios::gputest {
 
@@ -143,7 +143,7 @@ HalfMismatches half_mismatches(const exec::HostTensor& actual, const exec::HostT
 void check_half_against_executor(const ir::Graph& graph, const std::string& what) {
   for (const ir::ElementType type : {ir::ElementType::kFloat16, ir::ElementType::kBFloat16}) {
     ir::Graph g = graph;
-    ir::PrecisionOptions options;
+    ir::ConversionOptions options;
     options.type = type;
     options.half_io = true;
     ir::convert_to_half(g, options, what);

@@ -17,7 +17,7 @@
 #include "cuda/engine.h"
 #include "cuda/measured.h"
 #include "gpu_util.h"
-#include "ir/precision.h"
+#include "ir/half_conversion.h"
 
 #ifdef IOS_HAVE_CUDA
 #include "cuda/conv.h"
@@ -408,7 +408,7 @@ TEST_CASE("a graph converted to float16 lowers to typed buffers and typed kernel
     const auto x = b.input("x", {2, 8, 6, 6});
     const auto c = b.conv("c", x, 16, 3, 1, {1, 1, 1, 1});
     b.output(b.node(OpKind::kRelu, "y", {c}));
-    ir::PrecisionOptions precision;
+    ir::ConversionOptions precision;
     precision.type = type;
     const ir::ConversionStats stats = ir::convert_to_half(b.graph(), precision, "test");
     CHECK(stats.casts == 2);
@@ -666,7 +666,7 @@ TEST_CASE(
     b.output(b.node(OpKind::kGlobalAveragePool, "v_gap", {v}));
     ir::Graph g = std::move(b.graph());
     if (type != ir::ElementType::kFloat32) {
-      ir::PrecisionOptions options;
+      ir::ConversionOptions options;
       options.type = type;
       options.half_io = true;
       ir::convert_to_half(g, options, "pools");

@@ -24,7 +24,7 @@
 #include "cuda/program.h"
 #endif
 #include "gpu_util.h"
-#include "ir/precision.h"
+#include "ir/half_conversion.h"
 #include "onnx/importer.h"
 #include "sched/scheduler.h"
 #include "sched/validate.h"
@@ -107,7 +107,7 @@ void check_half_model(const ShippedModel& shipped, const AccuracyData& data, ir:
   onnx::ImportOptions import;
   import.batch = shipped.import_batch(1);
   onnx::ImportedModel model = onnx::import_model(shipped.file.string(), import);
-  ir::PrecisionOptions precision;
+  ir::ConversionOptions precision;
   precision.type = type;
   ir::convert_to_half(model.graph, precision, shipped.file.string());
   const sched::UnitGraph units = sched::UnitGraph::form(model.graph);
@@ -223,7 +223,7 @@ TEST_CASE("shipped models converted to float16 and bfloat16 lower with typed buf
     for (const ir::ElementType type : {ir::ElementType::kFloat16, ir::ElementType::kBFloat16}) {
       INFO(ir::type_name(type));
       onnx::ImportedModel model = onnx::import_model(shipped.file.string(), import);
-      ir::PrecisionOptions precision;
+      ir::ConversionOptions precision;
       precision.type = type;
       ir::convert_to_half(model.graph, precision, shipped.file.string());
       const sched::UnitGraph units = sched::UnitGraph::form(model.graph);

@@ -16,7 +16,7 @@
 #include "ir/elementwise.h"
 #include "cpu/executor.h"
 #include "ir/op_info.h"
-#include "ir/precision.h"
+#include "ir/half_conversion.h"
 #include "op_suite.h"
 
 #ifdef IOS_HAVE_CUDA
@@ -43,7 +43,7 @@ bool all_float32(const ir::Graph& g) {
 ir::Graph converted(const optest::OpCase& c, ir::ElementType type) {
   ir::Graph g = c.graph;
   if (!all_float32(g)) return g;
-  ir::PrecisionOptions options;
+  ir::ConversionOptions options;
   options.type = type;
   options.half_io = true;
   ir::convert_to_half(g, options, c.name);

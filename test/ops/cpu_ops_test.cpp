@@ -11,8 +11,8 @@
 #include "cpu/kernels.h"
 #include "exec/plan.h"
 #include "ir/element_type.h"
+#include "ir/half_conversion.h"
 #include "ir/op_info.h"
-#include "ir/precision.h"
 #include "op_suite.h"
 #include "sched/unit_graph.h"
 
@@ -69,7 +69,7 @@ TEST_CASE("the operator suite on the CPU backend at float16 and bfloat16 against
       // float32 (the list test/ir/precision_test.cpp pins) stay float32 and
       // are checked above.
       if (c.op == ir::OpKind::kCast || kKeptFloat32.count(c.op) != 0) continue;
-      ir::PrecisionOptions options;
+      ir::ConversionOptions options;
       options.type = type;
       options.half_io = true;
       ir::convert_to_half(c.graph, options, c.name);
@@ -114,7 +114,7 @@ TEST_CASE("Exp at float16 and bfloat16 stays float32: e^|x| beyond 65504 without
     node(ir::OpKind::kAbs, "abs", in, a);
     node(ir::OpKind::kExp, "exp", a, y);
     g.outputs().push_back(y);
-    ir::PrecisionOptions options;
+    ir::ConversionOptions options;
     options.type = type;  // float32 inputs and outputs
     ir::convert_to_half(g, options, "exp.onnx");
     int half_nodes = 0;
