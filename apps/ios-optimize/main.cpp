@@ -133,11 +133,11 @@ int main(int argc, char** argv) {
                  "scheduler may use on the contenders the simulator ranks; all = measure every "
                  "stage considered")
       ->capture_default_str();
-  app.add_option("--precision", options.precision,
-                 "tf32 or fp32: a float32 model's convolution and matrix-product math (default "
-                 "tf32); fp16 or bf16: "
-                 "convert a float32 model to half precision (default for a model typed in one)")
-      ->check(CLI::IsMember({"tf32", "fp32", "fp16", "bf16"}));
+  ios::cli::add_precision_option(
+      app, options.precision,
+      "tf32 or fp32: a float32 model's convolution and matrix-product math (default "
+      "tf32); fp16 or bf16: "
+      "convert a float32 model to half precision (default for a model typed in one)");
   app.add_option("--keep-fp32", options.keep_fp32,
                  "with --precision fp16|bf16: node names or operator types kept in float32 "
                  "(comma-separated)")

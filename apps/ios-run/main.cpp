@@ -84,7 +84,7 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
       {&ios::exec::BackendTraits::traces, "--trace"}};
   // fp16 and bf16 choose the graph every backend runs; tf32 and fp32 only
   // a float32 graph's math, which the CPU reference does not have.
-  const bool half_precision = o.precision == "fp16" || o.precision == "bf16";
+  const bool half_precision = o.precision && o.precision->is_half();
   for (const auto& [trait, option] : uses) {
     if (backend.traits.*trait) continue;
     if (half_precision && std::string_view(option) == "--precision") continue;
@@ -151,13 +151,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-cuda-graph", no_graph, "plain launches instead of a captured CUDA graph (--launch plain)")
       ->excludes("--launch");
-  app.add_option("--precision", o.precision,
-                 "the precision each schedule records (default; tf32 without one); tf32 or fp32: a "
-                 "float32 graph's "
-                 "convolution and matrix-product math; fp16 or bf16 must match a half-precision "
-                 "schedule (or "
-                 "--retarget it to the other 16-bit type)")
-      ->check(CLI::IsMember({"tf32", "fp32", "fp16", "bf16"}));
+  ios::cli::add_precision_option(
+      app, o.precision,
+      "the precision each schedule records (default; tf32 without one); tf32 or fp32: a "
+      "float32 graph's "
+      "convolution and matrix-product math; fp16 or bf16 must match a half-precision "
+      "schedule (or "
+      "--retarget it to the other 16-bit type)");
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("-v,--verbose", o.verbose, "print the effective options and plan details");
   app.add_flag("-q,--quiet", o.quiet, "print errors and the final verdict only");

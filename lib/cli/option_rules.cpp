@@ -45,4 +45,14 @@ void reject_empty_paths(const CLI::App& app, const std::vector<std::string>& opt
   }
 }
 
+CLI::Option* add_precision_option(CLI::App& app, std::optional<ir::Precision>& precision,
+                                  const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          "--precision", [&precision](const std::string& name) { precision = ir::parse_precision(name, "--precision"); },
+          help)
+      ->type_name("TEXT")
+      ->check(CLI::IsMember(ir::precision_names()));
+}
+
 }  // namespace ios::cli

@@ -4,9 +4,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "ir/precision.h"
 
 namespace ios::cli {
 
@@ -28,6 +31,12 @@ void reject_empty_paths(const CLI::App& app, const std::vector<std::string>& opt
 // comparison lets through, so CLI::Range accepts it) and infinities: "--X nan"
 // would otherwise pass the range check and change the result.
 CLI::Validator finite_range(double min, double max);
+
+// --precision NAME, parsed once into `precision` (ir/precision.h): the names
+// the help shows and the parser accepts are ir::precision_names(), which bash
+// completion reads back from --help.
+CLI::Option* add_precision_option(CLI::App& app, std::optional<ir::Precision>& precision,
+                                  const std::string& help);
 
 // True when `option` appeared on the command line.
 bool given(const CLI::App& app, const std::string& option);

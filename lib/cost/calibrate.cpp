@@ -123,7 +123,7 @@ std::vector<double> nelder_mead(F&& f, std::vector<double> x0, double step, int 
 // a product of a 16-bit type runs on its type's tensor cores.
 bool fits_tensor_cores(const SimulatedCostModel& model) {
   const DeviceProfile& p = model.profile();
-  if (model.options().precision == Precision::kTf32 && p.peak_tf32_tflops > 0.0) return true;
+  if (model.options().math == ir::MathMode::kTf32 && p.peak_tf32_tflops > 0.0) return true;
   for (sched::UnitId u = 0; u < model.graph().size(); ++u) {
     for (const KernelWork& k : model.work(u).kernels) {
       if (k.matmul_like && ir::is_half(k.type) && tensor_core_peak_tflops(p, k.type) > 0.0) {
@@ -150,7 +150,7 @@ std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph,
 }
 
 DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
-                          const std::vector<sched::Stage>& candidates, Precision precision,
+                          const std::vector<sched::Stage>& candidates, ir::MathMode math,
                           int64_t batch) {
   std::unordered_map<std::string, size_t> candidate;  // signature -> index in `candidates`
   for (size_t i = 0; i < candidates.size(); ++i)
@@ -163,7 +163,7 @@ DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
   std::map<Device, std::vector<StageSample>> by_device;
   size_t kept = 0;
   db.for_each_entry(
-      precision_name(precision), batch, [&](const ProfileKey& key, const ProfileEntry& entry) {
+      math, batch, [&](const ProfileKey& key, const ProfileEntry& entry) {
         // The simulator is fitted to stages timed as CUDA graphs (the
         // launch mode its knobs other than the host's describe).
         if (key.launch != "graph") return;

@@ -26,14 +26,14 @@ std::vector<sched::Stage> candidate_stages(const sched::UnitGraph& graph,
                                            const DeviceProfile& profile,
                                            const SimulatedOptions& options);
 
-// The candidates found in `db` at this precision and batch, for the one
+// The candidates found in `db` at this math mode and batch, for the one
 // measured device (device, driver, cuDNN) with the most of them.
 struct DbSamples {
   std::string device;  // "NAME (driver D, cuDNN C)"; empty when nothing matched
   std::vector<StageSample> samples;
 };
 DbSamples samples_from_db(const sched::UnitGraph& graph, const ProfileDb& db,
-                          const std::vector<sched::Stage>& candidates, Precision precision,
+                          const std::vector<sched::Stage>& candidates, ir::MathMode math,
                           int64_t batch);
 
 // One model's measured stages: its unit graph (which must outlive the

@@ -414,14 +414,14 @@ std::vector<std::pair<ProfileKey, ProfileEntry>> ProfileDb::entries() const {
 }
 
 void ProfileDb::for_each_entry(
-    std::string_view precision, int64_t batch,
+    ir::MathMode math, int64_t batch,
     const std::function<void(const ProfileKey&, const ProfileEntry&)>& visit) const {
   IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
   Statement q(db_,
               "SELECT device, driver, cudnn, precision, batch, launch, signature, latency_ms, "
               "repetitions, measured_at FROM stage_latency WHERE precision = ?1 AND batch = ?2");
   if (!q.ok()) fail("preparing a listing");
-  q.bind(1, std::string(precision));
+  q.bind(1, std::string(ir::math_mode_name(math)));
   q.bind(2, batch);
   int rc = SQLITE_ROW;
   while ((rc = q.step()) == SQLITE_ROW) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/precision.h"
 #include "sched/schedule.h"
 #include "sched/unit_graph.h"
 
@@ -28,7 +29,7 @@ struct ProfileKey {
   std::string device;     // e.g. "NVIDIA H100 80GB HBM3"
   std::string driver;     // e.g. "570.86.15"
   std::string cudnn;      // e.g. "9.19.0"
-  std::string precision;  // "fp32" / "tf32"
+  std::string precision;  // the math mode: "fp32" / "tf32" (ir::math_mode_name)
   int64_t batch = 1;
   std::string signature;  // sched::stage_signature()
   // How the stage was timed (sched::kLaunchModes): "graph", "plain" or
@@ -93,10 +94,10 @@ class ProfileDb {
   int64_t count() const;
   // Every entry, ordered by key.
   std::vector<std::pair<ProfileKey, ProfileEntry>> entries() const;
-  // Calls `visit` for each entry at `precision` and `batch` (every launch mode), one row at a
+  // Calls `visit` for each entry at `math` and `batch` (every launch mode), one row at a
   // time (calibration reads these without holding the whole file in memory).
   void for_each_entry(
-      std::string_view precision, int64_t batch,
+      ir::MathMode math, int64_t batch,
       const std::function<void(const ProfileKey&, const ProfileEntry&)>& visit) const;
   void clear();
 

@@ -8,16 +8,6 @@
 
 namespace ios::cost {
 
-std::string_view precision_name(Precision precision) {
-  switch (precision) {
-    case Precision::kFp32:
-      return "fp32";
-    case Precision::kTf32:
-      return "tf32";
-  }
-  return "?";
-}
-
 std::string launch_name(const SimulatedOptions& options) {
   if (options.launch == sim::LaunchMode::kGraph) return "graph";
   return options.join == exec::StageJoin::kDeviceSync ? "synced" : "plain";
@@ -90,7 +80,7 @@ sim::KernelCost SimulatedCostModel::time_kernel(const KernelWork& k) const {
   const bool half = ir::is_half(k.type);
   const double tensor_peak_tflops = tensor_core_peak_tflops(p, k.type);
   const bool tensor_cores =
-      k.matmul_like && tensor_peak_tflops > 0.0 && (half || options_.precision == Precision::kTf32);
+      k.matmul_like && tensor_peak_tflops > 0.0 && (half || options_.math == ir::MathMode::kTf32);
   double peak_flops_per_us = tensor_cores ? tensor_peak_tflops * 1e6 * p.tensor_core_efficiency
                                           : p.peak_fp32_tflops * 1e6 * p.compute_efficiency;
   // Per-shape efficiency of the library's convolution kernels (FP32 ones:

@@ -13,19 +13,17 @@
 #include "cost/device_profile.h"
 #include "cost/unit_work.h"
 #include "exec/plan.h"
+#include "ir/precision.h"
 #include "sched/cost_model.h"
 #include "sim/simulator.h"
 
 namespace ios::cost {
 
-// Math used by float32 convolutions and GEMMs (element-wise work is always
-// FP32). Products of float16 or bfloat16 tensors always run on their type's
-// tensor cores where the device has them, whatever this says.
-enum class Precision { kFp32, kTf32 };
-std::string_view precision_name(Precision precision);  // "fp32" / "tf32"
-
 struct SimulatedOptions {
-  Precision precision = Precision::kFp32;
+  // Math used by float32 convolutions and GEMMs (element-wise work is always
+  // FP32). Products of float16 or bfloat16 tensors always run on their type's
+  // tensor cores where the device has them, whatever this says.
+  ir::MathMode math = ir::MathMode::kFp32;
   // How the plans run: a captured CUDA graph, or plain launches from one
   // host thread (ios-run --no-cuda-graph; ios-optimize --launch plain).
   sim::LaunchMode launch = sim::LaunchMode::kGraph;

@@ -28,7 +28,7 @@ struct KernelWork {
   bool matmul_like = false;    // Conv with group 1, Gemm, MatMul: may use tensor cores
   // The element type of the main node's output: a matmul-like kernel of a
   // 16-bit type runs on that type's tensor cores whatever the precision
-  // (float32 ones follow cost::Precision).
+  // (float32 ones follow the math mode, ir::MathMode).
   ir::ElementType type = ir::ElementType::kFloat32;
   // Convolution shapes libraries treat apart (DeviceProfile's per-shape knobs):
   bool winograd = false;    // 3x3, stride 1, dilation 1, group 1: cuDNN's Winograd kernels apply

@@ -142,8 +142,8 @@ std::string device_key(int ordinal) {
   return fmt::format("{}|{}.{}|{}", prop.name, prop.major, prop.minor, uuid);
 }
 
-Context::Context(int ordinal, Precision precision, size_t workspace_limit)
-    : ordinal_(ordinal), precision_(precision), workspace_limit_(workspace_limit) {
+Context::Context(int ordinal, ir::MathMode math, size_t workspace_limit)
+    : ordinal_(ordinal), math_(math), workspace_limit_(workspace_limit) {
   device_ = init_device(ordinal);
   key_ = device_key(ordinal);
   ensure_streams(1);

@@ -21,14 +21,14 @@ std::string device_key(int ordinal);
 
 class Context {
  public:
-  Context(int ordinal, Precision precision, size_t workspace_limit);
+  Context(int ordinal, ir::MathMode math, size_t workspace_limit);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
   int ordinal() const { return ordinal_; }
   const DeviceSummary& device() const { return device_; }
   const std::string& key() const { return key_; }
-  Precision precision() const { return precision_; }
+  ir::MathMode math() const { return math_; }
   size_t workspace_limit() const { return workspace_limit_; }
 
   // Streams [0, n) exist afterwards (each with its cuDNN handle).
@@ -54,7 +54,7 @@ class Context {
 
  private:
   int ordinal_ = 0;
-  Precision precision_ = Precision::kTf32;
+  ir::MathMode math_ = ir::MathMode::kTf32;
   size_t workspace_limit_ = 0;
   DeviceSummary device_;
   std::string key_;

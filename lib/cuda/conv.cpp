@@ -244,8 +244,8 @@ kernels::EwParams conv_epilogue(const ConvShape& s, void* y, int64_t y_batch_str
 ConvChoice choose_conv(Context& ctx, const ConvShape& shape, const std::string& label) {
   // Strict FP32 (no tensor cores) applies to float32 tensors only: a 16-bit
   // convolution runs on tensor cores, accumulating in float.
-  const bool fp32 = ctx.precision() == Precision::kFp32 && shape.type == ir::ElementType::kFloat32;
-  const std::string key = fmt::format("{}|{}|{}|{}", ctx.key(), precision_name(ctx.precision()),
+  const bool fp32 = ctx.math() == ir::MathMode::kFp32 && shape.type == ir::ElementType::kFloat32;
+  const std::string key = fmt::format("{}|{}|{}|{}", ctx.key(), ir::math_mode_name(ctx.math()),
                                       ctx.workspace_limit(), shape.key());
   {
     std::lock_guard<std::mutex> lock(cache_mutex);
@@ -458,8 +458,8 @@ ConvTransposeChoice choose_conv_transpose(Context& ctx, const ConvTransposeShape
                                           const std::string& label) {
   // As for forward convolutions: strict FP32 is the math of float32 tensors
   // only; 16-bit ones run on tensor cores.
-  const bool fp32 = ctx.precision() == Precision::kFp32 && shape.type == ir::ElementType::kFloat32;
-  const std::string key = fmt::format("{}|{}|{}|{}", ctx.key(), precision_name(ctx.precision()),
+  const bool fp32 = ctx.math() == ir::MathMode::kFp32 && shape.type == ir::ElementType::kFloat32;
+  const std::string key = fmt::format("{}|{}|{}|{}", ctx.key(), ir::math_mode_name(ctx.math()),
                                       ctx.workspace_limit(), shape.key());
   {
     std::lock_guard<std::mutex> lock(cache_mutex);

@@ -59,14 +59,14 @@ class CudaBackend : public exec::Backend {
     }
     device_name_ = device->name;
     engine_options_.cuda_graph = options.launch == "graph";
-    engine_options_.precision = parse_precision(options.precision);
+    engine_options_.math = options.precision.math();
   }
   std::string device_name() const override { return device_name_; }
   std::string schedule_device_name() const override { return device_name_; }
   // cuDNN picks algorithms per launch shape, and TF32 rounds inputs to 10
   // bits: schedules differ from the sequential one beyond float32 noise.
   exec::Tolerance default_tolerance() const override {
-    const double tolerance = precision_ == "fp32" ? 1e-3 : 5e-2;
+    const double tolerance = precision_ == ir::Precision::float32(ir::MathMode::kFp32) ? 1e-3 : 5e-2;
     return {tolerance, tolerance};
   }
   std::unique_ptr<exec::Session> open(const exec::ExecPlan& plan) override {
@@ -75,7 +75,7 @@ class CudaBackend : public exec::Backend {
 
  private:
   const sched::UnitGraph& units_;
-  std::string precision_;
+  ir::Precision precision_;
   std::string device_name_;
   EngineOptions engine_options_;
 };

@@ -42,7 +42,7 @@ class PinnedBuffer {
 
 struct Engine::Impl {
   Impl(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
-      : ctx(options.device, options.precision, options.workspace_limit_bytes) {
+      : ctx(options.device, options.math, options.workspace_limit_bytes) {
     Program program = lower_program(graph, plan);
     RuntimeMemory memory;
     if (options.weights_from != nullptr) memory.weights_from = options.weights_from->impl_->runtime.get();
@@ -65,7 +65,7 @@ struct Engine::Impl {
     info.arena_unshared_bytes = s.arena_unshared_bytes;
     info.workspace_bytes = s.workspace_bytes;
     info.cuda_graph = runtime->uses_graph();
-    info.precision = options.precision;
+    info.math = options.math;
     info.device = ctx.device().name;
     for (int i = 0; i <= kTimingQueueDepth; ++i) marks.push_back(make_event(true));
     enter = make_event();

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "exec/plan.h"
 #include "exec/trace.h"
+#include "ir/precision.h"
 #include "sched/unit_graph.h"
 
 namespace ios::cuda {
@@ -68,27 +69,12 @@ inline DeviceState classify_device(int device_count, bool kernel_driver_present,
   return DeviceState::kAbsent;  // no device and no driver
 }
 
-// Convolutions and matrix products (cuBLASLt) may use TF32 tensor cores
-// (kTf32, the default) or must use strict FP32 kernels (kFp32). Every other
-// operator is FP32 either way.
-// Inline: the CUDA build and lib/cuda_stub share them.
-enum class Precision { kTf32, kFp32 };
-
-// "tf32" / "fp32"
-inline std::string_view precision_name(Precision precision) {
-  return precision == Precision::kFp32 ? "fp32" : "tf32";
-}
-
-// UserError on anything else. fp16 and bf16 name a half-precision graph,
-// whose float32 regions compute in strict FP32.
-inline Precision parse_precision(std::string_view text) {
-  if (text == "tf32") return Precision::kTf32;
-  if (text == "fp32" || text == "fp16" || text == "bf16") return Precision::kFp32;
-  user_error("unknown precision '{}': use tf32 (TF32 tensor cores allowed on convolutions), fp32, fp16 or bf16", text);
-}
-
 struct EngineOptions {
-  Precision precision = Precision::kTf32;
+  // Float32 convolutions and matrix products (cuBLASLt) may use TF32 tensor
+  // cores (kTf32, the default) or must use strict FP32 kernels (kFp32); every
+  // other float32 operator is FP32 either way (ir::Precision::math: a
+  // half-precision graph's float32 regions compute in strict FP32).
+  ir::MathMode math = ir::MathMode::kTf32;
   bool cuda_graph = true;  // capture the plan once and replay it; false: plain launches
   int device = 0;
   // Upper bound on the workspace one convolution (cuDNN) or matrix product
@@ -120,7 +106,7 @@ struct EngineInfo {
   size_t arena_unshared_bytes = 0; // what they would take without reuse
   size_t workspace_bytes = 0;      // cuDNN and cuBLASLt workspaces, all streams
   bool cuda_graph = true;
-  Precision precision = Precision::kTf32;
+  ir::MathMode math = ir::MathMode::kTf32;
   std::string device;
 };
 

@@ -180,7 +180,7 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
                        uint32_t align_c, uint32_t align_y, const std::string& label) {
   GemmChoice choice;
   choice.plan = plan_gemm(p);
-  choice.tf32 = ctx.precision() == Precision::kTf32;
+  choice.tf32 = ctx.math() == ir::MathMode::kTf32;
   choice.align_a = align_a, choice.align_b = align_b, choice.align_c = align_c, choice.align_y = align_y;
   if (choice.plan.bias && align_c < 16) {
     // cuBLASLt's epilogue reads the bias vectorised: a bias that is not a
@@ -197,7 +197,7 @@ GemmChoice choose_gemm(Context& ctx, const kernels::GemmParams& p, uint32_t alig
     logger("cuda")->debug("product '{}' runs on the own kernel: {}", label, choice.plan.own_reason);
     return choice;
   }
-  const std::string key = fmt::format("{}|{}|{}|{}|{},{},{},{}", ctx.key(), precision_name(ctx.precision()),
+  const std::string key = fmt::format("{}|{}|{}|{}|{},{},{},{}", ctx.key(), ir::math_mode_name(ctx.math()),
                                       ctx.workspace_limit(), plan_key(p), align_a, align_b, align_c, align_y);
   choice.handle = ctx.cublaslt();
   {

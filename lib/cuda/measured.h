@@ -45,7 +45,7 @@ struct MeasureProgress {
 
 struct MeasuredOptions {
   std::string db_path;  // empty: cost::ProfileDb::default_path()
-  Precision precision = Precision::kTf32;
+  ir::MathMode math = ir::MathMode::kTf32;  // float32 convolutions and products
   int device = 0;
   size_t workspace_limit_bytes = size_t{256} << 20;
   // How the schedule will run (one of sched::kLaunchModes): "graph",

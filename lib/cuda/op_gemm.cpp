@@ -42,9 +42,9 @@ class CublasGemmGpuOp final : public GpuOp {
   }
   std::string describe() const override {
     return fmt::format("cublasLt gemm {}x{}x{} (batch {}; {}{}, ws {} KiB)", p_.m, p_.n, p_.k, p_.batch,
-                       p_.type != ir::ElementType::kFloat32 ? ir::type_name(p_.type)
-                       : choice_.tf32                       ? "tf32"
-                                                            : "fp32",
+                       ir::is_half(p_.type)
+                           ? ir::type_name(p_.type)
+                           : ir::math_mode_name(choice_.tf32 ? ir::MathMode::kTf32 : ir::MathMode::kFp32),
                        choice_.plan.bias ? ", bias epilogue" : "",
                        choice_.workspace / 1024);
   }

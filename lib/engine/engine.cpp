@@ -17,6 +17,7 @@
 #include "exec/plan.h"
 #include "ios/engine.h"
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "model/prepared_model.h"
 #include "sched/schedule.h"
 
@@ -226,12 +227,15 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
                                            options.launch) == sched::kLaunchModes.end()) {
     user_error("launch '{}': expected graph, plain or synced", options.launch);
   }
-  if (!options.precision.empty()) (void)cuda::parse_precision(options.precision);
+  // The API takes the precision by name; parsed here, once.
+  const std::optional<ir::Precision> asked =
+      options.precision.empty() ? std::nullopt
+                                : std::optional(ir::parse_precision(options.precision, "precision"));
   if (options.threads < 0)
     user_error("threads {}: expected 0 (all cores) or more", options.threads);
 
   const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
-                                     options.force, options.precision,     options.retarget};
+                                     options.force, asked,                 options.retarget};
   const std::string source = document != nullptr ? document->source : std::string();
   e.prepared = engine::import_for_schedule(model_path, request,
                                            document ? &document->document : nullptr, source);
@@ -253,10 +257,9 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
     e.outputs.push_back({graph.tensor(t).name, graph.tensor(t).shape, DataType::kFloat32});
   }
 
-  const std::string precision =
-      options.precision.empty() ? e.prepared->precision.name : options.precision;
+  const ir::Precision precision = asked.value_or(e.prepared->precision.value);
   if (e.entry->name == "cuda") {
-    e.cuda_options.precision = cuda::parse_precision(precision);
+    e.cuda_options.math = precision.math();
     e.cuda_options.cuda_graph = e.launch == "graph";
     e.weights = std::make_unique<cuda::Engine>(*e.prepared->units, e.plan, e.cuda_options);
     e.cuda_options.weights_from = e.weights.get();

@@ -44,8 +44,9 @@ ScheduleHeader peek_header(const nlohmann::json& document) {
 }
 
 std::string describe(const sched::PrecisionInfo& p) {
-  if (!p.is_half()) return p.name + " (a float32 graph)";
-  std::string text = p.name + (p.converted ? " (converted by ios" : " (the model's own types");
+  const std::string name = p.name();
+  if (!p.is_half()) return name + " (a float32 graph)";
+  std::string text = name + (p.converted ? " (converted by ios" : " (the model's own types");
   if (p.half_io) text += ", half-precision inputs and outputs";
   if (!p.keep_fp32.empty()) text += fmt::format(", --keep-fp32 {}", fmt::join(p.keep_fp32, ","));
   return text + ")";
@@ -57,22 +58,22 @@ std::string describe(const sched::PrecisionInfo& p) {
 model::PrecisionRequest precision_for(const sched::PrecisionInfo& recorded,
                                       const ShapeRequest& request, const std::string& path) {
   model::PrecisionRequest as_made{
-      recorded.converted || !recorded.is_half() ? recorded.name : std::string(), recorded.half_io,
-      recorded.keep_fp32};
-  if (request.precision.empty() || request.precision == recorded.name) return as_made;
-  const bool half = request.precision == "fp16" || request.precision == "bf16";
-  if (!half && !recorded.is_half()) return {request.precision, false, {}};
-  if (half && recorded.is_half() && recorded.converted && request.retarget) {
-    return {request.precision, recorded.half_io, recorded.keep_fp32};
+      recorded.converted || !recorded.is_half() ? std::optional(recorded.value) : std::nullopt,
+      recorded.half_io, recorded.keep_fp32};
+  if (!request.precision || *request.precision == recorded.value) return as_made;
+  const ir::Precision asked = *request.precision;
+  if (!asked.is_half() && !recorded.is_half()) return {asked, false, {}};
+  if (asked.is_half() && recorded.is_half() && recorded.converted && request.retarget) {
+    return {asked, recorded.half_io, recorded.keep_fp32};
   }
   user_error(
       "{}: the schedule was made for precision {} and --precision {} computes another graph; drop "
       "--precision to run it as made{}",
-      path, describe(recorded), request.precision,
-      half && recorded.is_half() && recorded.converted
-          ? fmt::format(", or pass --retarget to run its units at {}", request.precision)
+      path, describe(recorded), asked.name(),
+      asked.is_half() && recorded.is_half() && recorded.converted
+          ? fmt::format(", or pass --retarget to run its units at {}", asked.name())
           : fmt::format(", or make a schedule for {} with ios-optimize --precision {}",
-                        request.precision, request.precision));
+                        asked.name(), asked.name()));
 }
 
 }  // namespace

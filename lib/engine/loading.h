@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/plan.h"
+#include "ir/precision.h"
 #include "model/prepared_model.h"
 #include "sched/schedule.h"
 
@@ -26,11 +28,11 @@ struct ShapeRequest {
   bool rewrite_batch = false;
   std::vector<std::string> input_shapes;
   bool force = false;  // accept a schedule made for another model file
-  // --precision: empty runs each schedule at the precision it records;
+  // --precision: none runs each schedule at the precision it records;
   // tf32 and fp32 change only a float32 graph's math; fp16 and bf16 must
   // match a half-precision schedule's type unless `retarget` (the same units
   // in the other 16-bit type).
-  std::string precision;
+  std::optional<ir::Precision> precision;
   bool retarget = false;
 };
 

@@ -12,6 +12,7 @@
 #include "core/json_limits.h"
 #include "engine/schedule_impl.h"
 #include "ios/engine.h"
+#include "ir/precision.h"
 #include "optimize/optimize_report.h"
 #include "optimize/optimizer.h"
 #include "sched/schedule.h"
@@ -43,7 +44,9 @@ optimize::OptimizeOptions pipeline_options(const std::string& model_path,
   p.device_profile_given = o.device_profile.has_value();
   p.profile_db = o.profile_db;
   if (!o.profile_budget.empty()) p.profile_budget = o.profile_budget;
-  p.precision = o.precision;
+  // The API takes the precision by name, as the command line does; parsed
+  // here, once.
+  if (!o.precision.empty()) p.precision = ir::parse_precision(o.precision, "precision");
   p.keep_fp32 = o.keep_fp32;
   p.half_io = o.half_io;
   p.max_block_units = o.max_block_units;
@@ -71,7 +74,6 @@ void check_options(const optimize::OptimizeOptions& p) {
     }
   };
   member("cost", p.cost, {"auto", "simulated", "measured"});
-  if (!p.precision.empty()) member("precision", p.precision, {"tf32", "fp32", "fp16", "bf16"});
   member("form", p.form, {"staged", "streamed", "best"});
   member("launch", p.launch, sched::kLaunchModes);
   if (p.device_profile.empty())

@@ -19,6 +19,7 @@
 #include "exec/npy.h"
 #include "exec/plan.h"
 #include "exec/trace.h"
+#include "ir/precision.h"
 #include "sched/unit_graph.h"
 
 namespace ios::exec {
@@ -58,7 +59,7 @@ struct BackendOptions {
   // "graph" (a captured CUDA graph), "plain" (host launches) or "synced"
   // (host launches; the plans synchronize the device after stages: kSync).
   std::string launch = "graph";
-  std::string precision = "tf32";  // tf32 | fp32
+  ir::Precision precision;         // tf32 (the default), fp32, fp16 or bf16
   int threads = 0;                 // 0: all cores
   // A profile name or file; empty: the backend's choice, which may follow
   // `schedule_device`, the device the first schedule was optimized for.

@@ -35,8 +35,9 @@ nlohmann::ordered_json summary_json(const LatencyStats& s) {
 
 // ", precision fp16" for a 16-bit run; float32 runs' titles stay as they were.
 std::string half_words(const TimedRun& run) {
-  return run.precision == "fp16" || run.precision == "bf16" ? ", precision " + run.precision
-                                                            : std::string();
+  return run.precision && run.precision->is_half()
+             ? std::string(", precision ") + run.precision->name()
+             : std::string();
 }
 
 }  // namespace
@@ -142,7 +143,7 @@ std::string times_json(const std::vector<TimedRun>& runs) {
     r["backend"] = run.backend;
     r["device"] = run.device;
     r["batch"] = run.batch;
-    if (!run.precision.empty()) r["precision"] = run.precision;
+    if (run.precision) r["precision"] = run.precision->name();
     r["warmup_iterations"] = run.warmup_iterations;
     if (run.allocated_activation_bytes >= 0) r["allocated_activation_bytes"] = run.allocated_activation_bytes;
     if (run.allocated_total_bytes >= 0) r["allocated_total_bytes"] = run.allocated_total_bytes;

@@ -33,10 +33,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "exec/stats.h"
+#include "ir/precision.h"
 
 namespace ios::exec {
 
@@ -47,9 +49,9 @@ struct TimedRun {
   std::string backend;
   std::string device;
   int64_t batch = 1;
-  // The precision the run computes at: tf32, fp32, fp16 or bf16 (empty:
+  // The precision the run computes at: tf32, fp32, fp16 or bf16 (none:
   // unknown). The summary's title names a 16-bit one.
-  std::string precision;
+  std::optional<ir::Precision> precision;
   int64_t warmup_iterations = 0;
   int64_t started_at_unix_ms = 0;    // 0: unknown (exported as "")
   // Per timed iteration: GPU compute time on the CUDA backend, wall time on

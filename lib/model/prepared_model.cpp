@@ -63,21 +63,19 @@ sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& r
                                      const std::string& path) {
   sched::PrecisionInfo info;
   const ir::TypeCounts before = ir::count_types(graph);
-  const bool half_request = request.name == "fp16" || request.name == "bf16";
+  const std::optional<ir::Precision>& asked = request.precision;
   if (!before.any_half()) {
-    info.name = request.name.empty() ? "tf32" : request.name;
-    if (!half_request) {
+    info.value = asked.value_or(ir::Precision());
+    if (!info.value.is_half()) {
       if (!request.keep_fp32.empty() || request.half_io) {
         user_error(
             "{}: --keep-fp32 and --half-io apply to a conversion to half precision; add "
-            "--precision fp16 or "
-            "--precision bf16",
-            path);
+            "{}",
+            path, ir::precision_names_text(true, "--precision "));
       }
     } else {
       ir::ConversionOptions options;
-      options.type =
-          request.name == "fp16" ? ir::ElementType::kFloat16 : ir::ElementType::kBFloat16;
+      options.type = info.value.storage();
       options.half_io = request.half_io;
       options.keep_fp32 = request.keep_fp32;
       ir::convert_to_half(graph, options, path);
@@ -92,27 +90,27 @@ sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& r
       if (!ir::is_half(t.type)) continue;
       if (half && half->type != t.type) {
         user_error(
-            "{}: the model mixes float16 ('{}') and bfloat16 ('{}') tensors; ios runs one 16-bit "
+            "{}: the model mixes {} ('{}') and {} ('{}') tensors; ios runs one 16-bit "
             "type per model",
-            path, half->name, t.name);
+            path, ir::type_name(half->type), half->name, ir::type_name(t.type), t.name);
       }
       if (!half) half = &t;
     }
-    const std::string own = half->type == ir::ElementType::kFloat16 ? "fp16" : "bf16";
-    if (!request.name.empty() && request.name != own) {
+    const ir::Precision own = ir::Precision::narrow(half->type);
+    if (asked && *asked != own) {
       user_error(
           "{}: the model is typed {} (tensor '{}' is {}); --precision {} would not compute it as "
           "written: "
           "drop --precision, or give the float32 model to convert",
-          path, own, half->name, ir::type_name(half->type), request.name);
+          path, own.name(), half->name, ir::type_name(half->type), asked->name());
     }
     if (!request.keep_fp32.empty() || request.half_io) {
       user_error(
           "{}: --keep-fp32 and --half-io apply to a conversion, but the model is already typed {}; "
           "drop them",
-          path, own);
+          path, own.name());
     }
-    info.name = own;
+    info.value = own;
   }
   const ir::TypeCounts after = ir::count_types(graph);
   for (int k = 0; k < ir::kNumElementTypes; ++k) info.tensors[static_cast<size_t>(k)] = after.of[k];

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ir/precision.h"
 #include "onnx/importer.h"
 #include "sched/schedule.h"
 #include "sched/unit_graph.h"
@@ -23,7 +25,7 @@ namespace ios::model {
 //    whose file is already typed in that 16-bit type as it is. Float32
 //    regions of a half-precision graph compute in strict FP32.
 struct PrecisionRequest {
-  std::string name;      // "tf32", "fp32", "fp16", "bf16"; empty: tf32, or a typed model's own
+  std::optional<ir::Precision> precision;  // none: tf32, or a typed model's own
   bool half_io = false;  // converted graphs: inputs and outputs in the 16-bit type
   std::vector<std::string> keep_fp32;  // converted graphs: nodes or operator types kept float32
 };

@@ -142,10 +142,9 @@ std::string profile_for_device(const std::string& device_name, const std::string
 }
 
 CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
-                           const std::string& precision_name, ProgressLine* progress) {
+                           ir::Precision precision, ProgressLine* progress) {
   CostChoice choice;
-  const cost::Precision precision =
-      precision_name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
+  const ir::MathMode math = precision.math();
   std::optional<cuda::DeviceSummary> device;
   if (options.cost != "simulated") device = cuda::probe_device();
   if (options.cost == "measured" && !device) {
@@ -156,8 +155,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
   if (device) {
     cuda::MeasuredOptions measured;
     measured.db_path = options.profile_db;
-    measured.precision = precision == cost::Precision::kFp32 ? cuda::Precision::kFp32
-                                                             : cuda::Precision::kTf32;
+    measured.math = math;
     measured.launch = options.launch;  // stages timed as the schedule will run
     if (progress != nullptr && progress->enabled()) {
       // One progress line, rewritten in place (stderr only, so stdout stays clean).
@@ -179,7 +177,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
                                            ? options.device_profile
                                            : profile_for_device(device->name, options.device_profile);
       cost::SimulatedOptions simulated;
-      simulated.precision = precision;
+      simulated.math = math;
       cost::set_launch(simulated, options.launch);
       choice.ranking = std::make_unique<cost::SimulatedCostModel>(
           units, cost::load_device_profile(profile_name), simulated);
@@ -197,7 +195,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
                                   profile.name)
                     : fmt::format("predicted: GPU simulator with the '{}' device profile", profile.name);
   cost::SimulatedOptions simulated;
-  simulated.precision = precision;
+  simulated.math = math;
   cost::set_launch(simulated, options.launch);
   if (options.launch != "graph") choice.note += fmt::format(", {}", sched::launch_words(options.launch));
   choice.model = std::make_unique<cost::SimulatedCostModel>(units, std::move(profile), simulated);
@@ -346,7 +344,7 @@ void log_effective_options(const OptimizeOptions& options, const model::Prepared
       options.model_path, prepared.model.batch, options.rewrite_batch,
       output.empty() ? "(none: --analyze)" : output, options.scheduler, options.scheduler_params,
       cost.model->name(), cost.note, options.device_profile, options.profile_budget,
-      prepared.precision.name, options.max_block_units, options.max_block_log10_bound,
+      prepared.precision.name(), options.max_block_units, options.max_block_log10_bound,
       options.time_limit_s, options.threads, options.form, options.launch, options.analyze,
       options.report_json.empty() ? "(none)" : options.report_json,
       options.dot_path.empty() ? "(none)" : options.dot_path,
@@ -407,15 +405,14 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
     const sched::UnitGraph& units = *m.prepared->units;
     cost::ModelSamples found_all;
     found_all.graph = &units;
-    found_all.options.precision =
-        m.prepared->precision.name == "tf32" ? cost::Precision::kTf32 : cost::Precision::kFp32;
+    found_all.options.math = m.prepared->precision.value.math();
     const std::vector<sched::Stage> candidates =
         cost::candidate_stages(units, start, found_all.options);
     // A stage in several databases counts once: the first database's.
     std::set<std::string> seen;
     for (const auto& db : dbs) {
       cost::DbSamples found = cost::samples_from_db(
-          units, *db, candidates, found_all.options.precision, m.prepared->model.batch);
+          units, *db, candidates, found_all.options.math, m.prepared->model.batch);
       size_t added = 0;
       for (cost::StageSample& s : found.samples) {
         if (!seen.insert(sched::stage_signature(units, s.stage)).second) continue;
@@ -438,7 +435,7 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
           "--calibrate {}: none of {}'s stages at batch {}, precision {} is in the database; "
           "measure "
           "them first (ios-optimize {} --batch {} --cost measured --profile-db {})",
-          options.calibrate_db, first.model.path, first.model.batch, first.precision.name,
+          options.calibrate_db, first.model.path, first.model.batch, first.precision.name(),
           first.model.path, first.model.batch, options.calibrate_db);
     }
     std::vector<std::string> names;
@@ -447,7 +444,7 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
         "--calibrate {}: none of the stages of {} at batch {}, precision {} is in the {} "
         "database(s); "
         "measure them first (ios-optimize MODEL --batch {} --cost measured --profile-db DB)",
-        fmt::join(db_paths, ", "), fmt::join(names, ", "), first.model.batch, first.precision.name,
+        fmt::join(db_paths, ", "), fmt::join(names, ", "), first.model.batch, first.precision.name(),
         dbs.size(), first.model.batch);
   }
   cost::CalibrationResult fit = cost::calibrate_profile(samples, start);
@@ -503,11 +500,11 @@ int run_calibration(const OptimizeOptions& options, std::ostream& out) {
     if (fit.per_model[i].samples == 0) {
       out << fmt::format(
           "Measured         no stages of {} (batch {}, {}) in the database{}: not fitted\n",
-          m.model.path, m.model.batch, m.precision.name, dbs.size() > 1 ? "s" : "");
+          m.model.path, m.model.batch, m.precision.name(), dbs.size() > 1 ? "s" : "");
       continue;
     }
     out << fmt::format("Measured         {} stages of {} (batch {}, {}) on {}\n",
-                       fit.per_model[i].samples, m.model.path, m.model.batch, m.precision.name,
+                       fit.per_model[i].samples, m.model.path, m.model.batch, m.precision.name(),
                        fmt::join(models[i].devices, "; "));
   }
   out << fmt::format("Start profile    {}\n", start.name);
@@ -637,8 +634,8 @@ void import_model(OptimizeRun& r) {
     user_error(
         "--write-onnx writes the graph ios converts to half precision, and {} is not converted; "
         "add "
-        "--precision fp16 or bf16{}",
-        o.model_path,
+        "--precision {}{}",
+        o.model_path, ir::precision_names_text(true),
         r.prepared->precision.is_half() ? " to a float32 model (this one is already typed)" : "");
   }
   r.progress->clear();
@@ -648,7 +645,7 @@ void import_model(OptimizeRun& r) {
 
 // Phase 3: the cost model (measured on a GPU, or the simulator).
 void choose_cost_model(OptimizeRun& r) {
-  r.cost = make_cost_model(r.units(), r.options, r.prepared->precision.name, r.progress.get());
+  r.cost = make_cost_model(r.units(), r.options, r.prepared->precision.value, r.progress.get());
   const bool simulated = dynamic_cast<const cost::SimulatedCostModel*>(r.cost.model.get()) != nullptr;
   if (r.options.form != "staged" && !simulated) {
     user_error("--form {} needs whole-plan predictions, which only the simulator makes; with "

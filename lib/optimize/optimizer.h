@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "cost/budgeted.h"
 #include "cost/simulated.h"
 #include "exec/plan.h"
+#include "ir/precision.h"
 #include "model/prepared_model.h"
 #include "optimize/optimize_report.h"
 #include "sched/cost_model.h"
@@ -48,9 +50,9 @@ struct OptimizeOptions {
   // "all" (every stage the search considers, no simulator).
   std::string profile_budget = std::to_string(cost::kDefaultProfileBudget);
   // --precision: tf32 or fp32 (a float32 model's math), fp16 or bf16
-  // (converted, or a typed model's own); empty: tf32, or a typed model's own
+  // (converted, or a typed model's own); none: tf32, or a typed model's own
   // 16-bit type (model::PrecisionRequest).
-  std::string precision;
+  std::optional<ir::Precision> precision;
   std::vector<std::string> keep_fp32;  // --keep-fp32 NODE|OPTYPE,...
   bool half_io = false;                // --half-io
   std::string write_onnx;  // --write-onnx: the converted graph as ONNX (onnx/typed_export.h)
@@ -125,10 +127,10 @@ std::string profile_for_device(const std::string& device_name, const std::string
 // (the search's progress shares it). With measured costs and a searching
 // scheduler (options.scheduler) under a --profile-budget other than "all",
 // the model is a cost::BudgetedCostModel over the GPU and the simulator.
-// `precision`: the prepared model's (PrecisionInfo::name), whose float32
+// `precision`: the prepared model's (PrecisionInfo::value), whose float32
 // math the cost models use (float32 regions of fp16/bf16 graphs run FP32).
 CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions& options,
-                           const std::string& precision, ProgressLine* progress = nullptr);
+                           ir::Precision precision, ProgressLine* progress = nullptr);
 
 // Runs a scheduler by registry name with "k=v,..." parameters and fills the
 // schedule's metadata. Under the simulated cost model the schedule's

@@ -141,13 +141,14 @@ void check_options(const RunOptions& o) {
                "is made for the batch it runs at; drop it or give a schedule");
   }
   if (o.retarget && o.schedule_paths.size() == 1 && o.batch == 0 && o.input_shapes.empty() &&
-      o.precision != "fp16" && o.precision != "bf16") {
+      !(o.precision && o.precision->is_half())) {
     user_error(
-        "--retarget has no effect without --batch, --input-shape or --precision fp16|bf16: the "
+        "--retarget has no effect without --batch, --input-shape or --precision {}: the "
         "model "
         "runs at the schedule's own batch and precision; give the batch or precision to run it at, "
         "or "
-        "drop --retarget");
+        "drop --retarget",
+        fmt::join(ir::precision_names(true), "|"));
   }
 }
 
@@ -177,9 +178,7 @@ struct RunState {
   const exec::BackendTraits& traits() const { return backend_entry->traits; }
   // The precision the run computes at: --precision, else the model's as
   // prepared for the first schedule (what it records, or tf32).
-  std::string precision() const {
-    return options.precision.empty() ? prepared->precision.name : options.precision;
-  }
+  ir::Precision precision() const { return options.precision.value_or(prepared->precision.value); }
 };
 
 // How the options run a staged schedule's stages.
@@ -348,7 +347,7 @@ void open_backend(RunState& r) {
     // Two schedules of a half-precision graph may round one value to
     // neighbouring 16-bit numbers (another summation order in a merged
     // kernel): the defaults allow two units in the last place of the type.
-    const double ulps = 2.0 * (r.prepared->precision.name == "fp16" ? 0x1p-10 : 0x1p-7);
+    const double ulps = 2.0 * ir::epsilon(r.prepared->precision.value.storage());
     if (o.atol < 0) r.tolerance.atol = std::max(r.tolerance.atol, ulps);
     if (o.rtol < 0) r.tolerance.rtol = std::max(r.tolerance.rtol, ulps);
   }
@@ -359,7 +358,7 @@ void open_backend(RunState& r) {
         "atol={:g} seed={} launch={} precision={} threads={}",
         name, r.warmup, r.iterations, r.duration_s, o.check || !o.references.empty(),
         r.tolerance.rtol, r.tolerance.atol, o.seed, traits.uses_cuda_graph ? o.launch : "n/a",
-        traits.uses_precision ? r.precision() : "n/a",
+        traits.uses_precision ? r.precision().name() : "n/a",
         traits.uses_threads ? fmt::format("{}", threads) : "n/a");
   }
 }

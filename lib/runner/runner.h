@@ -5,9 +5,12 @@
 // apps/ios-run only parses options into RunOptions and calls run().
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "ir/precision.h"
 
 namespace ios::runner {
 
@@ -53,9 +56,9 @@ struct RunOptions {
   // of a staged schedule, as the IOS paper's engine did): the values of
   // ios-optimize --launch and of a schedule's scheduler.launch.
   std::string launch = "graph";
-  // tf32, fp32, fp16 or bf16; empty: the precision each schedule records
+  // tf32, fp32, fp16 or bf16; none: the precision each schedule records
   // (engine::ShapeRequest), tf32 without one.
-  std::string precision;
+  std::optional<ir::Precision> precision;
   int threads = 0;  // for a backend that uses threads; 0: all cores
   bool verbose = false;
   bool quiet = false;

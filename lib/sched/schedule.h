@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/precision.h"
 #include "sched/unit_graph.h"
 
 namespace ios::sched {
@@ -123,18 +124,19 @@ struct MemoryInfo {
 // "precision"). Files written before it was recorded lack it: they are
 // float32 schedules, TF32 or FP32 as ios-run is told.
 struct PrecisionInfo {
-  std::string name = "tf32";           // "tf32", "fp32" (a float32 graph's math), "fp16", "bf16"
+  ir::Precision value;                 // tf32, fp32 (a float32 graph's math), fp16, bf16
   bool converted = false;              // ios converted a float32 model; else the file's own types
   bool half_io = false;                // converted with inputs and outputs in the 16-bit type
   std::vector<std::string> keep_fp32;  // converted with these nodes or operator types kept float32
   // Tensors of the graph by type, in ElementType order (float32, float16, bfloat16).
   std::array<int64_t, ir::kNumElementTypes> tensors{};
 
-  bool is_half() const { return name == "fp16" || name == "bf16"; }
+  bool is_half() const { return value.is_half(); }
+  const char* name() const { return value.name(); }
   // Whether two records describe the same graph (tf32 and fp32 do: they
   // differ only in the math of float32 convolutions).
   bool same_graph(const PrecisionInfo& o) const {
-    return is_half() == o.is_half() && (!is_half() || name == o.name) && converted == o.converted &&
+    return is_half() == o.is_half() && (!is_half() || value == o.value) && converted == o.converted &&
            half_io == o.half_io && keep_fp32 == o.keep_fp32;
   }
 };

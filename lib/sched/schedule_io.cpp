@@ -123,10 +123,15 @@ UnitId resolve(const json& id, const std::string& where, const UnitGraph& graph,
 // lack it).
 PrecisionInfo read_precision(const Reader& r) {
   PrecisionInfo p;
-  p.name = r.string("name");
-  if (p.name != "tf32" && p.name != "fp32" && p.name != "fp16" && p.name != "bf16") {
-    r.fail(r.join("name"), "\"tf32\", \"fp32\", \"fp16\" or \"bf16\"");
+  const auto value = ir::parse_precision(r.string("name"));
+  if (!value) {
+    const std::vector<std::string> names = ir::precision_names();
+    std::string expected;
+    for (size_t i = 0; i < names.size(); ++i)
+      expected += fmt::format("{}\"{}\"", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+    r.fail(r.join("name"), expected);
   }
+  p.value = *value;
   const std::string source = r.string("source");
   if (source != "model" && source != "converted")
     r.fail(r.join("source"), "\"model\" or \"converted\"");
@@ -199,7 +204,7 @@ MemoryInfo read_memory(const Reader& memory) {
 nlohmann::json precision_to_json(const PrecisionInfo& p) {
   json tensors = json::object();
   for (const ir::ElementTypeInfo& t : ir::kElementTypes) tensors[t.name] = p.tensors[static_cast<size_t>(t.type)];
-  return {{"name", p.name},
+  return {{"name", p.name()},
           {"source", p.converted ? "converted" : "model"},
           {"io", p.half_io ? "half" : "float32"},
           {"keep_fp32", p.keep_fp32},

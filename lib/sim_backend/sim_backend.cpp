@@ -73,7 +73,7 @@ class SimBackend : public exec::Backend {
  public:
   SimBackend(const sched::UnitGraph& units, const exec::BackendOptions& options) {
     cost::SimulatedOptions simulated;
-    simulated.precision = options.precision == "tf32" || options.precision.empty() ? cost::Precision::kTf32 : cost::Precision::kFp32;
+    simulated.math = options.precision.math();
     cost::set_launch(simulated, options.launch);
     model_ = std::make_unique<cost::SimulatedCostModel>(
         units, cost::load_device_profile(profile_to_use(options)), simulated);

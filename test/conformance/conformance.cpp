@@ -301,7 +301,7 @@ Result run_case(const Case& c, const fs::path& work, const std::string& backend)
   for (const auto& [name, type] : c.declared_types) {
     typed |= type == ::onnx::TensorProto::FLOAT16 || type == ::onnx::TensorProto::BFLOAT16;
   }
-  r.precision = typed ? "" : "fp32";
+  if (!typed) r.precision = ios::ir::Precision::float32(ios::ir::MathMode::kFp32);
   r.warmup = 0;
   r.iterations = 1;
   r.threads = 1;

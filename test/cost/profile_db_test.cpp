@@ -219,7 +219,7 @@ TEST_CASE("profile db: the launch mode is part of the key", "[cost][profile_db]"
   CHECK(all[0].first == graph);  // ordered by key: "graph" < "plain"
   CHECK(all[1].first == plain);
   int seen = 0;
-  db.for_each_entry("fp32", 1, [&](const ProfileKey& k, const ProfileEntry& e) {
+  db.for_each_entry(ios::ir::MathMode::kFp32, 1, [&](const ProfileKey& k, const ProfileEntry& e) {
     ++seen;
     CHECK(e.latency_ms == (k.launch == "graph" ? 0.5 : 0.7));
     CHECK(k.signature == "s1");
@@ -302,7 +302,7 @@ size_t files_in(const std::filesystem::path& dir) {
 std::string read_only_error(const std::filesystem::path& path) {
   try {
     ProfileDb db(path, ProfileDb::Access::kReadOnly);
-    db.for_each_entry("fp32", 1, [](const ProfileKey&, const ProfileEntry&) {});
+    db.for_each_entry(ios::ir::MathMode::kFp32, 1, [](const ProfileKey&, const ProfileEntry&) {});
   } catch (const ios::UserError& e) {
     return e.what();
   }
@@ -333,7 +333,7 @@ TEST_CASE("profile db: read-only access changes nothing", "[cost][profile_db]") 
   {
     const ProfileDb db(path, ProfileDb::Access::kReadOnly);
     std::vector<std::string> seen;
-    db.for_each_entry("fp32", 1, [&](const ProfileKey& k, const ProfileEntry& e) {
+    db.for_each_entry(ios::ir::MathMode::kFp32, 1, [&](const ProfileKey& k, const ProfileEntry& e) {
       seen.push_back(k.signature);
       CHECK(e.latency_ms == 0.5);
     });

@@ -251,7 +251,7 @@ TEST_CASE("one kernel follows the documented roofline", "[cost][simulated]") {
 
   // TF32 tensor cores speed up the same conv where the device has them.
   ios::cost::SimulatedOptions tf32;
-  tf32.precision = ios::cost::Precision::kTf32;
+  tf32.math = ios::ir::MathMode::kTf32;
   CHECK(SimulatedCostModel(g, p, tf32).unit_latency(0) < model.unit_latency(0));
   const DeviceProfile v100 = load_device_profile("v100");
   CHECK(SimulatedCostModel(g, v100, tf32).unit_latency(0) ==
@@ -331,9 +331,9 @@ TEST_CASE("every profile the parser accepts simulates to a finite, positive late
       store_all_as(b, type);
       const UnitGraph g = UnitGraph::form(b.graph);
       const UnitId a = unit(g, "a"), c = unit(g, "b");
-      for (const auto precision : {ios::cost::Precision::kFp32, ios::cost::Precision::kTf32}) {
+      for (const auto math : {ios::ir::MathMode::kFp32, ios::ir::MathMode::kTf32}) {
         for (const DeviceProfile& p : profiles) {
-          SimulatedCostModel model(g, p, {precision});
+          SimulatedCostModel model(g, p, {math});
           for (const Stage& stage : {concurrent({{a}, {c}}), concurrent({{a, c}}), merge({a, c})}) {
             const double ms = model.stage_latency(stage);
             INFO("sm_count " << p.sm_count << " compute_efficiency " << p.compute_efficiency);
@@ -537,7 +537,7 @@ TEST_CASE("16-bit tensors: products on their tensor cores, half the bytes",
   using ios::ir::ElementType;
   const DeviceProfile h100 = load_device_profile("h100");
   ios::cost::SimulatedOptions tf32;
-  tf32.precision = ios::cost::Precision::kTf32;
+  tf32.math = ios::ir::MathMode::kTf32;
   auto latency = [&](IrBuilder b, ElementType type, const char* id, DeviceProfile p,
                      ios::cost::SimulatedOptions options) {
     store_all_as(b, type);

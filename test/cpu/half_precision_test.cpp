@@ -82,8 +82,8 @@ void check_half_precision(const std::string& stem, bool heavy = false) {
     for (const bool typed : {false, true}) {
       const std::string file = base.string() + (typed ? "." + type + ".onnx" : ".onnx");
       const auto t0 = std::chrono::steady_clock::now();
-      const auto prepared = model::prepare_model(file, {}, {}, {typed ? "" : type, false, {}});
-      REQUIRE(prepared->precision.name == type);
+      const auto prepared = model::prepare_model(file, {}, {}, {typed ? std::nullopt : ir::parse_precision(type), false, {}});
+      REQUIRE(prepared->precision.name() == std::string(type));
       REQUIRE(prepared->precision.converted == !typed);
       const sched::UnitGraph& graph = *prepared->units;
       auto cost = simulated_cost(graph);

@@ -61,8 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const ios::cost::ProfileDb db(*file, ios::cost::ProfileDb::Access::kReadOnly);
     size_t rows = 0;
-    for (const char* precision : {"fp32", "tf32"}) {
-      db.for_each_entry(precision, 1, [&](const ios::cost::ProfileKey&,
+    for (const auto math : {ios::ir::MathMode::kFp32, ios::ir::MathMode::kTf32}) {
+      db.for_each_entry(math, 1, [&](const ios::cost::ProfileKey&,
                                           const ios::cost::ProfileEntry&) { ++rows; });
     }
     (void)db.entries();

@@ -69,7 +69,7 @@ void check_schedule(const sched::UnitGraph& units, const sched::Schedule& schedu
   const exec::ExecPlan plan = exec::lower(units, schedule);
   for (bool graph : {true, false}) {
     cuda::EngineOptions options;
-    options.precision = cuda::Precision::kFp32;
+    options.math = ir::MathMode::kFp32;
     options.cuda_graph = graph;
     check_outputs(run_gpu(units, plan, inputs, options), expected, {1e-4, 1e-3},
                   what + (graph ? " (CUDA graph)" : " (plain)"));

@@ -95,12 +95,12 @@ void check_against_reference(const ir::Graph& graph, const std::string& what) {
   for (bool cuda_graph : {true, false}) {
     cuda::EngineOptions options;
     options.cuda_graph = cuda_graph;
-    options.precision = cuda::Precision::kFp32;
+    options.math = ir::MathMode::kFp32;
     check_outputs(run_gpu(units, plan, inputs, options), expected, {1e-4, 1e-3},
                   what + (cuda_graph ? " (fp32, CUDA graph)" : " (fp32, plain launches)"));
   }
   cuda::EngineOptions tf32;
-  tf32.precision = cuda::Precision::kTf32;
+  tf32.math = ir::MathMode::kTf32;
   check_outputs(run_gpu(units, plan, inputs, tf32), expected, {2e-2, 2e-2}, what + " (tf32)");
 }
 

@@ -357,7 +357,7 @@ void check_on_gpu(const ir::Graph& graph, const sched::Schedule& schedule, const
   const HostMap expected = cpu.run(inputs);
   for (bool cuda_graph : {true, false}) {
     cuda::EngineOptions options;
-    options.precision = cuda::Precision::kFp32;
+    options.math = ir::MathMode::kFp32;
     options.cuda_graph = cuda_graph;
     check_outputs(run_gpu(units, plan, inputs, options), expected, {1e-4, 1e-3},
                   what + (cuda_graph ? " (CUDA graph)" : " (plain launches)"));

@@ -62,18 +62,6 @@ TEST_CASE("without a device every entry point throws NoDeviceError", "[host]") {
   CHECK_THROWS_AS(cuda::make_measured_cost_model(units), NoDeviceError);
 }
 
-TEST_CASE("precision names parse both ways", "[host]") {
-  CHECK(cuda::parse_precision("tf32") == cuda::Precision::kTf32);
-  CHECK(cuda::parse_precision("fp32") == cuda::Precision::kFp32);
-  CHECK(cuda::precision_name(cuda::Precision::kFp32) == "fp32");
-  // fp16 and bf16 name a half-precision graph whose float32 regions compute
-  // in strict FP32 (its 16-bit convolutions and products run on tensor cores
-  // whatever the precision).
-  CHECK(cuda::parse_precision("fp16") == cuda::Precision::kFp32);
-  CHECK(cuda::parse_precision("bf16") == cuda::Precision::kFp32);
-  CHECK_THROWS_AS(cuda::parse_precision("fp8"), UserError);
-}
-
 // The 16-bit GPU checks' rule (half_bound, check_half_outputs) on numbers
 // whose verdict is known: each element within 4 ulps times 1 + |expected|.
 // An error of 0.5 at an element of 0.001 fails although the output also

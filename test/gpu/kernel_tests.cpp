@@ -661,8 +661,8 @@ TEST_CASE("the element-wise kernel's 32- and 64-bit paths agree with the host", 
 }
 
 TEST_CASE("convolution choice picks a working algorithm and leaves no CUDA error behind", "[gpu][ops]") {
-  for (cuda::Precision precision : {cuda::Precision::kTf32, cuda::Precision::kFp32}) {
-    cuda::Context ctx(0, precision, size_t{64} << 20);
+  for (ir::MathMode math : {ir::MathMode::kTf32, ir::MathMode::kFp32}) {
+    cuda::Context ctx(0, math, size_t{64} << 20);
     cuda::ConvShape s;
     s.n = 2, s.c = 32, s.in = {14, 14}, s.k = 48, s.filter = {3, 3}, s.out = {14, 14},
     s.pad = {1, 1};
@@ -670,11 +670,11 @@ TEST_CASE("convolution choice picks a working algorithm and leaves no CUDA error
     s.y_batch_stride = 96 * 14 * 14;  // y is a channel slice of a concatenation
     s.fused = true;
     const cuda::ConvChoice choice = cuda::choose_conv(ctx, s, "test conv");
-    INFO(cuda::precision_name(precision) << ": " << cuda::conv_algo_name(choice.algo));
+    INFO(ir::math_mode_name(math) << ": " << cuda::conv_algo_name(choice.algo));
     CHECK(choice.time_ms > 0.0f);
     CHECK(choice.workspace <= ctx.workspace_limit());
     CHECK(cudaGetLastError() == cudaSuccess);
-    if (precision == cuda::Precision::kFp32) CHECK(choice.math == CUDNN_FMA_MATH);
+    if (math == ir::MathMode::kFp32) CHECK(choice.math == CUDNN_FMA_MATH);
     // The choice is remembered for the same shape.
     const cuda::ConvChoice again = cuda::choose_conv(ctx, s, "test conv");
     CHECK(again.algo == choice.algo);

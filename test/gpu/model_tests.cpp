@@ -85,8 +85,8 @@ void check_float_model(const ShippedModel& shipped, const AccuracyData& data, in
   const sched::UnitGraph units = sched::UnitGraph::form(model.graph);
   const HostMap inputs = repeated(data.inputs, batch);
   cuda::EngineOptions fp32, tf32;
-  fp32.precision = cuda::Precision::kFp32;
-  tf32.precision = cuda::Precision::kTf32;
+  fp32.math = ir::MathMode::kFp32;
+  tf32.math = ir::MathMode::kTf32;
   for (const sched::SchedulerEntry& entry : sched::scheduler_registry()) {
     const exec::ExecPlan plan = exec::lower(units, schedule_of(entry, units));
     for (bool graph : {true, false}) {

@@ -223,7 +223,7 @@ TEST_CASE("the operator suite in float16 and bfloat16 on the CUDA backend", "[gp
 TEST_CASE("the operator suite on the CUDA backend", "[gpu][ops]") {
   for (bool cuda_graph : {false, true}) {
     cuda::EngineOptions options;
-    options.precision = cuda::Precision::kFp32;
+    options.math = ir::MathMode::kFp32;
     options.cuda_graph = cuda_graph;
     const auto run = [&](const sched::UnitGraph& units, const exec::ExecPlan& plan, const optest::HostMap& inputs) {
       return run_gpu(units, plan, inputs, options);

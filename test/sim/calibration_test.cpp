@@ -45,7 +45,7 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
   const auto prepared = model::prepare_model(path.string(), model::shape_options(1, false, {}));
   const sched::UnitGraph& units = *prepared->units;
   cost::SimulatedOptions options;
-  options.precision = cost::Precision::kFp32;
+  options.math = ir::MathMode::kFp32;
 
   // The fit starts from middling values of the five knobs it fits (not the
   // shipped ones, which bench/published refits), the rest of the v100.
@@ -96,7 +96,7 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
   {
     const cost::ProfileDb db(db_path, cost::ProfileDb::Access::kReadOnly);
     found = cost::samples_from_db(units, db, cost::candidate_stages(units, start, options),
-                                  cost::Precision::kFp32, 1);
+                                  ir::MathMode::kFp32, 1);
   }
   CHECK(found.device == "'Synthetic V100' (driver '1.0', cuDNN '9.0')");
   CHECK(found.samples.size() > 50);
@@ -122,7 +122,7 @@ TEST_CASE("calibration recovers known knobs from a simulated profile database",
   optimize::OptimizeOptions cli;
   cli.model_path = path.string();
   cli.batch = 1;
-  cli.precision = "fp32";
+  cli.precision = ir::Precision::float32(ir::MathMode::kFp32);
   const auto start_path = dir / "start.json";
   std::ofstream(start_path) << cost::device_profile_json(start);
   cli.device_profile = start_path.string();
@@ -152,7 +152,7 @@ TEST_CASE("a fit to absurd measurements stays inside the accepted ranges", "[sim
   const auto prepared = model::prepare_model(path.string(), model::shape_options(1, false, {}));
   const sched::UnitGraph& units = *prepared->units;
   cost::SimulatedOptions options;
-  options.precision = cost::Precision::kTf32;
+  options.math = ir::MathMode::kTf32;
   const cost::DeviceProfile start = cost::load_device_profile("h100");
   const std::vector<sched::Stage> stages = cost::candidate_stages(units, start, options);
   // Every stage ten seconds (the knobs want to grow without bound), or a
@@ -180,7 +180,7 @@ TEST_CASE("calibration of a 16-bit model fits the tensor-core efficiency",
   const auto prepared = model::prepare_model(path.string(), model::shape_options(1, false, {}));
   const sched::UnitGraph& units = *prepared->units;
   cost::SimulatedOptions options;
-  options.precision = cost::Precision::kFp32;
+  options.math = ir::MathMode::kFp32;
   cost::DeviceProfile start = cost::load_device_profile("h100");
   cost::DeviceProfile truth = start;
   truth.tensor_core_efficiency = 0.6;
@@ -214,7 +214,7 @@ TEST_CASE("one calibration over two models measured in two databases", "[sim][ca
   const auto a = model::prepare_model(squeezenet.string(), model::shape_options(1, false, {}));
   const auto b = model::prepare_model(googlenet.string(), model::shape_options(1, false, {}));
   cost::SimulatedOptions options;
-  options.precision = cost::Precision::kFp32;
+  options.math = ir::MathMode::kFp32;
   cost::DeviceProfile start = cost::load_device_profile("v100");
   start.launch_overhead_us = 4.0;
   start.compute_efficiency = 0.7;
@@ -258,7 +258,7 @@ TEST_CASE("one calibration over two models measured in two databases", "[sim][ca
   cli.model_path = squeezenet.string();
   cli.calibrate_models = {googlenet.string()};
   cli.batch = 1;
-  cli.precision = "fp32";
+  cli.precision = ir::Precision::float32(ir::MathMode::kFp32);
   const auto start_path = dir / "start.json";
   std::ofstream(start_path) << cost::device_profile_json(start);
   cli.device_profile = start_path.string();

@@ -45,7 +45,7 @@ const Case& prepare(const std::string& file) {
     slot->model = model::prepare_model(path.string(), model::shape_options(1, false, {}));
     optimize::OptimizeOptions options;
     options.cost = "simulated";
-    slot->cost = optimize::make_cost_model(*slot->model->units, options, slot->model->precision.name);
+    slot->cost = optimize::make_cost_model(*slot->model->units, options, slot->model->precision.value);
   }
   return *slot;
 }

@@ -52,8 +52,8 @@ const Case& prepare(const std::string& name, int64_t batch, const std::string& p
     options.cost = "simulated";
     options.device_profile = profile;
     options.launch = launch;
-    options.precision = "fp32";  // the paper's V100 and K80 have no TF32; cuDNN 7.6 ran FP32
-    slot->cost = optimize::make_cost_model(*slot->model->units, options, slot->model->precision.name);
+    options.precision = ir::Precision::float32(ir::MathMode::kFp32);  // the paper's V100 and K80 have no TF32; cuDNN 7.6 ran FP32
+    slot->cost = optimize::make_cost_model(*slot->model->units, options, slot->model->precision.value);
   }
   return *slot;
 }
