@@ -1,9 +1,16 @@
 # Bash completion for ios-optimize and ios-run, installed under both names.
-# Options are read from the program's own --help and scheduler names from
-# ios-optimize --list-schedulers, so completion follows the installed version.
+# Options and the precisions are read from the program's own --help and
+# scheduler names from ios-optimize --list-schedulers, so completion follows
+# the installed version.
 
 _ios_words_from_help() {
   "$1" --help 2>/dev/null | grep -oE -- '(^|[ ,])--?[A-Za-z][A-Za-z0-9-]*' | sed 's/^[ ,]//' | sort -u
+}
+
+# The values an option's --help line lists ("--precision TEXT:{tf32,fp32,...}"),
+# one a line: the names the program itself accepts.
+_ios_choices_from_help() {
+  "$1" --help 2>/dev/null | sed -nE "s/^ *$2 [A-Z]+:\{([^}]*)\}.*/\1/p" | head -1 | tr ',' '\n'
 }
 
 _ios_complete() {
@@ -18,7 +25,7 @@ _ios_complete() {
       return ;;
     --cost) COMPREPLY=($(compgen -W $'auto\nsimulated\nmeasured' -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W $'cuda\ncpu' -- "$cur")); return ;;
-    --precision) COMPREPLY=($(compgen -W $'tf32\nfp32' -- "$cur")); return ;;
+    --precision) COMPREPLY=($(compgen -W "$(_ios_choices_from_help "$prog" --precision)" -- "$cur")); return ;;
     --form) COMPREPLY=($(compgen -W $'staged\nstreamed\nbest' -- "$cur")); return ;;
     --launch) COMPREPLY=($(compgen -W $'graph\nplain\nsynced' -- "$cur")); return ;;
     --profile-budget) COMPREPLY=($(compgen -W $'all' -- "$cur")); return ;;

@@ -54,6 +54,13 @@ if [ -f /usr/share/bash-completion/bash_completion ]; then
   [ "$out" = "--dry-run" ] && ok || fail "ios-run --dry<TAB> offers '$out'"
   out=$(complete_words ios-run --backend c)
   [ "$(echo $out)" = "cuda cpu" ] && ok || fail "ios-run --backend c<TAB> offers '$out'"
+  # Every precision, as the program names them (read back from its --help).
+  for prog in ios-optimize ios-run; do
+    out=$(complete_words $prog --precision "")
+    [ "$(echo $out)" = "tf32 fp32 fp16 bf16" ] && ok || fail "$prog --precision <TAB> offers '$out'"
+  done
+  out=$(complete_words ios-run --precision b)
+  [ "$out" = "bf16" ] && ok || fail "ios-run --precision b<TAB> offers '$out'"
 else
   fail "bash-completion is not installed (scripts/setup.sh installs it)"
 fi
