@@ -109,15 +109,18 @@ def test_peers_network_timeout_stops_a_hung_row_and_goes_on(tmp_path):
     out = tmp_path / "peers.json"
     t0 = time.time()
     r = run("bench/harness/peers.py", "--cpu-smoke", "--models", "squeezenet1_1", "--precision", "tf32,bf16",
-            "--batches", "1,2", "--no-calibrate", "--models-dir", MODELS, "--network-timeout", "10",
+            "--batches", "1,2", "--no-calibrate", "--models-dir", MODELS, "--network-timeout", "20",
             "--inject-hang", "squeezenet1_1:eager:tf32:2", "--out", str(out))
     wall = time.time() - t0
     assert r.returncode == 1 and "cpu smoke: FAILED" in r.stdout, r.stdout + r.stderr
-    assert wall < 25, wall
+    # 20 s for the network, not less: the row after the hung one starts a new
+    # worker (a fresh PyTorch import), which takes several seconds on a loaded
+    # 2-core machine and must fit in what the budget leaves it.
+    assert wall < 45, wall
     doc = json.loads(out.read_text())
     rows = {(x["precision"], x["batch"]): x for x in doc["rows"]}
-    assert rows[("tf32", 2)]["result"] == "error" and rows[("tf32", 2)]["wall_s"] < 10
-    assert rows[("tf32", 2)]["cap_s"] < 10
+    assert rows[("tf32", 2)]["result"] == "error" and rows[("tf32", 2)]["wall_s"] < 20
+    assert rows[("tf32", 2)]["cap_s"] < 20
     by = {x["precision"]: x for x in doc["results"]}
     assert "timed out" in by["tf32"]["batches"]["2"]["error"]
     assert "--network-timeout" in by["tf32"]["batches"]["2"]["error"]
