@@ -14,9 +14,15 @@ ONNX graphs written with torch.nn.functional) as both the truth and the peer:
                                          type) and DIR/truth-<output>.npy (float64
                                          evaluation, stored as float32)
   accuracy.py peers ROOT MODELS_DIR --precisions fp32,tf32,fp16,bf16 [--device cuda]
+              [--batches 1,8] [--batched-precisions fp32,tf32]
                                          there: for every ROOT/<stem>/ with a model
                                          MODELS_DIR/<stem>.onnx, the peer's outputs
-                                         ROOT/<stem>/peer-<precision>-<output>.npy
+                                         ROOT/<stem>/peer-<precision>-<output>.npy;
+                                         where the model's batch is symbolic, also at
+                                         each further batch N of --batches, on the
+                                         input repeated N times, at the precisions the
+                                         model test runs at that batch:
+                                         ROOT/<stem>/peer-<precision>-b<N>-<output>.npy
   accuracy.py judge DIR OUTPUTS_DIR --precision fp32
                                          the rule on ios-run --output-dir files
                                          (OUTPUTS_DIR/<output>.npy), the peer of that
@@ -122,6 +128,10 @@ def read_inputs(folder):
 
 def cmd_peers(args):
     precisions = [p for p in args.precisions.split(",") if p]
+    batches = [int(b) for b in args.batches.split(",") if b]
+    if not batches or batches[0] != 1 or any(b < 1 for b in batches):
+        raise SystemExit(f"accuracy: peers: --batches {args.batches!r}: expected 1 first, then larger batches")
+    batched_precisions = [p for p in args.batched_precisions.split(",") if p in precisions]
     failed = 0
     for stem in sorted(os.listdir(args.root)):
         folder = os.path.join(args.root, stem)
@@ -133,18 +143,28 @@ def cmd_peers(args):
         by_file = read_inputs(folder)
         shapes = model_inputs(model, 1)
         inputs = {name: by_file[file_name(name)] for name in shapes}
-        for precision in precisions:
+        runs = [(1, precision) for precision in precisions]
+        # A batch beyond 1 where the file's batch is symbolic (model_inputs then
+        # puts the batch asked for in every input's first dimension): cuDNN and
+        # cuBLAS choose other kernels for another batch, with other rounding, so
+        # the rule judges a batch-N output against a peer run at batch N.
+        for batch in batches[1:]:
+            if all(shape[0] == batch for shape in model_inputs(model, batch).values()):
+                runs += [(batch, precision) for precision in batched_precisions]
+        for batch, precision in runs:
             t0 = time.time()
+            feed = inputs if batch == 1 else {name: np.repeat(x, batch, axis=0) for name, x in inputs.items()}
             try:
-                outputs = onnx_torch.run(model, inputs, precision=precision, device=args.device)
+                outputs = onnx_torch.run(model, feed, precision=precision, device=args.device)
             except Exception as e:  # one model's failure must not stop the others
-                print(f"accuracy: peers: {stem} at {precision}: {type(e).__name__}: {e}", file=sys.stderr)
+                print(f"accuracy: peers: {stem} at {precision}, batch {batch}: {type(e).__name__}: {e}",
+                      file=sys.stderr)
                 failed += 1
                 continue
+            tag = precision if batch == 1 else f"{precision}-b{batch}"
             for name, value in outputs.items():
-                np.save(os.path.join(folder, f"peer-{precision}-{file_name(name)}.npy"),
-                        np.asarray(value, dtype=np.float32))
-            print(f"accuracy: peers: {stem} {precision} on {args.device}: {time.time() - t0:.2f} s", file=sys.stderr)
+                np.save(os.path.join(folder, f"peer-{tag}-{file_name(name)}.npy"), np.asarray(value, dtype=np.float32))
+            print(f"accuracy: peers: {stem} {tag} on {args.device}: {time.time() - t0:.2f} s", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -288,6 +308,10 @@ def main():
     p.add_argument("--precisions", default="fp32,tf32,fp16,bf16")
     p.add_argument("--device", default="cuda")
     p.add_argument("--only", default="", help="model names (the stem before its first '-'), comma-separated")
+    p.add_argument("--batches", default="1,8", help="batch 1, then the batches the model test runs symbolic-batch "
+                   "files at (test/gpu/model_tests.cpp)")
+    p.add_argument("--batched-precisions", default="fp32,tf32",
+                   help="the precisions run at the batches beyond 1 (of those --precisions names)")
     p = sub.add_parser("check-scales")
     p.add_argument("export")
     p.add_argument("rebuilt")

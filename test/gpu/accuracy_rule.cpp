@@ -67,15 +67,19 @@ Errors errors(const float* actual, const exec::HostTensor& truth) {
 RuleVerdict judge(const exec::HostTensor& actual, const exec::HostTensor& truth, const exec::HostTensor& peer,
                   RulePrecision precision, int64_t samples) {
   REQUIRE(samples >= 1);
-  REQUIRE(peer.data.size() == truth.data.size());
-  REQUIRE(actual.data.size() == truth.data.size() * static_cast<size_t>(samples));
+  const size_t sample_size = truth.data.size();
+  REQUIRE(actual.data.size() == sample_size * static_cast<size_t>(samples));
+  REQUIRE((peer.data.size() == sample_size || peer.data.size() == actual.data.size()));
   RuleVerdict v;
   double largest = 0.0;
   for (float t : truth.data) largest = std::max(largest, static_cast<double>(std::fabs(t)));
   v.floor = half_ulp(precision) * largest;
-  const Errors p = errors(peer.data.data(), truth);
-  v.peer_rms = p.rms;
-  v.peer_max = p.max;
+  const int64_t peer_samples = sample_size == 0 ? 1 : static_cast<int64_t>(peer.data.size() / sample_size);
+  for (int64_t s = 0; s < peer_samples; ++s) {
+    const Errors p = errors(peer.data.data() + static_cast<size_t>(s) * sample_size, truth);
+    v.peer_rms = std::max(v.peer_rms, p.rms);
+    v.peer_max = std::max(v.peer_max, p.max);
+  }
   for (int64_t s = 0; s < samples; ++s) {
     const Errors e = errors(actual.data.data() + static_cast<size_t>(s) * truth.data.size(), truth);
     v.finite = v.finite && e.finite;
@@ -96,7 +100,7 @@ std::string file_safe(const std::string& name) {
 }
 
 std::optional<AccuracyData> read_accuracy_data(const std::filesystem::path& folder, const ir::Graph& graph,
-                                               std::string& why) {
+                                               std::string& why, const std::vector<int64_t>& batches) {
   AccuracyData data;
   auto need = [&](const std::filesystem::path& file) {
     if (std::filesystem::is_regular_file(file)) return true;
@@ -115,14 +119,19 @@ std::optional<AccuracyData> read_accuracy_data(const std::filesystem::path& fold
     if (!need(file)) return std::nullopt;
     data.truth[name] = exec::read_npy(file);
   }
-  for (RulePrecision p : {RulePrecision::kFp32, RulePrecision::kTf32, RulePrecision::kFp16, RulePrecision::kBf16}) {
-    std::map<std::string, exec::HostTensor> peer;
-    for (ir::TensorId t : graph.outputs()) {
-      const std::string& name = graph.tensor(t).name;
-      const auto file = folder / (std::string("peer-") + rule_name(p) + "-" + file_safe(name) + ".npy");
-      if (std::filesystem::is_regular_file(file)) peer[name] = exec::read_npy(file);
+  std::vector<int64_t> all_batches = {1};
+  all_batches.insert(all_batches.end(), batches.begin(), batches.end());
+  for (int64_t batch : all_batches) {
+    const std::string tag = batch == 1 ? "" : fmt::format("-b{}", batch);
+    for (RulePrecision p : {RulePrecision::kFp32, RulePrecision::kTf32, RulePrecision::kFp16, RulePrecision::kBf16}) {
+      std::map<std::string, exec::HostTensor> peer;
+      for (ir::TensorId t : graph.outputs()) {
+        const std::string& name = graph.tensor(t).name;
+        const auto file = folder / (std::string("peer-") + rule_name(p) + tag + "-" + file_safe(name) + ".npy");
+        if (std::filesystem::is_regular_file(file)) peer[name] = exec::read_npy(file);
+      }
+      if (peer.size() == graph.outputs().size()) data.peers[batch][p] = std::move(peer);
     }
-    if (peer.size() == graph.outputs().size()) data.peers[p] = std::move(peer);
   }
   return data;
 }

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "exec/npy.h"
 #include "ir/graph.h"
@@ -40,7 +41,9 @@ struct RuleVerdict {
 // Judges `actual` (one output) against `truth` and `peer`; sizes must agree.
 // `samples` > 1: actual holds that many copies of the batch-1 output (the
 // input repeated along the batch), each judged against the same truth; the
-// verdict is the worst sample's.
+// verdict is the worst sample's. The peer holds one sample (a batch-1 run) or
+// as many as `actual` (a run at the same batch, whose kernels and rounding
+// are those of that batch); its errors are then its worst sample's.
 RuleVerdict judge(const exec::HostTensor& actual, const exec::HostTensor& truth, const exec::HostTensor& peer,
                   RulePrecision precision, int64_t samples = 1);
 
@@ -49,17 +52,21 @@ RuleVerdict judge(const exec::HostTensor& actual, const exec::HostTensor& truth,
 std::string file_safe(const std::string& name);
 
 // One model's data: inputs by graph input name, truths by output name, and
-// the peers found, by precision then output name.
+// the peers found, by batch (1: peer-<precision>-<output>.npy, N > 1:
+// peer-<precision>-b<N>-<output>.npy), then precision, then output name.
+using PeerOutputs = std::map<RulePrecision, std::map<std::string, exec::HostTensor>>;
 struct AccuracyData {
   std::map<std::string, exec::HostTensor> inputs;
   std::map<std::string, exec::HostTensor> truth;
-  std::map<RulePrecision, std::map<std::string, exec::HostTensor>> peers;
+  std::map<int64_t, PeerOutputs> peers;
 };
 
-// Reads `folder` for `graph` (imported at batch 1); nullopt when the folder
-// or a file an input or output needs is missing (`why` says which).
+// Reads `folder` for `graph` (imported at batch 1), with the peers at batch 1
+// and at each of `batches`; nullopt when the folder or a file an input or
+// output needs is missing (`why` says which). A peer is kept for a batch and
+// precision where every output has one.
 std::optional<AccuracyData> read_accuracy_data(const std::filesystem::path& folder, const ir::Graph& graph,
-                                               std::string& why);
+                                               std::string& why, const std::vector<int64_t>& batches = {8});
 
 // The kit's accuracy folder: $IOS_ACCURACY_DIR, else <models dir>/accuracy.
 std::filesystem::path accuracy_dir();
