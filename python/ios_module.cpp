@@ -7,12 +7,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -47,12 +49,14 @@ std::string dlpack_type_name(DLDataType type) {
 // DLPack, released to its producer) by this object.
 class Input {
  public:
-  Input(const std::string& name, const py::object& value) {
+  // `expected`: the model's input of that name, whose shape is checked
+  // before anything is copied.
+  Input(const std::string& name, const py::object& value, const ios::TensorDesc& expected) {
     try {
       if (py::isinstance<py::array>(value)) {
-        from_numpy(name, py::reinterpret_borrow<py::array>(value));
+        from_numpy(name, py::reinterpret_borrow<py::array>(value), expected);
       } else if (py::hasattr(value, "__dlpack__") || py::isinstance<py::capsule>(value)) {
-        from_dlpack(name, value);
+        from_dlpack(name, value, expected);
       } else {
         throw ios::UserError(
             "input '" + name + "' is of type " +
@@ -79,14 +83,39 @@ class Input {
     managed_ = nullptr;
   }
 
-  void from_numpy(const std::string& name, py::array array) {
+  // The element type and the shape are checked before the conversion, which
+  // copies an array that is not row-major: a wrong-shape broadcast view of a
+  // few bytes would otherwise be expanded to its full size (gigabytes) first.
+  static void check_shape(const std::string& name, const std::vector<int64_t>& shape,
+                          const ios::TensorDesc& expected) {
+    if (shape != expected.shape) {
+      throw ios::UserError("input '" + name + "' has shape " + shape_text(shape) +
+                           " but the model needs " + shape_text(expected.shape));
+    }
+  }
+
+  void from_numpy(const std::string& name, py::array array, const ios::TensorDesc& expected) {
     if (!array.dtype().is(py::dtype::of<float>())) {
       throw ios::UserError("input '" + name + "' has element type " +
                            std::string(py::str(array.dtype())) + " but the model needs float32");
     }
-    // Row-major and aligned, copied only where the caller's array is not.
-    array_ = py::array_t<float, py::array::c_style>::ensure(array);
-    if (!array_) throw py::error_already_set();
+    check_shape(name, std::vector<int64_t>(array.shape(), array.shape() + array.ndim()), expected);
+    // Row-major, copied only where the caller's array is not. The converting
+    // constructor keeps numpy's error (array_t::ensure clears it, which left
+    // pybind11 an error_already_set with no error to raise).
+    try {
+      array_ = py::array_t<float, py::array::c_style>(array);
+    } catch (py::error_already_set& e) {
+      if (!e.matches(PyExc_MemoryError)) throw;
+      int64_t bytes = static_cast<int64_t>(sizeof(float));
+      for (int64_t d : expected.shape) bytes *= d;
+      const std::string message =
+          "input '" + name + "' (shape " + shape_text(expected.shape) +
+          ") is not a row-major (C-contiguous) array, and its row-major copy of " +
+          std::to_string(bytes) + " bytes could not be allocated: not enough memory";
+      PyErr_SetString(PyExc_MemoryError, message.c_str());
+      throw py::error_already_set();
+    }
     kind_ = Kind::kNumpy;
     object_ = array_;
     view_.data = const_cast<float*>(array_.data());
@@ -94,13 +123,53 @@ class Input {
     view_.device = ios::DeviceKind::kCpu;
   }
 
-  void from_dlpack(const std::string& name, const py::object& value) {
+  // torch tensors that DLPack cannot export, refused with what to pass
+  // instead before torch raises its own RuntimeError.
+  static void check_torch_tensor(const std::string& name, const py::object& value) {
+    const std::string layout = py::str(py::getattr(value, "layout", py::str("torch.strided")));
+    if (layout != "torch.strided") {
+      throw ios::UserError("input '" + name + "' is a tensor of layout " + layout +
+                           " (sparse); pass tensor.to_dense()");
+    }
+    if (py::getattr(value, "is_meta", py::bool_(false)).cast<bool>()) {
+      throw ios::UserError("input '" + name +
+                           "' is on torch's meta device, which holds no data; pass a tensor "
+                           "with data (on the CPU or a CUDA device)");
+    }
+    if (py::getattr(value, "requires_grad", py::bool_(false)).cast<bool>()) {
+      throw ios::UserError("input '" + name +
+                           "' requires grad (it is part of autograd's graph); pass "
+                           "tensor.detach()");
+    }
+  }
+
+  // The first line of the Python error now being handled.
+  static std::string first_line(const py::error_already_set& e) {
+    std::string text = py::str(e.value());
+    if (const size_t end = text.find('\n'); end != std::string::npos) text.resize(end);
+    return std::string(py::str(e.type().attr("__name__"))) + ": " + text;
+  }
+
+  void from_dlpack(const std::string& name, const py::object& value,
+                   const ios::TensorDesc& expected) {
     object_ = value;
     kind_ = py::str(value.get_type().attr("__module__")).cast<std::string>().rfind("torch", 0) == 0
                 ? Kind::kTorch
                 : Kind::kNumpy;
-    const py::object exported =
-        py::isinstance<py::capsule>(value) ? value : value.attr("__dlpack__")();
+    if (kind_ == Kind::kTorch) check_torch_tensor(name, value);
+    py::object exported;
+    if (py::isinstance<py::capsule>(value)) {
+      exported = value;
+    } else {
+      // Any producer's refusal (a tensor DLPack cannot describe) is the
+      // input's fault: one line naming it, not the producer's own exception.
+      try {
+        exported = value.attr("__dlpack__")();
+      } catch (py::error_already_set& e) {
+        throw ios::UserError("input '" + name + "': its __dlpack__() failed (" + first_line(e) +
+                             "); pass a dense float32 tensor or a numpy array");
+      }
+    }
     if (!py::isinstance<py::capsule>(exported)) {
       throw ios::UserError("input '" + name + "': its __dlpack__() returned no DLPack capsule");
     }
@@ -119,14 +188,15 @@ class Input {
                            " but the model needs float32");
     }
     view_.shape.assign(t.shape, t.shape + t.ndim);
+    check_shape(name, view_.shape, expected);
     if (t.strides != nullptr) {
-      int64_t expected = 1;
+      int64_t dense_stride = 1;
       for (int i = t.ndim - 1; i >= 0; --i) {
-        if (t.shape[i] != 1 && t.strides[i] != expected) {
+        if (t.shape[i] != 1 && t.strides[i] != dense_stride) {
           throw ios::UserError("input '" + name + "' (shape " + shape_text(view_.shape) +
                                ") is not contiguous; pass tensor.contiguous()");
         }
-        expected *= t.shape[i];
+        dense_stride *= t.shape[i];
       }
     }
     if (t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost) {
@@ -186,10 +256,25 @@ class Context {
 
   py::object call(const py::args& args, const py::kwargs& kwargs) {
     const std::map<std::string, py::object> named = named_inputs(*engine_, args, kwargs);
+    // Every name is checked before any tensor is converted (which may copy):
+    // the message is the C++ API's (ExecutionContext::run).
+    std::string names;
+    for (const auto& t : engine_->inputs()) names += (names.empty() ? "'" : ", '") + t.name + "'";
+    std::vector<const ios::TensorDesc*> expected;
+    for (const auto& [name, value] : named) {
+      const auto& model = engine_->inputs();
+      const auto it = std::find_if(model.begin(), model.end(),
+                                   [&](const ios::TensorDesc& t) { return t.name == name; });
+      if (it == model.end()) {
+        throw ios::UserError("unknown input '" + name + "': the model's inputs are " + names);
+      }
+      expected.push_back(&*it);
+    }
     std::vector<std::unique_ptr<Input>> held;
     ios::TensorViewMap inputs;
+    size_t i = 0;
     for (const auto& [name, value] : named) {
-      held.push_back(std::make_unique<Input>(name, value));
+      held.push_back(std::make_unique<Input>(name, value, *expected[i++]));
       inputs[name] = held.back()->view();
     }
     if (!engine_->computes_outputs()) {
@@ -303,6 +388,69 @@ class PyEngine {
   std::map<std::thread::id, std::shared_ptr<Context>> contexts_;
 };
 
+// How to get a usable object of each class, for the message below.
+template <typename T>
+const char* how_to_make();
+template <>
+const char* how_to_make<ios::Schedule>() {
+  return "get one from ios.optimize(), ios.Schedule.load() or ios.Schedule.from_json()";
+}
+template <>
+const char* how_to_make<PyEngine>() {
+  return "create one with ios.Engine(model, schedule)";
+}
+template <>
+const char* how_to_make<Context>() {
+  return "get one from engine.create_context()";
+}
+
+// The C++ object behind `self`. An object made with T.__new__(T) and never
+// initialized has none: pybind11
+// would hand the method uninitialized memory, which crashed the interpreter
+// or blocked forever on a mutex of garbage. Every method of the module's
+// classes takes its self through this check.
+template <typename T>
+T& self_of(py::handle self) {
+  const py::detail::type_info* type = py::detail::get_type_info(typeid(T));
+  if (!py::isinstance<T>(self)) {
+    throw py::type_error(
+        "expected an ios." +
+        std::string(py::str(py::handle(reinterpret_cast<PyObject*>(type->type)).attr("__name__"))) +
+        ", got " + std::string(py::str(self.get_type().attr("__name__"))));
+  }
+  const py::detail::value_and_holder v_h =
+      reinterpret_cast<py::detail::instance*>(self.ptr())->get_value_and_holder(type, false);
+  if (!v_h || !v_h.holder_constructed()) {
+    const std::string name =
+        py::str(py::handle(reinterpret_cast<PyObject*>(type->type)).attr("__name__"));
+    throw py::type_error("this ios." + name + " was never initialized (made with ios." + name +
+                         ".__new__ and no __init__); " + how_to_make<T>());
+  }
+  return *v_h.template value_ptr<T>();
+}
+
+// A method or property of T, f(T&, args...), bound as one whose self is
+// checked by self_of first.
+template <typename T, typename R, typename... Args>
+auto checked(R (*f)(T&, Args...)) {
+  using Self = std::remove_const_t<T>;
+  return [f](py::handle self, Args... args) -> R {
+    return f(self_of<Self>(self), std::forward<Args>(args)...);
+  };
+}
+template <typename T, typename R>
+auto checked(R (T::*f)() const) {
+  return [f](py::handle self) -> R { return (self_of<T>(self).*f)(); };
+}
+
+py::dict prediction(const ios::Prediction& p) {
+  py::dict d;
+  d["latency_ms"] = p.latency_ms;
+  d["device"] = p.device;
+  d["note"] = p.note;
+  return d;
+}
+
 py::dict describe(const ios::TensorDesc& t) {
   py::dict d;
   d["name"] = t.name;
@@ -332,19 +480,20 @@ PYBIND11_MODULE(ios, m) {
           py::arg("path"), "read a schedule file")
       .def_static("from_json", &ios::Schedule::from_json, py::arg("text"),
                   py::arg("source") = "<schedule>")
-      .def(
-          "save",
-          [](const ios::Schedule& s, const py::object& path) { s.save(PyEngine::fspath(path)); },
-          py::arg("path"), "write the schedule file (atomically)")
-      .def_property_readonly("json", &ios::Schedule::json)
-      .def_property_readonly("scheduler", &ios::Schedule::scheduler)
-      .def_property_readonly("predicted_latency_ms", &ios::Schedule::predicted_latency_ms)
-      .def_property_readonly("batch", &ios::Schedule::batch)
-      .def_property_readonly("launch", &ios::Schedule::launch)
-      .def_property_readonly("precision", &ios::Schedule::precision)
-      .def_property_readonly("staged", &ios::Schedule::staged)
-      .def_property_readonly("stages",
-                             [](const ios::Schedule& s) {
+      .def("save", checked(+[](const ios::Schedule& s, const py::object& path, bool force) {
+             s.save(PyEngine::fspath(path), force);
+           }),
+           py::arg("path"), py::kw_only(), py::arg("force") = false,
+           "write the schedule file (atomically); an existing file that is not an ios schedule "
+           "is replaced only with force=True, as ios-optimize -o replaces it only with --force")
+      .def_property_readonly("json", checked(&ios::Schedule::json))
+      .def_property_readonly("scheduler", checked(&ios::Schedule::scheduler))
+      .def_property_readonly("predicted_latency_ms", checked(&ios::Schedule::predicted_latency_ms))
+      .def_property_readonly("batch", checked(&ios::Schedule::batch))
+      .def_property_readonly("launch", checked(&ios::Schedule::launch))
+      .def_property_readonly("precision", checked(&ios::Schedule::precision))
+      .def_property_readonly("staged", checked(&ios::Schedule::staged))
+      .def_property_readonly("stages", checked(+[](const ios::Schedule& s) {
                                py::list stages;
                                for (const ios::ScheduleStage& stage : s.stages()) {
                                  py::dict d;
@@ -353,16 +502,17 @@ PYBIND11_MODULE(ios, m) {
                                  stages.append(d);
                                }
                                return stages;
-                             })
-      .def_property_readonly("peak_memory_bytes", &ios::Schedule::peak_memory_bytes)
-      .def_property_readonly("report", &ios::Schedule::report)
-      .def_property_readonly("report_json", &ios::Schedule::report_json)
-      .def("__repr__", [](const ios::Schedule& s) {
-        return "<ios.Schedule " + s.scheduler() + ", batch " + std::to_string(s.batch()) + ", " +
-               (s.staged() ? std::to_string(s.stages().size()) + " stages"
-                           : std::string("streamed")) +
-               ", predicted " + std::to_string(s.predicted_latency_ms()) + " ms>";
-      });
+                             }))
+      .def_property_readonly("peak_memory_bytes", checked(&ios::Schedule::peak_memory_bytes))
+      .def_property_readonly("report", checked(&ios::Schedule::report))
+      .def_property_readonly("report_json", checked(&ios::Schedule::report_json))
+      .def("__repr__", checked(+[](const ios::Schedule& s) {
+             return "<ios.Schedule " + s.scheduler() + ", batch " + std::to_string(s.batch()) +
+                    ", " +
+                    (s.staged() ? std::to_string(s.stages().size()) + " stages"
+                                : std::string("streamed")) +
+                    ", predicted " + std::to_string(s.predicted_latency_ms()) + " ms>";
+           }));
 
   m.def(
       "optimize",
@@ -412,17 +562,12 @@ PYBIND11_MODULE(ios, m) {
 
   py::class_<Context, std::shared_ptr<Context>>(m, "Context",
                                                 "one thread's execution context of an Engine")
-      .def("__call__", &Context::call,
+      .def("__call__", checked(+[](Context& c, const py::args& args, const py::kwargs& kwargs) {
+             return c.call(args, kwargs);
+           }),
            "run once: one tensor, a dict {name: tensor} or name=tensor keywords; returns the "
            "output (a dict by name for several), of the inputs' kind")
-      .def("predict", [](Context& c) {
-        const ios::Prediction p = c.predict();
-        py::dict d;
-        d["latency_ms"] = p.latency_ms;
-        d["device"] = p.device;
-        d["note"] = p.note;
-        return d;
-      });
+      .def("predict", checked(+[](Context& c) { return prediction(c.predict()); }));
 
   py::class_<PyEngine>(m, "Engine",
                        "a model and a schedule, validated against each other, ready to run")
@@ -449,38 +594,29 @@ PYBIND11_MODULE(ios, m) {
            py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
            py::arg("force") = false, py::arg("retarget") = false, py::arg("launch") = "",
            py::arg("precision") = "", py::arg("threads") = 0, py::arg("device_profile") = "")
-      .def(
-          "__call__",
-          [](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
-            return e.thread_context().call(args, kwargs);
-          },
-          "run once on the calling thread's own context: one tensor, a dict {name: tensor} or "
-          "name=tensor keywords (numpy arrays or DLPack tensors); returns the output (a dict by "
-          "name for several), of the inputs' kind")
+      .def("__call__", checked(+[](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
+             return e.thread_context().call(args, kwargs);
+           }),
+           "run once on the calling thread's own context: one tensor, a dict {name: tensor} or "
+           "name=tensor keywords (numpy arrays or DLPack tensors); returns the output (a dict by "
+           "name for several), of the inputs' kind")
       .def("predict",
-           [](PyEngine& e) {
-             const ios::Prediction p = e.thread_context().predict();
-             py::dict d;
-             d["latency_ms"] = p.latency_ms;
-             d["device"] = p.device;
-             d["note"] = p.note;
-             return d;
-           })
-      .def("create_context", &PyEngine::create_context,
+           checked(+[](PyEngine& e) { return prediction(e.thread_context().predict()); }))
+      .def("create_context", checked(+[](PyEngine& e) { return e.create_context(); }),
            "a context of its own (for one thread at a time), callable as the engine is")
-      .def_property_readonly("inputs",
-                             [](const PyEngine& e) {
+      .def_property_readonly("inputs", checked(+[](const PyEngine& e) {
                                py::list l;
                                for (const auto& t : e.engine().inputs()) l.append(describe(t));
                                return l;
-                             })
-      .def_property_readonly("outputs",
-                             [](const PyEngine& e) {
+                             }))
+      .def_property_readonly("outputs", checked(+[](const PyEngine& e) {
                                py::list l;
                                for (const auto& t : e.engine().outputs()) l.append(describe(t));
                                return l;
-                             })
-      .def_property_readonly("backend", [](const PyEngine& e) { return e.engine().backend(); })
-      .def_property_readonly("device_memory_size",
-                             [](const PyEngine& e) { return e.engine().device_memory_size(); });
+                             }))
+      .def_property_readonly("backend",
+                             checked(+[](const PyEngine& e) { return e.engine().backend(); }))
+      .def_property_readonly("device_memory_size", checked(+[](const PyEngine& e) {
+                               return e.engine().device_memory_size();
+                             }));
 }

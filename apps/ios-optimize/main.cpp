@@ -45,54 +45,11 @@ Examples:
                      ios::cli::scheduler_names());
 }
 
-// Options that would do nothing with the rest of the command line.
+// Options that would do nothing with the rest of the command line: the
+// library's rule (ios::Schedule::optimize applies the same).
 void reject_useless_options(const CLI::App& app, const ios::optimize::OptimizeOptions& o) {
-  using ios::cli::reject_options_without_effect;
-  if (o.quiet) {
-    reject_options_without_effect(app, "with --quiet", {"--verbose"},
-                                  "--quiet prints errors only; drop one of them");
-  }
-  if (o.analyze) {
-    reject_options_without_effect(app, "with --analyze", {"--output"},
-                                  "--analyze writes no schedule; drop one of them");
-  }
-  const bool searches = ios::optimize::scheduler_searches(o.scheduler);
-  if (!searches) {
-    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--time-limit"},
-                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
-                                  "take time to bound; drop it");
-    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--profile-budget"},
-                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
-                                  "measure a part of what they consider; drop it");
-    reject_options_without_effect(app, "with --scheduler " + o.scheduler, {"--threads"},
-                                  "only the searching schedulers (ios, ios-parallel, ios-merge, dos) "
-                                  "search blocks in parallel; drop it");
-  }
-  if (o.calibrate_db.empty()) {
-    reject_options_without_effect(app, "without --calibrate",
-                                  {"--calibrate-db", "--calibrate-model"},
-                                  "it adds to a --calibrate fit; give --calibrate DB");
-  }
-  if (!o.calibrate_db.empty()) {
-    reject_options_without_effect(app, "with --calibrate", {"--time-limit", "--profile-budget", "--threads"},
-                                  "--calibrate fits a device profile and searches nothing; drop one of them");
-  }
-  if (o.cost == "simulated") {
-    reject_options_without_effect(app, "with --cost simulated", {"--profile-db"},
-                                  "the profile database caches measured latencies; drop one of them");
-    reject_options_without_effect(app, "with --cost simulated", {"--profile-budget"},
-                                  "the budget bounds what is measured on the GPU; drop one of them");
-  }
-  // A measured search ranks its candidates with the simulator, unless it
-  // measures everything.
-  if (o.cost == "measured" && (!searches || o.profile_budget == "all")) {
-    reject_options_without_effect(app,
-                                  searches ? "with --cost measured --profile-budget all"
-                                           : "with --cost measured and --scheduler " + o.scheduler,
-                                  {"--device-profile"},
-                                  "every stage is measured, none predicted by a device profile; drop "
-                                  "one of them");
-  }
+  ios::optimize::reject_options_without_effect(
+      o, [&app](const std::string& option) { return ios::cli::given(app, option); });
 }
 
 }  // namespace

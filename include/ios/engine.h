@@ -131,8 +131,11 @@ class Schedule {
   // ios::optimize is the namespace of ios-optimize's pipeline.)
   static Schedule optimize(const std::string& model_path, const OptimizeOptions& options = {});
 
-  // Writes the file atomically (a temporary file, then a rename).
-  void save(const std::string& path) const;
+  // Writes the file atomically (a temporary file, then a rename), creating
+  // its folder. An existing file is replaced when it is an ios schedule, any
+  // other only with `force`, as ios-optimize -o replaces it only with
+  // --force (UserError otherwise, and for a path that cannot be written).
+  void save(const std::string& path, bool force = false) const;
   const std::string& json() const;
 
   std::string scheduler() const;        // registry name, e.g. "ios"

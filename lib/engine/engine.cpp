@@ -236,6 +236,7 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
 
   const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
                                      options.force, asked,                 options.retarget};
+  engine::reject_retarget_without_effect(request, document != nullptr ? 1 : 0);
   const std::string source = document != nullptr ? document->source : std::string();
   e.prepared = engine::import_for_schedule(model_path, request,
                                            document ? &document->document : nullptr, source);

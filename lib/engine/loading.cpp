@@ -103,6 +103,23 @@ std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& mod
   return model::prepare_model(model_path, import_options, {}, precision);
 }
 
+void reject_retarget_without_effect(const ShapeRequest& request, size_t schedules) {
+  if (!request.retarget) return;
+  if (schedules == 0) {
+    user_error(
+        "--retarget has no effect without a schedule file: the built-in sequential schedule "
+        "is made for the batch it runs at; drop it or give a schedule");
+  }
+  if (schedules == 1 && request.batch == 0 && request.input_shapes.empty() &&
+      !(request.precision && request.precision->is_half())) {
+    user_error(
+        "--retarget has no effect without --batch, --input-shape or --precision {}: the model "
+        "runs at the schedule's own batch and precision; give the batch or precision to run it at, "
+        "or drop --retarget",
+        fmt::join(ir::precision_names(true), "|"));
+  }
+}
+
 sched::Schedule load_schedule(const model::PreparedModel& prepared, const nlohmann::json& document,
                               const std::string& path, bool force, bool retarget) {
   const sched::ModelInfo model = prepared.info();

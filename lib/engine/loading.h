@@ -46,6 +46,12 @@ std::unique_ptr<model::PreparedModel> import_for_schedule(const std::string& mod
                                                           const nlohmann::json* document,
                                                           const std::string& schedule_path);
 
+// --retarget where it does nothing, refused (ios-run and ios::Engine both
+// call this): without a schedule file (`schedules` 0: the sequential
+// schedule is made for the batch it runs at), or with one schedule and
+// neither a batch, input shapes nor a 16-bit precision to run it at.
+void reject_retarget_without_effect(const ShapeRequest& request, size_t schedules);
+
 // The schedule of `document` (read from `path`), validated against the
 // model: its hash (unless `force`), its precision (the model's, or the other
 // 16-bit type with `retarget`), every unit once, dependencies, and its

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/json_limits.h"
+#include "core/output_files.h"
 #include "engine/schedule_impl.h"
 #include "ios/engine.h"
 #include "ir/precision.h"
@@ -105,7 +107,11 @@ Schedule Schedule::from_json(const std::string& text, const std::string& source)
   return Schedule(std::move(impl));
 }
 
-void Schedule::save(const std::string& path) const {
+void Schedule::save(const std::string& path, bool force) const {
+  // ios-optimize -o's rule (core/output_files.h): a file of another kind is
+  // replaced only with force, and no other ios run may be writing it.
+  OutputFiles outputs({}, force);
+  outputs.add("save", path, OutputKind::kSchedule);
   create_parent_folder(path);
   write_file_atomically(path, impl_->json);
 }
@@ -156,6 +162,19 @@ const std::string& Schedule::report_json() const { return impl_->report_json; }
 Schedule Schedule::optimize(const std::string& model_path, const OptimizeOptions& options) {
   const optimize::OptimizeOptions pipeline = pipeline_options(model_path, options);
   check_options(pipeline);
+  // What ios-optimize refuses as doing nothing is refused here too, by the
+  // same rule: an option counts as given when it is set to other than its
+  // default. The options only the command line has are never given here.
+  const std::map<std::string, bool> set = {
+      {"--profile-db", !options.profile_db.empty()},
+      {"--profile-budget", !options.profile_budget.empty()},
+      {"--time-limit", options.time_limit_s.has_value()},
+      {"--threads", options.threads != 0},
+      {"--device-profile", options.device_profile.has_value()}};
+  ::ios::optimize::reject_options_without_effect(pipeline, [&set](const std::string& option) {
+    const auto it = set.find(option);
+    return it != set.end() && it->second;
+  });
   ::ios::optimize::Optimization found = ::ios::optimize::optimize_model(pipeline);
   auto impl = std::make_shared<Impl>();
   impl->json = sched::schedule_to_json(found.schedule, *found.prepared->units);

@@ -283,6 +283,56 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
 
 bool scheduler_searches(const std::string& name) { return sched::find_scheduler(name).searches; }
 
+void reject_options_without_effect(const OptimizeOptions& o,
+                                   const std::function<bool(const std::string& option)>& given) {
+  const auto reject = [&given](const std::string& context, const std::vector<std::string>& options,
+                               std::string_view why) {
+    for (const std::string& option : options) {
+      if (given(option)) user_error("{} has no effect {}: {}", option, context, why);
+    }
+  };
+  if (o.quiet) {
+    reject("with --quiet", {"--verbose"}, "--quiet prints errors only; drop one of them");
+  }
+  if (o.analyze) {
+    reject("with --analyze", {"--output"}, "--analyze writes no schedule; drop one of them");
+  }
+  const bool searches = scheduler_searches(o.scheduler);
+  if (!searches) {
+    const std::string context = "with --scheduler " + o.scheduler;
+    reject(context, {"--time-limit"},
+           "only the searching schedulers (ios, ios-parallel, ios-merge, dos) take time to bound; "
+           "drop it");
+    reject(context, {"--profile-budget"},
+           "only the searching schedulers (ios, ios-parallel, ios-merge, dos) measure a part of "
+           "what they consider; drop it");
+    reject(context, {"--threads"},
+           "only the searching schedulers (ios, ios-parallel, ios-merge, dos) search blocks in "
+           "parallel; drop it");
+  }
+  if (o.calibrate_db.empty()) {
+    reject("without --calibrate", {"--calibrate-db", "--calibrate-model"},
+           "it adds to a --calibrate fit; give --calibrate DB");
+  } else {
+    reject("with --calibrate", {"--time-limit", "--profile-budget", "--threads"},
+           "--calibrate fits a device profile and searches nothing; drop one of them");
+  }
+  if (o.cost == "simulated") {
+    reject("with --cost simulated", {"--profile-db"},
+           "the profile database caches measured latencies; drop one of them");
+    reject("with --cost simulated", {"--profile-budget"},
+           "the budget bounds what is measured on the GPU; drop one of them");
+  }
+  // A measured search ranks its candidates with the simulator, unless it
+  // measures everything.
+  if (o.cost == "measured" && (!searches || o.profile_budget == "all")) {
+    reject(searches ? "with --cost measured --profile-budget all"
+                    : "with --cost measured and --scheduler " + o.scheduler,
+           {"--device-profile"},
+           "every stage is measured, none predicted by a device profile; drop one of them");
+  }
+}
+
 std::string describe_schedulers() {
   std::string out = "Schedulers (ios-optimize --scheduler NAME --params k=v,...):\n";
   for (const auto& entry : sched::scheduler_registry()) {

@@ -3,6 +3,7 @@
 // only parses options into OptimizeOptions and calls run_optimize().
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -216,5 +217,15 @@ bool scheduler_searches(const std::string& name);
 
 // --list-schedulers text.
 std::string describe_schedulers();
+
+// Options that would do nothing with the rest of the request (a profile
+// database with simulated costs, a time limit for a scheduler that does not
+// search, ...) are refused, never ignored: UserError "OPTION has no effect
+// CONTEXT: WHY" for the first one. `given("--profile-db")` says whether the
+// caller set that option: ios-optimize, on its command line;
+// ios::Schedule::optimize, to other than its default. Both call this, so
+// both refuse the same requests with the same message.
+void reject_options_without_effect(const OptimizeOptions& options,
+                                   const std::function<bool(const std::string& option)>& given);
 
 }  // namespace ios::optimize

@@ -136,20 +136,9 @@ void check_options(const RunOptions& o) {
       user_error("{} {}: expected a finite number >= 0", option, value);
     }
   }
-  if (o.retarget && o.schedule_paths.empty()) {
-    user_error("--retarget has no effect without a schedule file: the built-in sequential schedule "
-               "is made for the batch it runs at; drop it or give a schedule");
-  }
-  if (o.retarget && o.schedule_paths.size() == 1 && o.batch == 0 && o.input_shapes.empty() &&
-      !(o.precision && o.precision->is_half())) {
-    user_error(
-        "--retarget has no effect without --batch, --input-shape or --precision {}: the "
-        "model "
-        "runs at the schedule's own batch and precision; give the batch or precision to run it at, "
-        "or "
-        "drop --retarget",
-        fmt::join(ir::precision_names(true), "|"));
-  }
+  engine::reject_retarget_without_effect(
+      {o.batch, o.rewrite_batch, o.input_shapes, o.force, o.precision, o.retarget},
+      o.schedule_paths.size());
 }
 
 // The state of one ios-run, filled phase by phase (run() lists the phases).

@@ -4,7 +4,12 @@ cpu` on the same input and within float32's rounding of a float64 PyTorch
 truth, different for different inputs; wrong shapes, element types, devices,
 missing or extra inputs and a schedule for another model each a clear
 ios.UserError; several threads, one context each, identical outputs;
-nothing written to standard output. The CUDA backend's test (marked `cuda`)
+nothing written to standard output. Hostile use (issue 53): objects made
+with __new__ and never initialized (in a subprocess with a timeout, as a
+crash or a hang there must not end or stop this run), a wrong-shape
+broadcast view refused before it is copied, an input whose copy cannot be
+allocated, torch tensors DLPack cannot export, save() over a file that is
+not a schedule, and options that would do nothing. The CUDA backend's test (marked `cuda`)
 runs as its own ctest entry, "python: module on CUDA", skipped without CUDA.
 
 Run by ctest ("python: module", `-m "not cuda"`) with PYTHONPATH=build/python,
@@ -16,8 +21,12 @@ IOS_MODELS_DIR and IOS_BIN set, or by hand:
 import ctypes
 import json
 import os
+import shutil
 import subprocess
+import sys
+import textwrap
 import threading
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -370,3 +379,237 @@ def test_cuda_tensors_in_cuda_tensors_out(x):
     out = engine(torch.from_numpy(x).cuda())
     assert out.is_cuda and out.dtype == torch.float32
     np.testing.assert_allclose(out.cpu().numpy(), ios.Engine(MODEL, schedule)(x), rtol=1e-4, atol=1e-4)
+
+
+# --- Hostile use (issue 53) ---------------------------------------------------
+
+def _python(code, timeout=120):
+    """Runs `code` in a fresh interpreter that imports this ios: a crash or
+    a hang there fails the test instead of ending or stopping the run."""
+    path = os.pathsep.join(p for p in [os.path.dirname(ios.__file__), os.environ.get("PYTHONPATH", "")] if p)
+    try:
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              timeout=timeout, env=dict(os.environ, PYTHONPATH=path, IOS_TEST_MODEL=MODEL))
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"the interpreter hung for {timeout} s (killed)")
+
+
+def test_uninitialized_objects_raise(tmp_path):
+    """Every method and property of every class the module exposes, on an
+    object made with __new__ and never initialized: a TypeError that says
+    so, not a crash (the interpreter segfaulted on Schedule.json and
+    Engine.inputs)."""
+    never = tmp_path / "never-written.json"
+    r = _python(f"""
+        import json, ios
+        results = {{}}
+        for cls in (ios.Schedule, ios.Engine, ios.Context):
+            names = [n for n in dir(cls) if not n.startswith("_")] + [n for n in ["__repr__"] if n in cls.__dict__]
+            for name in names:
+                attr = cls.__dict__.get(name)
+                if isinstance(attr, staticmethod) or name in ("load", "from_json"):
+                    continue  # no self: Schedule.load and Schedule.from_json make one
+                obj = cls.__new__(cls)
+                try:
+                    if isinstance(attr, property):
+                        getattr(obj, name)
+                    elif name == "save":
+                        obj.save({str(never)!r})
+                    else:
+                        getattr(obj, name)()
+                    results[f"{{cls.__name__}}.{{name}}"] = "no error"
+                except TypeError as e:
+                    results[f"{{cls.__name__}}.{{name}}"] = str(e)
+        print(json.dumps(results))
+    """)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    results = json.loads(r.stdout)
+    # Every property and method was tried (each class has them).
+    for expected in ["Schedule.json", "Schedule.stages", "Schedule.save", "Schedule.__repr__", "Engine.inputs",
+                     "Engine.outputs", "Engine.backend", "Engine.device_memory_size", "Engine.predict",
+                     "Engine.create_context", "Context.predict"]:
+        assert expected in results, sorted(results)
+    for name, message in results.items():
+        cls = name.split(".")[0]
+        assert message.startswith(f"this ios.{cls} was never initialized (made with ios.{cls}.__new__ and no "
+                                  f"__init__); "), (name, message)
+    assert not never.exists()
+
+
+def test_a_method_of_another_class_is_a_type_error(engine, schedule):
+    with pytest.raises(TypeError, match=r"expected an ios\.Schedule, got Engine"):
+        ios.Schedule.json.fget(engine)
+    with pytest.raises(TypeError, match=r"expected an ios\.Engine, got int"):
+        ios.Engine.inputs.fget(42)
+
+
+@pytest.mark.parametrize("cls", ["Engine", "Context"])
+def test_calling_an_uninitialized_engine_raises(cls):
+    """engine(x) on an object made with __new__: a TypeError, not a process
+    blocked forever holding the GIL (the mutex was uninitialized memory) or
+    an abort."""
+    r = _python(f"""
+        import numpy as np, ios
+        obj = ios.{cls}.__new__(ios.{cls})
+        try:
+            obj(np.zeros((1, 3, 224, 224), np.float32))
+            print("no error")
+        except TypeError as e:
+            print(e)
+    """, timeout=60)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    assert r.stdout.startswith(f"this ios.{cls} was never initialized"), r.stdout
+
+
+def test_an_initialized_engine_made_through_new_runs(x, y):
+    """__new__ then __init__ is how Python makes every object: it works."""
+    engine = ios.Engine.__new__(ios.Engine)
+    engine.__init__(MODEL, batch=1)
+    np.testing.assert_allclose(engine(x), y, rtol=1e-4, atol=1e-5)
+
+
+def test_a_wrong_shape_is_refused_before_any_copy(engine, x):
+    """A broadcast view holds 4 bytes whatever its shape; converting it to a
+    row-major array first cost its full size (1.6-3.2 GB in the report)
+    before the shape was refused. Here 16 images' worth, 9.6 MB: numpy's
+    allocations are traced by tracemalloc, and none of that size may happen."""
+    view = np.broadcast_to(np.zeros(1, np.float32), (16, 3, 224, 224))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ios.UserError, match=r"input 'input' has shape 16x3x224x224 but the model needs 1x3x224x224"):
+            engine(view)
+        with pytest.raises(ios.UserError, match=r"unknown input 'extra': the model's inputs are 'input'"):
+            engine({"input": x, "extra": view})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < view.size * 4 // 10, peak
+
+
+def _relu_model(path, shape):
+    """A one-node model (Relu) with an input of `shape`: large inputs, cheap to run."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_an_input_too_large_to_copy(tmp_path):
+    """A column-major input whose row-major copy cannot be allocated (the
+    address space is capped 32 MiB above what the process holds, the copy
+    needs 64 MiB): a MemoryError naming the input and the bytes, not
+    RuntimeError "Internal error: pybind11::error_already_set called while
+    Python error indicator not set". In a subprocess, which the cap would
+    otherwise hamper."""
+    shape = (1, 16, 1024, 1024)
+    model = tmp_path / "relu.onnx"
+    _relu_model(model, shape)
+    r = _python(f"""
+        import resource
+        import numpy as np, ios
+        engine = ios.Engine({str(model)!r})
+        x = np.asfortranarray(np.ones({shape!r}, np.float32))
+        engine(np.ascontiguousarray(x))  # the context and its memory made before the cap
+        with open("/proc/self/status") as f:
+            vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (32 << 20), resource.RLIM_INFINITY))
+        try:
+            engine(x)
+            print("no error")
+        except MemoryError as e:
+            print("MemoryError:", e)
+        except Exception as e:
+            print(type(e).__name__ + ":", e)
+    """)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    assert r.stdout.strip() == (
+        "MemoryError: input 'x' (shape 1x16x1024x1024) is not a row-major (C-contiguous) array, and its "
+        "row-major copy of 67108864 bytes could not be allocated: not enough memory"), r.stdout
+
+
+class _RefusingProducer:
+    """A DLPack producer whose export fails, as torch's does for tensors it
+    cannot describe."""
+
+    def __dlpack__(self, stream=None):
+        raise ValueError("cannot export this\nsecond line")
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda x: torch.from_numpy(x).requires_grad_(),
+     r"input 'input' requires grad \(it is part of autograd's graph\); pass tensor\.detach\(\)"),
+    (lambda x: torch.nn.Parameter(torch.from_numpy(x)),
+     r"input 'input' requires grad \(it is part of autograd's graph\); pass tensor\.detach\(\)"),
+    (lambda x: torch.empty(x.shape, device="meta"),
+     r"input 'input' is on torch's meta device, which holds no data; pass a tensor with data"),
+    (lambda x: torch.from_numpy(x).to_sparse(),
+     r"input 'input' is a tensor of layout torch\.sparse_coo \(sparse\); pass tensor\.to_dense\(\)"),
+    (lambda x: _RefusingProducer(),
+     r"input 'input': its __dlpack__\(\) failed \(ValueError: cannot export this\); pass a dense float32"),
+])
+def test_tensors_dlpack_cannot_export(engine, x, make, message):
+    """torch's RuntimeError (or any producer's error) becomes an ios.UserError
+    of one line that says what to pass instead."""
+    with pytest.raises(ios.UserError, match="^" + message) as e:
+        engine(make(x))
+    assert "\n" not in str(e.value)
+
+
+def test_save_replaces_only_a_schedule_unless_forced(schedule, tmp_path):
+    """ios-optimize -o's rule: an existing file that is not an ios schedule
+    (a user's notes, a model) is replaced only with force=True; an existing
+    schedule is replaced."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    with pytest.raises(ios.UserError, match=r"notes\.txt: the file exists and is not an ios schedule; give another "
+                                            r"path, remove the file, or pass --force to overwrite it"):
+        schedule.save(notes)
+    assert notes.read_text() == "mine"
+    model = tmp_path / "model.onnx"
+    shutil.copyfile(MODEL, model)
+    with pytest.raises(ios.UserError, match=r"is not an ios schedule"):
+        schedule.save(model)
+    with open(MODEL, "rb") as a, open(model, "rb") as b:
+        assert a.read() == b.read()
+    with pytest.raises(TypeError):
+        schedule.save(notes, True)  # force is a keyword: save(path, force=True)
+    schedule.save(notes, force=True)
+    assert ios.Schedule.load(notes).stages == schedule.stages
+    sequential = ios.optimize(MODEL, batch=1, cost="simulated", scheduler="sequential")
+    sequential.save(notes)  # a schedule now: replaced without force
+    assert ios.Schedule.load(notes).scheduler == "sequential"
+
+
+def test_options_that_do_nothing_are_refused(schedule, tmp_path):
+    """What ios-optimize and ios-run refuse as doing nothing, the API refuses
+    with the same message (one rule in the library for both)."""
+    refused = [
+        (dict(cost="simulated", profile_db=str(tmp_path / "p.sqlite")),
+         ["--cost", "simulated", "--profile-db", str(tmp_path / "p.sqlite")],
+         r"--profile-db has no effect with --cost simulated: the profile database caches measured latencies"),
+        (dict(cost="simulated", profile_budget="10"), ["--cost", "simulated", "--profile-budget", "10"],
+         r"--profile-budget has no effect with --cost simulated"),
+        (dict(cost="simulated", scheduler="sequential", time_limit=5),
+         ["--cost", "simulated", "--scheduler", "sequential", "--time-limit", "5"],
+         r"--time-limit has no effect with --scheduler sequential"),
+        (dict(cost="simulated", scheduler="greedy", threads=2),
+         ["--cost", "simulated", "--scheduler", "greedy", "--threads", "2"],
+         r"--threads has no effect with --scheduler greedy"),
+        (dict(cost="measured", scheduler="sequential", device_profile="h100"),
+         ["--cost", "measured", "--scheduler", "sequential", "--device-profile", "h100"],
+         r"--device-profile has no effect with --cost measured and --scheduler sequential"),
+    ]
+    for options, flags, message in refused:
+        with pytest.raises(ios.UserError, match="^" + message) as e:
+            ios.optimize(MODEL, batch=1, **options)
+        cli = subprocess.run([os.path.join(IOS_BIN, "ios-optimize"), MODEL, "--batch", "1", *flags,
+                              "-o", str(tmp_path / "s.json")], capture_output=True, text=True)
+        assert cli.returncode == 2 and cli.stderr == f"ios-optimize: error: {e.value}\n", (cli.stderr, str(e.value))
+    with pytest.raises(ios.UserError, match=r"^--retarget has no effect without --batch, --input-shape or --precision"):
+        ios.Engine(MODEL, schedule, retarget=True)
+    with pytest.raises(ios.UserError, match=r"^--retarget has no effect without a schedule file"):
+        ios.Engine(MODEL, batch=1, retarget=True)
+    # With something to retarget it to, it is taken.
+    assert ios.Engine(MODEL, schedule, batch=2, retarget=True).inputs[0]["shape"] == (2, 3, 224, 224)
