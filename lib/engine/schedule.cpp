@@ -43,6 +43,8 @@ optimize::OptimizeOptions pipeline_options(const std::string& model_path,
   if (o.device_profile) p.device_profile = *o.device_profile;
   p.device_profile_given = o.device_profile.has_value();
   p.profile_db = o.profile_db;
+  if (!o.conv_kernels.empty())
+    p.conv_kernels = exec::parse_conv_kernels(o.conv_kernels, "conv_kernels");
   if (!o.profile_budget.empty()) p.profile_budget = o.profile_budget;
   // The API takes the precision by name, as the command line does; parsed
   // here, once.

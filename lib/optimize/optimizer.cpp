@@ -157,6 +157,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
     measured.db_path = options.profile_db;
     measured.math = math;
     measured.launch = options.launch;  // stages timed as the schedule will run
+    measured.conv_kernels = options.conv_kernels;
     if (progress != nullptr && progress->enabled()) {
       // One progress line, rewritten in place (stderr only, so stdout stays clean).
       measured.progress = [line = progress](const cuda::MeasureProgress& p) {
