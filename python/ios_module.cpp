@@ -523,7 +523,8 @@ PYBIND11_MODULE(ios, m) {
          const std::string& profile_db, const std::string& profile_budget,
          const std::string& precision, int max_block_units, double max_block_bound, int threads,
          const std::string& form, const std::string& launch, const py::object& memory_limit,
-         int max_streams, const std::vector<std::string>& keep_fp32, bool half_io) {
+         int max_streams, const std::vector<std::string>& keep_fp32, bool half_io,
+         const std::string& conv_kernels) {
         ios::OptimizeOptions o;
         o.batch = batch;
         o.scheduler = scheduler;
@@ -534,6 +535,7 @@ PYBIND11_MODULE(ios, m) {
         o.input_shapes = input_shapes;
         o.rewrite_batch = rewrite_batch;
         o.profile_db = profile_db;
+        o.conv_kernels = conv_kernels;
         o.profile_budget = profile_budget;
         o.precision = precision;
         o.keep_fp32 = keep_fp32;
@@ -558,6 +560,7 @@ PYBIND11_MODULE(ios, m) {
       py::arg("threads") = 0, py::arg("form") = "staged", py::arg("launch") = "graph",
       py::arg("memory_limit") = py::none(), py::arg("max_streams") = 0,
       py::arg("keep_fp32") = std::vector<std::string>{}, py::arg("half_io") = false,
+      py::arg("conv_kernels") = "",
       "ios-optimize MODEL as a call; returns the Schedule (writes no file)");
 
   py::class_<Context, std::shared_ptr<Context>>(m, "Context",
@@ -575,7 +578,8 @@ PYBIND11_MODULE(ios, m) {
                        const std::string& backend, int64_t batch,
                        const std::vector<std::string>& input_shapes, bool rewrite_batch, bool force,
                        bool retarget, const std::string& launch, const std::string& precision,
-                       int threads, const std::string& device_profile) {
+                       int threads, const std::string& device_profile,
+                       const std::string& conv_kernels, const std::string& plan_cache) {
              ios::EngineOptions o;
              o.backend = backend;
              o.batch = batch;
@@ -587,13 +591,16 @@ PYBIND11_MODULE(ios, m) {
              o.precision = precision;
              o.threads = threads;
              o.device_profile = device_profile;
+             o.conv_kernels = conv_kernels;
+             o.plan_cache = plan_cache;
              return std::make_unique<PyEngine>(model, schedule, o);
            }),
            py::arg("model"), py::arg("schedule") = py::none(), py::kw_only(),
            py::arg("backend") = "cpu", py::arg("batch") = 0,
            py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
            py::arg("force") = false, py::arg("retarget") = false, py::arg("launch") = "",
-           py::arg("precision") = "", py::arg("threads") = 0, py::arg("device_profile") = "")
+           py::arg("precision") = "", py::arg("threads") = 0, py::arg("device_profile") = "",
+           py::arg("conv_kernels") = "", py::arg("plan_cache") = "")
       .def("__call__", checked(+[](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
              return e.thread_context().call(args, kwargs);
            }),

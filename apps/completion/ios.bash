@@ -28,10 +28,11 @@ _ios_complete() {
     --precision) COMPREPLY=($(compgen -W "$(_ios_choices_from_help "$prog" --precision)" -- "$cur")); return ;;
     --form) COMPREPLY=($(compgen -W $'staged\nstreamed\nbest' -- "$cur")); return ;;
     --launch) COMPREPLY=($(compgen -W $'graph\nplain\nsynced' -- "$cur")); return ;;
+    --conv-kernels) COMPREPLY=($(compgen -W $'legacy\ngraph' -- "$cur")); return ;;
     --profile-budget) COMPREPLY=($(compgen -W $'all' -- "$cur")); return ;;
     --device-profile) COMPREPLY=($(compgen -W $'h100\nh200\na100\nv100\nk80' -- "$cur") $(compgen -f -- "$cur")); return ;;
     --output-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    -o|--output|--report-json|--dot|--profile-db|--export-times|--trace|--input|--reference)
+    -o|--output|--report-json|--dot|--profile-db|--plan-cache|--export-times|--trace|--input|--reference)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
     -b|--batch|-p|--params|--input-shape|--warmup|--iterations|--duration|--rtol|--atol|--seed|--threads|\
     --max-block-units|--max-block-bound|--time-limit)

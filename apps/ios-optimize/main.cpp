@@ -85,6 +85,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--profile-db", options.profile_db,
                  "measured latencies cache (default: ~/.cache/ios/profile.sqlite)");
+  std::string conv_kernels = "legacy";
+  app.add_option("--conv-kernels", conv_kernels,
+                 "with measured costs: the convolutions' kernels, legacy (cuDNN's legacy calls) or "
+                 "graph (cuDNN graph-API plans, timed; unmeasured so far)")
+      ->check(CLI::IsMember({"legacy", "graph"}))
+      ->capture_default_str();
   app.add_option("--profile-budget", options.profile_budget,
                  "with measured costs: stages (N) or seconds (Ns) of GPU measuring a searching "
                  "scheduler may use on the contenders the simulator ranks; all = measure every "
@@ -185,6 +191,7 @@ int main(int argc, char** argv) {
     std::cerr << ios::cli::describe_parse_error(app, e, kProgram) << "\n";
     return static_cast<int>(ios::ExitCode::kInput);
   }
+  options.conv_kernels = *ios::exec::parse_conv_kernels(conv_kernels);
 
   try {
     ios::set_verbosity(quiet     ? ios::Verbosity::kQuiet

@@ -64,11 +64,17 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
   if (o.dry_run) {
     reject_options_without_effect(
         app, "with --dry-run",
-        {"--check", "--reference", "--rtol", "--atol", "--input", "--seed", "--warmup", "--iterations",
-         "--duration", "--output-dir", "--export-times", "--trace", "--no-cuda-graph", "--precision",
-         "--threads", "--device-profile"},
+        {"--check", "--reference", "--rtol", "--atol", "--input", "--seed", "--warmup",
+         "--iterations", "--duration", "--output-dir", "--export-times", "--trace",
+         "--no-cuda-graph", "--precision", "--threads", "--device-profile", "--conv-kernels",
+         "--plan-cache"},
         "--dry-run validates and prints the plans and runs nothing; drop one of them");
     return;
+  }
+  if (o.conv_kernels != ios::exec::ConvKernels::kGraph) {
+    reject_options_without_effect(
+        app, "without --conv-kernels graph", {"--plan-cache"},
+        "the plan cache holds graph-API plans; add --conv-kernels graph or drop it");
   }
   if (!o.check && o.references.empty()) {
     reject_options_without_effect(app, "without --check", {"--rtol", "--atol"},
@@ -81,6 +87,7 @@ void reject_useless_options(const CLI::App& app, const ios::runner::RunOptions& 
       {&ios::exec::BackendTraits::uses_precision, "--precision"},
       {&ios::exec::BackendTraits::uses_threads, "--threads"},
       {&ios::exec::BackendTraits::uses_device_profile, "--device-profile"},
+      {&ios::exec::BackendTraits::uses_conv_kernels, "--conv-kernels"},
       {&ios::exec::BackendTraits::traces, "--trace"}};
   // fp16 and bf16 choose the graph every backend runs; tf32 and fp32 only
   // a float32 graph's math, which the CPU reference does not have.
@@ -159,6 +166,15 @@ int main(int argc, char** argv) {
       "schedule (or "
       "--retarget it to the other 16-bit type)");
   app.add_option("--threads", o.threads, "CPU backend threads (0: all cores)")->check(CLI::Range(0, 1024));
+  std::string conv_kernels = "legacy";
+  app.add_option("--conv-kernels", conv_kernels,
+                 "cuda: legacy (cuDNN's legacy calls) or graph (cuDNN graph-API plans, timed, the "
+                 "fastest kept; legacy where none builds; unmeasured so far)")
+      ->check(CLI::IsMember({"legacy", "graph"}))
+      ->capture_default_str();
+  app.add_option("--plan-cache", o.plan_cache,
+                 "--conv-kernels graph: the plan cache file, the kernels chosen before on this GPU "
+                 "(default: plans.sqlite beside the profile database)");
   app.add_flag("-v,--verbose", o.verbose, "print the effective options and plan details");
   app.add_flag("-q,--quiet", o.quiet, "print errors and the final verdict only");
   app.set_version_flag("--version", [] { return ios::cli::version_text(kProgram); },
@@ -172,6 +188,7 @@ int main(int argc, char** argv) {
     return static_cast<int>(ios::ExitCode::kInput);
   }
   if (no_graph) o.launch = "plain";
+  o.conv_kernels = *ios::exec::parse_conv_kernels(conv_kernels);
   try {
     ios::set_verbosity(o.quiet ? ios::Verbosity::kQuiet
                        : o.verbose ? ios::Verbosity::kVerbose
@@ -180,6 +197,7 @@ int main(int argc, char** argv) {
     ios::cli::reject_empty_paths(app, {"--export-times", "--trace", "--dot"},
                                  "a file name or - (standard output)");
     ios::cli::reject_empty_paths(app, {"--output-dir"}, "a folder name");
+    ios::cli::reject_empty_paths(app, {"--plan-cache"}, "a file name");
     ios::cli::reject_empty_paths(app, {"--device-profile"}, "a profile name or file");
     return ios::runner::run(o, std::cout);
   } catch (const ios::Error& e) {

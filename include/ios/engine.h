@@ -86,6 +86,7 @@ struct OptimizeOptions {
   // h100 for the simulator, the GPU's own profile for a measured search.
   std::optional<std::string> device_profile;
   std::string profile_db;          // --profile-db; empty: ~/.cache/ios/profile.sqlite
+  std::string conv_kernels;        // --conv-kernels legacy | graph (measured costs); empty: legacy
   std::string profile_budget;      // --profile-budget; empty: the program's default
   // --precision tf32 | fp32 (a float32 model's math) | fp16 | bf16
   // (converted, or a typed model's own); empty: tf32, or a typed model's
@@ -190,6 +191,13 @@ struct EngineOptions {
   std::string precision;
   int threads = 0;                 // cpu: threads per context, 0: all cores
   std::string device_profile;      // sim: a profile; empty: the schedule's device, else h100
+  // cuda: how convolutions run (ios-run --conv-kernels): "legacy" (cuDNN's
+  // legacy calls; empty means it too) or "graph" (cuDNN's graph-API plans,
+  // timed, the fastest kept; the legacy call where no plan builds).
+  std::string conv_kernels;
+  // cuda, conv_kernels "graph": the plan cache file (ios-run --plan-cache);
+  // empty: plans.sqlite beside the profile database.
+  std::string plan_cache;
 };
 
 // What the sim backend predicts for one iteration (it computes no outputs).

@@ -52,6 +52,7 @@ class Statement {
     bind(5, key.batch);
     bind(6, key.launch);
     bind(7, key.signature);
+    bind(8, key.kernels);
   }
   int step() { return sqlite3_step(stmt_); }
   void reset() {
@@ -83,12 +84,29 @@ std::string column_text(sqlite3_stmt* q, int column) {
   return value ? std::string(reinterpret_cast<const char*>(value)) : std::string();
 }
 
-// The key of a row whose first seven columns are the key's (device, driver,
-// cuDNN, precision, batch, launch, signature).
+// The key of a row whose first eight columns are the key's (device, driver,
+// cuDNN, precision, batch, launch, signature, kernels: kKeyColumns).
 ProfileKey read_key(sqlite3_stmt* q) {
   return {column_text(q, 0), column_text(q, 1),          column_text(q, 2), column_text(q, 3),
-          sqlite3_column_int64(q, 4), column_text(q, 6), column_text(q, 5)};
+          sqlite3_column_int64(q, 4), column_text(q, 6), column_text(q, 5), column_text(q, 7)};
 }
+constexpr int kKeyColumns = 8;
+#define IOS_PROFILE_KEY_COLUMNS "device, driver, cudnn, precision, batch, launch, signature, kernels"
+
+// The table of schema version 3.
+constexpr const char* kCreateTable =
+    "CREATE TABLE IF NOT EXISTS {} ("
+    " device TEXT NOT NULL, driver TEXT NOT NULL, cudnn TEXT NOT NULL,"
+    " precision TEXT NOT NULL, batch INTEGER NOT NULL, launch TEXT NOT NULL,"
+    " signature TEXT NOT NULL, kernels TEXT NOT NULL,"
+    " latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
+    " PRIMARY KEY (" IOS_PROFILE_KEY_COLUMNS ")) WITHOUT ROWID";
+
+// A version-2 row's columns as version 3 reads them: measured with the
+// legacy kernels, the only ones there were.
+constexpr const char* kVersion2Columns =
+    "device, driver, cudnn, precision, batch, launch, signature, 'legacy-1' AS kernels, latency_ms, "
+    "repetitions, measured_at";
 
 // The entry in columns first.. of a row, its latency checked: a number in
 // [0, kMaxLatencyMs] (SQLite stores whatever a writer gave it, NaN as NULL).
@@ -112,7 +130,7 @@ ProfileEntry read_entry(const std::filesystem::path& path, sqlite3_stmt* q, int 
 
 constexpr const char* kKeyWhere =
     "device = ?1 AND driver = ?2 AND cudnn = ?3 AND precision = ?4 AND batch = ?5 AND "
-    "launch = ?6 AND signature = ?7";
+    "launch = ?6 AND signature = ?7 AND kernels = ?8";
 
 }  // namespace
 
@@ -261,20 +279,21 @@ void ProfileDb::check_schema(bool create) {
   }
   if (create) {
     exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-    exec(
-        "CREATE TABLE IF NOT EXISTS stage_latency ("
-        " device TEXT NOT NULL, driver TEXT NOT NULL, cudnn TEXT NOT NULL,"
-        " precision TEXT NOT NULL, batch INTEGER NOT NULL, launch TEXT NOT NULL,"
-        " signature TEXT NOT NULL,"
-        " latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL, measured_at INTEGER NOT NULL,"
-        " PRIMARY KEY (device, driver, cudnn, precision, batch, launch, signature)) WITHOUT ROWID");
+    exec(fmt::format(kCreateTable, "stage_latency").c_str());
   }
-  Statement version(db_, "SELECT version FROM schema_version");
-  if (!version.ok()) fail("reading the schema version");
-  const int rc = version.step();
+  int rc = SQLITE_ERROR;
+  int64_t found = -1;
+  {
+    // Finalized before an upgrade: SQLite drops no table under a pending statement.
+    Statement version(db_, "SELECT version FROM schema_version");
+    if (!version.ok()) fail("reading the schema version");
+    rc = version.step();
+    if (rc == SQLITE_ROW) found = sqlite3_column_int64(version.get(), 0);
+  }
   if (rc == SQLITE_ROW) {
-    const int64_t found = sqlite3_column_int64(version.get(), 0);
-    if (found != kSchemaVersion) {
+    if (found == kUpgradableVersion) {
+      upgrade_version2(create);
+    } else if (found != kSchemaVersion) {
       // Older versions hold latencies measured by an earlier method (no L2
       // flush, a graph launch's gap in every stage), not to be mixed in.
       user_error(
@@ -289,6 +308,29 @@ void ProfileDb::check_schema(bool create) {
                path_.string());
   } else {
     fail("reading the schema version");
+  }
+}
+
+void ProfileDb::upgrade_version2(bool read_write) {
+  if (read_write) {
+    // Inside open_read_write's transaction: all of it or none.
+    exec(fmt::format(kCreateTable, "stage_latency_v3").c_str());
+    exec(fmt::format("INSERT INTO stage_latency_v3 SELECT {} FROM stage_latency", kVersion2Columns).c_str());
+    exec("DROP TABLE stage_latency");
+    exec("ALTER TABLE stage_latency_v3 RENAME TO stage_latency");
+    exec(fmt::format("UPDATE schema_version SET version = {}", kSchemaVersion).c_str());
+    return;
+  }
+  // Read-only (calibration): the file stays as it is; a view in the
+  // connection's own temporary schema, which unqualified names find first,
+  // reads its rows as version 3's.
+  if (sqlite3_exec(db_,
+                   fmt::format("CREATE TEMP VIEW stage_latency AS SELECT {} FROM main.stage_latency", kVersion2Columns)
+                       .c_str(),
+                   nullptr, nullptr, nullptr) != SQLITE_OK) {
+    user_error("profile database {}: schema version {}, which this ios reads only after upgrading it; open it once "
+               "with --cost measured --profile-db {} (it keeps its rows)",
+               path_.string(), kUpgradableVersion, path_.string());
   }
 }
 
@@ -366,18 +408,18 @@ void ProfileDb::store_all(const std::vector<std::pair<ProfileKey, ProfileEntry>>
   exec("BEGIN IMMEDIATE");
   try {
     Statement insert(db_,
-                     "INSERT OR REPLACE INTO stage_latency (device, driver, cudnn, precision, "
-                     "batch, launch, signature, latency_ms, repetitions, measured_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+                     "INSERT OR REPLACE INTO stage_latency (" IOS_PROFILE_KEY_COLUMNS
+                     ", latency_ms, repetitions, measured_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
     if (!insert.ok()) fail("preparing a store");
     for (const auto& [key, entry] : entries) {
       IOS_ASSERT(entry.latency_ms >= 0.0 && entry.repetitions >= 0,
                  "bad profile entry: {} ms over {} repetitions", entry.latency_ms,
                  entry.repetitions);
       insert.bind_key(key);
-      insert.bind(8, entry.latency_ms);
-      insert.bind(9, entry.repetitions);
-      insert.bind(10, entry.measured_at != 0 ? entry.measured_at : now);
+      insert.bind(9, entry.latency_ms);
+      insert.bind(10, entry.repetitions);
+      insert.bind(11, entry.measured_at != 0 ? entry.measured_at : now);
       if (insert.step() != SQLITE_DONE) fail("storing a stage");
       insert.reset();
     }
@@ -398,15 +440,15 @@ int64_t ProfileDb::count() const {
 std::vector<std::pair<ProfileKey, ProfileEntry>> ProfileDb::entries() const {
   IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
   Statement q(db_,
-              "SELECT device, driver, cudnn, precision, batch, launch, signature, latency_ms, "
+              "SELECT " IOS_PROFILE_KEY_COLUMNS ", latency_ms, "
               "repetitions, measured_at FROM stage_latency "
-              "ORDER BY device, driver, cudnn, precision, batch, launch, signature");
+              "ORDER BY " IOS_PROFILE_KEY_COLUMNS);
   if (!q.ok()) fail("preparing a listing");
   std::vector<std::pair<ProfileKey, ProfileEntry>> out;
   int rc = SQLITE_ROW;
   while ((rc = q.step()) == SQLITE_ROW) {
     ProfileKey key = read_key(q.get());
-    const ProfileEntry entry = read_entry(path_, q.get(), 7, key);
+    const ProfileEntry entry = read_entry(path_, q.get(), kKeyColumns, key);
     out.emplace_back(std::move(key), entry);
   }
   if (rc != SQLITE_DONE) fail("listing the stages");
@@ -418,7 +460,7 @@ void ProfileDb::for_each_entry(
     const std::function<void(const ProfileKey&, const ProfileEntry&)>& visit) const {
   IOS_ASSERT(db_ != nullptr, "use of a moved-from ProfileDb");
   Statement q(db_,
-              "SELECT device, driver, cudnn, precision, batch, launch, signature, latency_ms, "
+              "SELECT " IOS_PROFILE_KEY_COLUMNS ", latency_ms, "
               "repetitions, measured_at FROM stage_latency WHERE precision = ?1 AND batch = ?2");
   if (!q.ok()) fail("preparing a listing");
   q.bind(1, std::string(ir::math_mode_name(math)));
@@ -426,7 +468,7 @@ void ProfileDb::for_each_entry(
   int rc = SQLITE_ROW;
   while ((rc = q.step()) == SQLITE_ROW) {
     const ProfileKey key = read_key(q.get());
-    visit(key, read_entry(path_, q.get(), 7, key));
+    visit(key, read_entry(path_, q.get(), kKeyColumns, key));
   }
   if (rc != SQLITE_DONE) fail("listing the stages");
 }

@@ -3,8 +3,9 @@
 // later runs and by identical stages elsewhere in the model.
 //
 // Key: device name, driver version, cuDNN version, precision, batch, the
-// launch mode the stage was timed in (sched::kLaunchModes) and the canonical
-// stage signature (sched::stage_signature). Value: the median
+// launch mode the stage was timed in (sched::kLaunchModes), the canonical
+// stage signature (sched::stage_signature) and the kernel selection its
+// convolutions ran with (exec/kernel_selection.h). Value: the median
 // latency in ms, the number of repetitions it is the median of, and when it
 // was measured. Several processes may share one file (WAL journal, busy
 // timeout); one ProfileDb object must not be used by two threads at once.
@@ -35,6 +36,9 @@ struct ProfileKey {
   // How the stage was timed (sched::kLaunchModes): "graph", "plain" or
   // "synced". Last, so that a key written without it means a graph.
   std::string launch = "graph";
+  // How its kernels were chosen (exec::kernel_selection): "legacy-1" for
+  // cuDNN's legacy calls, which every row of a version-2 database used.
+  std::string kernels = "legacy-1";
 
   bool operator==(const ProfileKey&) const = default;
 };
@@ -53,10 +57,14 @@ inline constexpr double kMaxLatencyMs = 1e4;
 class ProfileDb {
  public:
   // 2: the launch mode in the key, and stages timed with the L2 flushed, the
-  // empty graph's launch taken off (cuda/timing_plan.h). A database of
-  // another version is refused (UserError naming the file and saying to
+  // empty graph's launch taken off (cuda/timing_plan.h).
+  // 3: the kernel selection in the key. A version-2 database is upgraded
+  // when opened read-write (its rows keep their latencies, as "legacy-1",
+  // the kernels they were measured with) and read as such read-only. Any
+  // other version is refused (UserError naming the file and saying to
   // delete it): version 1 latencies are biased and must not be reused.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
+  static constexpr int kUpgradableVersion = 2;
 
   // kReadWrite: `--cost measured`, which creates and fills the database.
   // kReadOnly: `--calibrate`, which must leave its input as it was: the file
@@ -105,6 +113,7 @@ class ProfileDb {
   void open_read_write();
   void open_read_only();
   void check_schema(bool create);
+  void upgrade_version2(bool read_write);
   void exec(const char* sql) const;
   [[noreturn]] void fail(const char* what) const;
 

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cuda/check.h"
+#include "cuda/cublaslt.h"
 #include "cuda/version.h"
 
 namespace ios::cuda {
@@ -142,11 +143,18 @@ std::string device_key(int ordinal) {
   return fmt::format("{}|{}.{}|{}", prop.name, prop.major, prop.minor, uuid);
 }
 
-Context::Context(int ordinal, ir::MathMode math, size_t workspace_limit)
-    : ordinal_(ordinal), math_(math), workspace_limit_(workspace_limit) {
+Context::Context(int ordinal, ir::MathMode math, size_t workspace_limit, exec::ConvKernels conv_kernels)
+    : ordinal_(ordinal), math_(math), workspace_limit_(workspace_limit), conv_kernels_(conv_kernels) {
   device_ = init_device(ordinal);
   key_ = device_key(ordinal);
   ensure_streams(1);
+}
+
+std::string Context::cublas_version() const {
+  const CublasLt* lt = load_cublaslt();  // loaded on first use, as for matrix products
+  if (lt == nullptr) return "none";
+  const size_t v = lt->cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
+  return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
 }
 
 void Context::ensure_streams(int n) {

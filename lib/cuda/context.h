@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,7 +14,13 @@
 #include "cuda/engine.h"
 #include "cuda/resources.h"
 
+namespace ios::cost {
+class PlanCache;  // cost/plan_cache.h
+}
+
 namespace ios::cuda {
+
+struct ConvPlanChoice;  // cudnn_graph.h
 
 // Selects and checks the device (throws NoDeviceError) and describes it.
 DeviceSummary init_device(int ordinal);
@@ -21,7 +29,8 @@ std::string device_key(int ordinal);
 
 class Context {
  public:
-  Context(int ordinal, ir::MathMode math, size_t workspace_limit);
+  Context(int ordinal, ir::MathMode math, size_t workspace_limit,
+          exec::ConvKernels conv_kernels = exec::ConvKernels::kLegacy);
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
@@ -30,6 +39,17 @@ class Context {
   const std::string& key() const { return key_; }
   ir::MathMode math() const { return math_; }
   size_t workspace_limit() const { return workspace_limit_; }
+  exec::ConvKernels conv_kernels() const { return conv_kernels_; }
+  // The graph-API plans chosen on this context's device, by ConvGraphSpec
+  // key and workspace limit: plans are built for this context's handles and
+  // live as long as they do.
+  std::map<std::string, std::shared_ptr<const ConvPlanChoice>>& conv_plans() { return conv_plans_; }
+  // The persistent plan cache (--plan-cache), if any: choices found there
+  // are built without timing, new ones stored.
+  void set_plan_cache(std::shared_ptr<cost::PlanCache> cache) { plan_cache_ = std::move(cache); }
+  cost::PlanCache* plan_cache() const { return plan_cache_.get(); }
+  // cuBLAS(Lt)'s version, "13.1.0" (the plan cache's key).
+  std::string cublas_version() const;
 
   // Streams [0, n) exist afterwards (each with its cuDNN handle).
   void ensure_streams(int n);
@@ -56,6 +76,8 @@ class Context {
   int ordinal_ = 0;
   ir::MathMode math_ = ir::MathMode::kTf32;
   size_t workspace_limit_ = 0;
+  exec::ConvKernels conv_kernels_ = exec::ConvKernels::kLegacy;
+  std::shared_ptr<cost::PlanCache> plan_cache_;
   DeviceSummary device_;
   std::string key_;
   std::vector<Stream> streams_;
@@ -63,6 +85,8 @@ class Context {
   CublasLtHandle cublaslt_;
   std::vector<DeviceBuffer> workspaces_;
   std::vector<DeviceBuffer> scratch_;
+  // Last: destroyed before the handles its plans were built for.
+  std::map<std::string, std::shared_ptr<const ConvPlanChoice>> conv_plans_;
 };
 
 }  // namespace ios::cuda

@@ -19,7 +19,7 @@ struct CublasLt {
   X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)               \
   X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)       \
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) \
-  X(cublasLtMatmul)
+  X(cublasLtMatmul) X(cublasLtGetVersion)
 #define IOS_CUBLASLT_MEMBER(name) decltype(&::name) name = nullptr;
   IOS_CUBLASLT_FUNCTIONS(IOS_CUBLASLT_MEMBER)
 #undef IOS_CUBLASLT_MEMBER

@@ -60,6 +60,8 @@ class CudaBackend : public exec::Backend {
     device_name_ = device->name;
     engine_options_.cuda_graph = options.launch == "graph";
     engine_options_.math = options.precision.math();
+    engine_options_.conv_kernels = options.conv_kernels;
+    engine_options_.plan_cache = options.plan_cache;
   }
   std::string device_name() const override { return device_name_; }
   std::string schedule_device_name() const override { return device_name_; }
@@ -91,6 +93,7 @@ exec::BackendEntry backend_entry() {
   traits.default_iterations = 200;
   traits.uses_cuda_graph = true;
   traits.uses_precision = true;
+  traits.uses_conv_kernels = true;
   return {"cuda", traits, [](const sched::UnitGraph& units, const exec::BackendOptions& options) {
             return std::make_unique<CudaBackend>(units, options);
           }};

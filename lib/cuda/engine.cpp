@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "cost/plan_cache.h"
+#include "cost/profile_db.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
 #include "cuda/runtime.h"
@@ -42,7 +44,13 @@ class PinnedBuffer {
 
 struct Engine::Impl {
   Impl(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
-      : ctx(options.device, options.math, options.workspace_limit_bytes) {
+      : ctx(options.device, options.math, options.workspace_limit_bytes, options.conv_kernels) {
+    if (options.conv_kernels == exec::ConvKernels::kGraph) {
+      plan_cache_path = options.plan_cache.empty()
+                            ? cost::PlanCache::default_path(cost::ProfileDb::default_path()).string()
+                            : options.plan_cache;
+      ctx.set_plan_cache(std::make_shared<cost::PlanCache>(plan_cache_path));
+    }
     Program program = lower_program(graph, plan);
     RuntimeMemory memory;
     if (options.weights_from != nullptr) memory.weights_from = options.weights_from->impl_->runtime.get();
@@ -58,6 +66,15 @@ struct Engine::Impl {
     info.gpu_ops = p.num_ops();
     info.convolutions = s.convolutions;
     info.fused_convolutions = s.fused_convolutions;
+    info.graph_convolutions = s.graph_convolutions;
+    info.legacy_fallbacks = s.legacy_fallbacks;
+    info.plans_from_cache = s.plans_from_cache;
+    if (options.conv_kernels == exec::ConvKernels::kGraph) {
+      logger("cuda")->info("convolutions: {} by graph-API plans ({} from the plan cache{}), {} by the legacy call",
+                           s.graph_convolutions, s.plans_from_cache,
+                           " " + plan_cache_path,
+                           s.convolutions - s.graph_convolutions);
+    }
     info.concat_inputs_zero_copy = p.concat_inputs_zero_copy;
     info.concat_inputs_copied = p.concat_inputs_copied;
     info.weights_bytes = s.weights_bytes;
@@ -66,6 +83,7 @@ struct Engine::Impl {
     info.workspace_bytes = s.workspace_bytes;
     info.cuda_graph = runtime->uses_graph();
     info.math = options.math;
+    info.conv_kernels = options.conv_kernels;
     info.device = ctx.device().name;
     for (int i = 0; i <= kTimingQueueDepth; ++i) marks.push_back(make_event(true));
     enter = make_event();
@@ -125,6 +143,7 @@ struct Engine::Impl {
   Context ctx;
   std::unique_ptr<Runtime> runtime;
   EngineInfo info;
+  std::string plan_cache_path;  // conv_kernels graph: the plan cache opened
   std::vector<Event> marks;  // kTimingQueueDepth + 1 timing events, reused
   std::vector<PinnedBuffer> staged_inputs, staged_outputs;  // end-to-end staging, made once
   Event enter, leave;          // enqueue(): the caller's stream forks into the engine's and joins back

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "exec/kernel_selection.h"
 #include "exec/plan.h"
 #include "exec/trace.h"
 #include "ir/precision.h"
@@ -81,6 +82,13 @@ struct EngineOptions {
   // (cuBLASLt, at most 32 MiB) may use; the engine allocates, per stream, the
   // largest workspace its chosen algorithms need.
   size_t workspace_limit_bytes = size_t{256} << 20;
+  // How convolutions run (exec/kernel_selection.h): cuDNN's legacy calls (the
+  // default) or its graph API's execution plans, timed, the fastest kept.
+  exec::ConvKernels conv_kernels = exec::ConvKernels::kLegacy;
+  // The persistent plan cache of the graph-API path (cost/plan_cache.h),
+  // opened when conv_kernels is kGraph; empty: plans.sqlite beside the
+  // profile database (cost::PlanCache::default_path).
+  std::string plan_cache;
   // The execution contexts of one model (the engine API, include/ios/engine.h)
   // share its weights: with `weights_from` (an engine of the same plan, which
   // must outlive this one) they are not uploaded again.
@@ -99,6 +107,9 @@ struct EngineInfo {
   int gpu_ops = 0;           // cuDNN calls and own kernels per iteration
   int convolutions = 0;
   int fused_convolutions = 0;      // bias (+ residual) + ReLU fused by cuDNN
+  int graph_convolutions = 0;      // run by a graph-API execution plan (conv_kernels graph)
+  int legacy_fallbacks = 0;        // conv_kernels graph, but no plan built: the legacy call runs them
+  int plans_from_cache = 0;        // graph plans whose choice came from the plan cache (not timed)
   int concat_inputs_zero_copy = 0; // concat inputs written in place by their producer
   int concat_inputs_copied = 0;
   size_t weights_bytes = 0;
@@ -107,6 +118,7 @@ struct EngineInfo {
   size_t workspace_bytes = 0;      // cuDNN and cuBLASLt workspaces, all streams
   bool cuda_graph = true;
   ir::MathMode math = ir::MathMode::kTf32;
+  exec::ConvKernels conv_kernels = exec::ConvKernels::kLegacy;
   std::string device;
 };
 

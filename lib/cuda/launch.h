@@ -42,6 +42,9 @@ class GpuOp {
 struct RuntimeStats {
   int convolutions = 0;
   int fused_convolutions = 0;
+  int graph_convolutions = 0;  // by a graph-API plan
+  int legacy_fallbacks = 0;    // graph API asked, no plan built: the legacy call
+  int plans_from_cache = 0;    // graph plans chosen by the plan cache
   size_t weights_bytes = 0;
   size_t arena_bytes = 0;
   size_t arena_unshared_bytes = 0;

@@ -52,7 +52,7 @@ double median_of(const std::vector<double>& samples) {
 class MeasuredModel final : public MeasuredCostModel {
  public:
   MeasuredModel(const sched::UnitGraph& graph, const MeasuredOptions& options)
-      : graph_(graph), options_(options), ctx_(options.device, options.math, options.workspace_limit_bytes) {
+      : graph_(graph), options_(options), ctx_(options.device, options.math, options.workspace_limit_bytes, options.conv_kernels) {
     IOS_ASSERT(graph.ir() != nullptr, "the measured cost model needs a unit graph with an IR");
     const ir::Graph& ir = *graph.ir();
     if (!ir.inputs().empty() && !ir.tensor(ir.inputs()[0]).shape.empty()) {
@@ -107,7 +107,8 @@ class MeasuredModel final : public MeasuredCostModel {
  private:
   cost::ProfileKey profile_key(const std::string& signature) const {
     return {ctx_.device().name, ctx_.device().driver, ctx_.device().cudnn,
-            ir::math_mode_name(options_.math), batch_, signature, options_.launch};
+            ir::math_mode_name(options_.math), batch_, signature, options_.launch,
+            exec::kernel_selection(options_.conv_kernels)};
   }
 
   std::optional<double> recall(const std::string& signature) {

@@ -48,6 +48,9 @@ struct MeasuredOptions {
   ir::MathMode math = ir::MathMode::kTf32;  // float32 convolutions and products
   int device = 0;
   size_t workspace_limit_bytes = size_t{256} << 20;
+  // How stages' convolutions run (exec/kernel_selection.h); the profile
+  // database keys its rows by the kernel selection too.
+  exec::ConvKernels conv_kernels = exec::ConvKernels::kLegacy;
   // How the schedule will run (one of sched::kLaunchModes): "graph",
   // "plain" or "synced". Stages are timed so and keyed by it.
   std::string launch = "graph";

@@ -9,7 +9,10 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "cuda/context.h"
 #include "cuda/conv.h"
+#include "cuda/cudnn_graph.h"
 #include "cuda/launch.h"
 #include "cuda/lowering.h"
 #include "sched/merge.h"
@@ -100,6 +103,55 @@ class ConvolutionOp final : public GpuOp {
   std::string label_;
 };
 
+// A convolution with its fused epilogue as one graph-API execution plan. The
+// variant pack holds the workspace pointer, so it is made at the first issue
+// on a workspace and again only when the stream's workspace changes.
+class GraphConvolutionOp final : public GpuOp {
+ public:
+  GraphConvolutionOp(std::shared_ptr<const ConvPlanChoice> plan, const void* x, const void* w, const void* bias,
+                     const void* z, void* y, std::string label)
+      : plan_(std::move(plan)), x_(x), w_(w), bias_(bias), z_(z), y_(y), label_(std::move(label)) {
+    if (plan_->own_epilogue) {
+      const ConvShape& s = plan_->spec.shape;
+      epilogue_ = conv_epilogue(s, y, s.y_batch_stride, bias, z);
+    }
+  }
+
+  void issue(const IssueContext& c) const override {
+    if (!pack_ || pack_workspace_ != c.workspace) {
+      pack_ = make_variant_pack(plan_->spec, x_, w_, y_, bias_, z_, c.workspace);
+      pack_workspace_ = c.workspace;
+    }
+    IOS_CUDNN_CALL(cudnnBackendExecute(c.cudnn, plan_->plan.plan.get(), pack_.get()));
+    if (plan_->own_epilogue) IOS_CUDA_CALL(kernels::elementwise(epilogue_, c.stream));
+  }
+
+  std::string describe() const override {
+    const ConvShape& s = plan_->spec.shape;
+    return fmt::format("conv '{}' {} {} -> {}{} graph plan {} (heuristics {}, ws {} KiB, median {:.4f} ms of {} "
+                       "plans timed){}",
+                       label_, fmt::join(s.filter, "x"), s.c, s.k,
+                       s.type == ir::ElementType::kFloat32 ? "" : std::string(" ") + ir::type_name(s.type),
+                       plan_->config.name(), heuristic_mode_name(plan_->config.source), plan_->plan.workspace / 1024,
+                       plan_->time_ms,
+                       std::count_if(plan_->candidates.begin(), plan_->candidates.end(),
+                                     [](const auto& c) { return c.second >= 0.0f; }),
+                       plan_->own_epilogue          ? std::string(" + own epilogue")
+                       : plan_->spec.epilogue.any() ? fmt::format(", fused bias{}+relu",
+                                                                  plan_->spec.epilogue.residual ? "+z" : "")
+                                                    : std::string());
+  }
+
+ private:
+  std::shared_ptr<const ConvPlanChoice> plan_;
+  const void *x_, *w_, *bias_, *z_;
+  void* y_;
+  std::string label_;
+  kernels::EwParams epilogue_;
+  mutable BackendDescriptor pack_;
+  mutable void* pack_workspace_ = nullptr;
+};
+
 }  // namespace
 
 void ConvOp::uses(Uses& u) const {
@@ -121,6 +173,21 @@ std::string ConvOp::describe(const Program& p) const {
 // algorithm, and then the convolution stages it in a dense scratch buffer.
 void ConvOp::prepare(Preparation& prep) {
   const ConvShape shape = conv_shape(prep.program, *this);
+  if (prep.ctx.conv_kernels() == exec::ConvKernels::kGraph) {
+    plan = choose_conv_plan(prep.ctx, shape, label);
+    if (plan != nullptr) {
+      prep.workspace = std::max(prep.workspace, static_cast<size_t>(plan->plan.workspace));
+      ++prep.stats.convolutions;
+      ++prep.stats.graph_convolutions;
+      prep.stats.plans_from_cache += plan->from_cache ? 1 : 0;
+      prep.stats.fused_convolutions += plan->spec.epilogue.any() && !plan->own_epilogue ? 1 : 0;
+      return;
+    }
+    // Named at debug level (ios-run -v): the layers the graph API leaves to the legacy call.
+    logger("cuda")->debug("convolution '{}' ({}): no graph-API plan builds; the legacy cuDNN call runs it", label,
+                          shape.key());
+    ++prep.stats.legacy_fallbacks;
+  }
   auto chosen = std::make_shared<const ConvChoice>(choose_conv(prep.ctx, shape, label));
   if (chosen->x_dense && shape.x_batch_stride != shape.x_item()) {
     const ir::Shape xs = prep.program.values.at(static_cast<size_t>(x)).shape;
@@ -137,6 +204,11 @@ void ConvOp::prepare(Preparation& prep) {
 }
 
 std::unique_ptr<GpuOp> ConvOp::launch(const Binding& b) const {
+  if (plan != nullptr) {
+    return std::make_unique<GraphConvolutionOp>(plan, b.in(x), b.constant(weight),
+                                                bias >= 0 ? b.constant(bias) : nullptr, z >= 0 ? b.in(z) : nullptr,
+                                                b.out(y), label);
+  }
   IOS_ASSERT(choice != nullptr, "convolution '{}' has no algorithm (prepare() did not run)", label);
   return std::make_unique<ConvolutionOp>(
       conv_shape(b.program(), *this), *choice, b.in(x), b.constant(weight),

@@ -16,8 +16,9 @@
 
 namespace ios::cuda {
 
-struct ConvChoice;  // conv.h
-struct GemmChoice;  // gemm.h
+struct ConvChoice;      // conv.h
+struct ConvPlanChoice;  // cudnn_graph.h
+struct GemmChoice;      // gemm.h
 
 // y = conv(x, w), cuDNN (op_conv.cpp). Pads are symmetric (asymmetric
 // padding is made explicit by a PadOp in front). With `fused`, y = relu(conv
@@ -41,8 +42,10 @@ class ConvOp final : public Operation {
   // y: x is first copied to `x_dense`, y computed in `y_dense` then copied.
   int x_dense = -1, y_dense = -1;
   std::string label;  // for messages: the node's output tensor
-  // The algorithm prepare() chose on the device.
+  // The algorithm prepare() chose on the device: a graph-API plan (with
+  // --conv-kernels graph, where one builds), else a legacy call.
   std::shared_ptr<const ConvChoice> choice;
+  std::shared_ptr<const ConvPlanChoice> plan;
 
   void uses(Uses& uses) const override;
   std::string describe(const Program& program) const override;

@@ -233,6 +233,9 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
                                 : std::optional(ir::parse_precision(options.precision, "precision"));
   if (options.threads < 0)
     user_error("threads {}: expected 0 (all cores) or more", options.threads);
+  const exec::ConvKernels conv_kernels =
+      options.conv_kernels.empty() ? exec::ConvKernels::kLegacy
+                                   : exec::parse_conv_kernels(options.conv_kernels, "conv_kernels");
 
   const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
                                      options.force, asked,                 options.retarget};
@@ -262,6 +265,8 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
   if (e.entry->name == "cuda") {
     e.cuda_options.math = precision.math();
     e.cuda_options.cuda_graph = e.launch == "graph";
+    e.cuda_options.conv_kernels = conv_kernels;
+    e.cuda_options.plan_cache = options.plan_cache;
     e.weights = std::make_unique<cuda::Engine>(*e.prepared->units, e.plan, e.cuda_options);
     e.cuda_options.weights_from = e.weights.get();
     return impl;
@@ -271,6 +276,8 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
   backend_options.precision = precision;
   backend_options.threads = options.threads;
   backend_options.device_profile = options.device_profile;
+  backend_options.conv_kernels = conv_kernels;
+  backend_options.plan_cache = options.plan_cache;
   if (document != nullptr) backend_options.schedule_device = e.schedule.device.name;
   e.backend = e.entry->make(*e.prepared->units, backend_options);
   return impl;

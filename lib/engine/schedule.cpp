@@ -45,6 +45,8 @@ optimize::OptimizeOptions pipeline_options(const std::string& model_path,
   if (o.device_profile) p.device_profile = *o.device_profile;
   p.device_profile_given = o.device_profile.has_value();
   p.profile_db = o.profile_db;
+  if (!o.conv_kernels.empty())
+    p.conv_kernels = exec::parse_conv_kernels(o.conv_kernels, "conv_kernels");
   if (!o.profile_budget.empty()) p.profile_budget = o.profile_budget;
   // The API takes the precision by name, as the command line does; parsed
   // here, once.
@@ -170,7 +172,8 @@ Schedule Schedule::optimize(const std::string& model_path, const OptimizeOptions
       {"--profile-budget", !options.profile_budget.empty()},
       {"--time-limit", options.time_limit_s.has_value()},
       {"--threads", options.threads != 0},
-      {"--device-profile", options.device_profile.has_value()}};
+      {"--device-profile", options.device_profile.has_value()},
+      {"--conv-kernels", !options.conv_kernels.empty()}};
   ::ios::optimize::reject_options_without_effect(pipeline, [&set](const std::string& option) {
     const auto it = set.find(option);
     return it != set.end() && it->second;

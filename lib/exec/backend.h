@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exec/compare.h"
+#include "exec/kernel_selection.h"
 #include "exec/npy.h"
 #include "exec/plan.h"
 #include "exec/trace.h"
@@ -52,6 +53,7 @@ struct BackendTraits {
   bool uses_precision = false;    // --precision
   bool uses_threads = false;      // --threads
   bool uses_device_profile = false;  // --device-profile
+  bool uses_conv_kernels = false;    // --conv-kernels
 };
 
 // The options a backend may use (those its traits say apply).
@@ -65,6 +67,8 @@ struct BackendOptions {
   // `schedule_device`, the device the first schedule was optimized for.
   std::string device_profile;
   std::string schedule_device;
+  ConvKernels conv_kernels = ConvKernels::kLegacy;  // how convolutions run on the GPU
+  std::string plan_cache;  // graph kernels: the plan cache file; empty: beside the profile database
 };
 
 // One lowered plan, ready to run.

@@ -157,6 +157,7 @@ CostChoice make_cost_model(const sched::UnitGraph& units, const OptimizeOptions&
     measured.db_path = options.profile_db;
     measured.math = math;
     measured.launch = options.launch;  // stages timed as the schedule will run
+    measured.conv_kernels = options.conv_kernels;
     if (progress != nullptr && progress->enabled()) {
       // One progress line, rewritten in place (stderr only, so stdout stays clean).
       measured.progress = [line = progress](const cuda::MeasureProgress& p) {
@@ -320,6 +321,8 @@ void reject_options_without_effect(const OptimizeOptions& o,
   if (o.cost == "simulated") {
     reject("with --cost simulated", {"--profile-db"},
            "the profile database caches measured latencies; drop one of them");
+    reject("with --cost simulated", {"--conv-kernels"},
+           "it chooses the kernels stages are measured with; drop one of them");
     reject("with --cost simulated", {"--profile-budget"},
            "the budget bounds what is measured on the GPU; drop one of them");
   }

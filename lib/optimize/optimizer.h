@@ -13,6 +13,7 @@
 #include "core/progress.h"
 #include "cost/budgeted.h"
 #include "cost/simulated.h"
+#include "exec/kernel_selection.h"
 #include "exec/plan.h"
 #include "ir/precision.h"
 #include "model/prepared_model.h"
@@ -46,6 +47,9 @@ struct OptimizeOptions {
   // stages with the shipped profile of the GPU at hand (profile_for_device).
   bool device_profile_given = false;
   std::string profile_db;
+  // --conv-kernels: how the measured stages' convolutions run (and which
+  // profile-database rows they may reuse: exec/kernel_selection.h).
+  exec::ConvKernels conv_kernels = exec::ConvKernels::kLegacy;
   // --profile-budget: how much of a searching scheduler's search the GPU
   // measures (cost/budgeted.h): "N" stages, "Ns" seconds of measuring, or
   // "all" (every stage the search considers, no simulator).

@@ -324,6 +324,8 @@ void open_backend(RunState& r) {
   backend_options.precision = r.precision();
   backend_options.threads = o.threads;
   backend_options.device_profile = o.device_profile;
+  backend_options.conv_kernels = o.conv_kernels;
+  backend_options.plan_cache = o.plan_cache;
   if (!r.schedules[0].path.empty()) backend_options.schedule_device = r.schedules[0].schedule.device.name;
   r.backend = r.backend_entry->make(r.units(), backend_options);
   for (LoadedSchedule& s : r.schedules) warn_about_target(r, s);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/kernel_selection.h"
 #include "ir/precision.h"
 
 namespace ios::runner {
@@ -60,6 +61,9 @@ struct RunOptions {
   // (engine::ShapeRequest), tf32 without one.
   std::optional<ir::Precision> precision;
   int threads = 0;  // for a backend that uses threads; 0: all cores
+  // How convolutions run on the GPU (--conv-kernels; exec/kernel_selection.h).
+  exec::ConvKernels conv_kernels = exec::ConvKernels::kLegacy;
+  std::string plan_cache;  // --plan-cache; empty: plans.sqlite beside the profile database
   bool verbose = false;
   bool quiet = false;
 };

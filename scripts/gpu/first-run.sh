@@ -60,6 +60,9 @@
 #   IOS_KIT_PEERS      the networks PyTorch runs (default: the four)
 #   IOS_KIT_COMPILE    the networks torch.compile runs (default: squeezenet1_1 inception_v3)
 #   IOS_KIT_VARIANTS   the variants timed (default: fp16 bf16 b16-tf32 b16-fp16)
+#   IOS_KIT_CONV_GRAPH the precisions whose schedules are timed again with
+#                      ios-run --conv-kernels graph, cuDNN's graph-API plans
+#                      (default: tf32 fp16; "none" for none)
 #   IOS_KIT_REPEATS    how many more ios-run calls of one network (default: 3)
 #   IOS_KIT_LAYERS     the precisions of the per-layer table (default: tf32 fp16;
 #                      a dry run: tf32)
@@ -550,6 +553,8 @@ if [[ " $measured " == *" inception_v3 "* ]]; then
   measured_search inception_v3 cold 35
   measured_search inception_v3 warm 10
 fi
+# Options every time_schedules call adds (the graph-API variant below sets them).
+run_args=()
 # time_schedules NAME MODEL LAUNCH SECONDS EXPORT_STEM LABEL=FILE...: one
 # ios-run timing the schedules interleaved (the first is the comparison's
 # baseline), held to SECONDS of the phase, its timings in
@@ -561,7 +566,7 @@ time_schedules() {
   [ "$dry_run" = 1 ] && timing_args=()
   [ $(($(now) + most)) -lt "$phase_end" ] && phase_end=$(($(now) + most))
   capped "$results/logs/run-$stem.log" ios-run "$model" "$@" --backend "$([ "$dry_run" = 1 ] && echo sim || echo cuda)" \
-    --launch "$launch" "${timing_args[@]}" --export-times "$results/times/$stem.json" --trace "$results/traces/$stem.json"
+    --launch "$launch" "${timing_args[@]}" "${run_args[@]}" --export-times "$results/times/$stem.json" --trace "$results/traces/$stem.json"
   phase_end=$saved_end
   record timing "ios-run $name" "$([ "$rc" = 0 ] && echo passed || echo "FAILED (rc $rc)")" "$secs" \
     "$(grep -m1 '^Fastest' "$results/logs/run-$stem.log" | cut -c1-160)"
@@ -602,6 +607,31 @@ for dir in "$pack"/variants/"$profile"/*/*/; do
   mapfile -t schedules < <(labelled "${dir%/}")
   time_schedules "$name $variant graph" "$work/models/bench/$name.onnx" graph 25 "$name-$variant-graph" "${schedules[@]}"
 done
+# 2b. The same schedules with cuDNN's graph-API kernels (ios-run
+# --conv-kernels graph: plans from heuristics A, B and the fallback list,
+# timed, the fastest kept; the legacy call where none builds), TF32 from the
+# schedules of 1 and fp16 from its variant, on the same machine as their
+# legacy timings above (compare medians, not single runs). The log (-v)
+# names the layers no plan runs.
+conv_graph=$(words IOS_KIT_CONV_GRAPH "tf32 fp16")
+if [ "$conv_graph" != none ] && [ "$dry_run" != 1 ]; then
+  run_args=(--conv-kernels graph -v)
+  for dir in "$pack"/schedules/"$profile"/*/; do
+    name=$(basename "$dir")
+    selected_network "$name" || continue
+    if [[ " $conv_graph " == *" tf32 "* ]]; then
+      mapfile -t schedules < <(labelled "${dir%/}")
+      time_schedules "$name graph conv-graph" "$work/models/bench/$name.onnx" graph 30 "$name-graph-convgraph" \
+        "${schedules[@]}"
+    fi
+    if [[ " $conv_graph " == *" fp16 "* ]] && [ -d "$pack/variants/$profile/$name/fp16" ]; then
+      mapfile -t schedules < <(labelled "$pack/variants/$profile/$name/fp16")
+      time_schedules "$name fp16 graph conv-graph" "$work/models/bench/$name.onnx" graph 30 \
+        "$name-fp16-graph-convgraph" "${schedules[@]}"
+    fi
+  done
+  run_args=()
+fi
 # 3. PyTorch eager and CUDA graph on the same networks, timed as ios-run
 # times them: TF32, fp16 and bf16 at batch 1, TF32 and fp16 at batch 16 (the
 # variants' pairs), every network's CUDA-graph row at TF32 batch 1 first, a

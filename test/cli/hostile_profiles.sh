@@ -184,7 +184,7 @@ calibrate half 2 "not an ios profile database \(no table 'stage_latency'"
 # A version 1 database (stages measured before the L2 flush and the launch
 # mode in the key) is refused, not read.
 db version1 wal 'row(0.05); c.execute("UPDATE schema_version SET version = 1")'
-calibrate version1 2 "schema version 1 \(this ios uses 2; its measurements are not comparable\); delete the file"
+calibrate version1 2 "schema version 1 \(this ios uses 3; its measurements are not comparable\); delete the file"
 # Legitimate databases of other stages: refused for want of data, untouched,
 # in either journal mode (the rollback-journal one is not switched to WAL).
 db others_wal wal 'row(0.05); row(0.0, "merge|zero-copy")'

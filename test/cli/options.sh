@@ -29,6 +29,14 @@ expect_error "--analyze -o" 2 "^ios-optimize: error: --output has no effect with
 expect_error "--rtol without --check" 2 "--rtol has no effect without --check" -- "$RUN" "$model" --backend cpu --rtol 1e-3
 expect_error "--precision on the CPU" 2 "--precision has no effect with --backend cpu" -- "$RUN" "$model" --backend cpu --precision fp32
 expect_error "--threads on CUDA" 2 "--threads has no effect with --backend cuda" -- "$RUN" "$model" --threads 2
+# The convolutions' kernels: the CUDA backend's and a measured search's only;
+# the plan cache only with the graph-API kernels; two names only.
+expect_error "--conv-kernels on the CPU" 2 "--conv-kernels has no effect with --backend cpu" -- "$RUN" "$model" --backend cpu --conv-kernels graph
+expect_error "--conv-kernels with --dry-run" 2 "--conv-kernels has no effect with --dry-run" -- "$RUN" "$model" --dry-run --conv-kernels graph
+expect_error "--plan-cache without graph kernels" 2 "^ios-run: error: --plan-cache has no effect without --conv-kernels graph" -- "$RUN" "$model" --plan-cache "$WORK/p.sqlite"
+[ ! -e "$WORK/p.sqlite" ] && ok || fail "a refused --plan-cache created its file"
+expect_error "--conv-kernels bad value" 2 "^ios-run: error: --conv-kernels: cudnn" -- "$RUN" "$model" --conv-kernels cudnn
+expect_error "--conv-kernels simulated" 2 "^ios-optimize: error: --conv-kernels has no effect with --cost simulated" -- "$OPT" "$model" --cost simulated --conv-kernels graph
 expect_error "--profile-db with simulated costs" 2 "--profile-db has no effect with --cost simulated" -- "$OPT" "$model" --cost simulated --profile-db "$WORK/p.db"
 expect_error "-v with --quiet" 2 "^ios-optimize: error: --verbose has no effect with --quiet" -- "$OPT" "$model" -v -q
 expect_error "ios-run -v with --quiet" 2 "^ios-run: error: --verbose has no effect with --quiet" -- "$RUN" "$model" --dry-run -q -v

@@ -186,7 +186,7 @@ TEST_CASE("profile db: a file that is not a profile database is a user error",
     sqlite3_close(db);
     const std::string message = open_error(path);
     CHECK_THAT(message, Contains(path.string()));
-    CHECK_THAT(message, Contains("schema version 1 (this ios uses 2"));
+    CHECK_THAT(message, Contains("schema version 1 (this ios uses 3"));
     CHECK_THAT(message, Contains("delete the file"));
     CHECK(message.find('\n') == std::string::npos);
     // Calibration (read-only) refuses it the same way.
@@ -197,6 +197,87 @@ TEST_CASE("profile db: a file that is not a profile database is a user error",
       CHECK_THAT(std::string(e.what()), Contains("schema version 1"));
     }
   }
+}
+
+TEST_CASE("profile db: the kernel selection is part of the key", "[cost][profile_db]") {
+  TempDir dir;
+  ProfileDb db(dir / "profile.sqlite");
+  ProfileKey legacy = key("s1");
+  CHECK(legacy.kernels == "legacy-1");  // what a key without it means
+  ProfileKey graph = legacy;
+  graph.kernels = "graph-1";
+  db.store(legacy, 0.5, 10);
+  // A stage measured with the legacy kernels is measured again for the graph path.
+  CHECK_FALSE(db.lookup(graph).has_value());
+  db.store(graph, 0.25, 10);
+  CHECK(db.lookup(legacy) == 0.5);
+  CHECK(db.lookup(graph) == 0.25);
+  const auto rows = db.entries();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].first.kernels == "graph-1");  // ordered by key
+  CHECK(rows[1].first.kernels == "legacy-1");
+}
+
+TEST_CASE(
+    "profile db: a version 2 database is read as legacy-1 rows, and upgraded in place read-write",
+    "[cost][profile_db]") {
+  TempDir dir;
+  const auto path = dir / "v2.sqlite";
+  auto version_of = [&] {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, "SELECT version FROM schema_version", -1, &q, nullptr) ==
+            SQLITE_OK);
+    REQUIRE(sqlite3_step(q) == SQLITE_ROW);
+    const int64_t v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+  };
+  {
+    // The schema ios wrote as version 2, with one measured row.
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(
+                db,
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+                "INSERT INTO schema_version VALUES (2);"
+                "CREATE TABLE stage_latency ("
+                " device TEXT NOT NULL, driver TEXT NOT NULL, cudnn TEXT NOT NULL,"
+                " precision TEXT NOT NULL, batch INTEGER NOT NULL, launch TEXT NOT NULL,"
+                " signature TEXT NOT NULL, latency_ms REAL NOT NULL, repetitions INTEGER NOT NULL,"
+                " measured_at INTEGER NOT NULL,"
+                " PRIMARY KEY (device, driver, cudnn, precision, batch, launch, signature)) "
+                "WITHOUT ROWID;"
+                "INSERT INTO stage_latency VALUES ('NVIDIA H100 80GB HBM3', '570.86.15', "
+                "'9.19.0', 'fp32', 1, 'graph', 's1', 0.5, 100, 7);",
+                nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  {
+    // Read-only (calibration): read as legacy-1, the file left as it was.
+    const ProfileDb read_only(path, ProfileDb::Access::kReadOnly);
+    const auto rows = read_only.entries();
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].first == key("s1"));
+    CHECK(rows[0].second.latency_ms == 0.5);
+  }
+  CHECK(version_of() == 2);
+  {
+    ProfileDb db(path);
+    CHECK(db.lookup(key("s1")) == 0.5);
+    ProfileKey graph = key("s1");
+    graph.kernels = "graph-1";
+    CHECK_FALSE(db.lookup(graph).has_value());
+    const auto entry = db.find(key("s1"));
+    REQUIRE(entry);
+    CHECK(entry->repetitions == 100);
+    CHECK(entry->measured_at == 7);
+  }
+  CHECK(version_of() == 3);
+  ProfileDb again(path);  // a version 3 database now: opened as it is
+  CHECK(again.count() == 1);
 }
 
 TEST_CASE("profile db: the launch mode is part of the key", "[cost][profile_db]") {
@@ -382,16 +463,16 @@ TEST_CASE("profile db: latencies that are not measurements name their row", "[co
   const auto path = dir / "profile.sqlite";
   { ProfileDb db(path); }
   SECTION("1e300") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 1e300, 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 'legacy-1', 1e300, 1, 0)");
   }
   SECTION("infinity") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 1e999, 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 'legacy-1', 1e999, 1, 0)");
   }
   SECTION("negative") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', -1, 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 'legacy-1', -1, 1, 0)");
   }
   SECTION("text") {
-    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 'fast', 1, 0)");
+    sql(path, "INSERT INTO stage_latency VALUES ('GPU', '1', '1', 'fp32', 1, 'graph', 'sig', 'legacy-1', 'fast', 1, 0)");
   }
   const std::string message = read_only_error(path);
   CHECK_THAT(message, Contains(path.string()));

@@ -1,5 +1,7 @@
 #include "gpu_util.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <regex>
@@ -102,6 +104,20 @@ void check_against_reference(const ir::Graph& graph, const std::string& what) {
   cuda::EngineOptions tf32;
   tf32.math = ir::MathMode::kTf32;
   check_outputs(run_gpu(units, plan, inputs, tf32), expected, {2e-2, 2e-2}, what + " (tf32)");
+  // The convolutions through cuDNN's graph-API plans (--conv-kernels graph),
+  // strict FP32, with a plan cache of this process's own: run twice, the
+  // second engine's plans come from the cache.
+  const std::filesystem::path cache =
+      std::filesystem::temp_directory_path() / ("ios-gpu-test-plans-" + std::to_string(::getpid()) + ".sqlite");
+  cuda::EngineOptions graph_api;
+  graph_api.math = ir::MathMode::kFp32;
+  graph_api.conv_kernels = exec::ConvKernels::kGraph;
+  graph_api.plan_cache = cache.string();
+  for (const char* run : {"timed", "from the plan cache"}) {
+    check_outputs(run_gpu(units, plan, inputs, graph_api), expected, {1e-4, 1e-3},
+                  what + " (fp32, graph-API convolutions, " + run + ")");
+  }
+  std::filesystem::remove(cache);
 }
 
 double half_bound(ir::ElementType type, double expected, double ulps) {
