@@ -101,10 +101,17 @@ int main(int argc, char** argv) {
       "tf32 or fp32: a float32 model's convolution and matrix-product math (default "
       "tf32); fp16 or bf16: "
       "convert a float32 model to half precision (default for a model typed in one)");
-  app.add_option("--keep-fp32", options.keep_fp32,
+  // Split by ios::cli::keep_fp32_names, not by CLI11's delimiter: that drops
+  // empty entries ("--keep-fp32 ," then took the next argument as its value)
+  // and has no way to write a comma inside a node name.
+  std::vector<std::string> keep_fp32;
+  app.add_option("--keep-fp32", keep_fp32,
                  "with --precision fp16|bf16: node names or operator types kept in float32 "
-                 "(comma-separated)")
-      ->delimiter(',');
+                 "(comma-separated; a comma in a name as \\, a backslash as \\\\)")
+      ->type_name("TEXT")
+      ->take_all()
+      ->expected(1)
+      ->allow_extra_args(false);  // one list an occurrence: the model may follow
   app.add_option(
       "--write-onnx", options.write_onnx,
       "with --precision fp16|bf16: also write the converted graph as ONNX, for other runtimes");
@@ -209,15 +216,16 @@ int main(int argc, char** argv) {
     // An empty path would silently mean the default (or nothing): refuse it.
     ios::cli::reject_empty_paths(app, {"--output", "--report-json", "--dot", "--html"},
                                  "a file name or - (standard output)");
-    ios::cli::reject_empty_paths(
-        app,
-        {"--calibrate", "--calibrate-db", "--calibrate-model", "--device-profile", "--profile-db"},
-        "a file name");
+    ios::cli::reject_empty_paths(app,
+                                 {"--calibrate", "--calibrate-db", "--calibrate-model",
+                                  "--device-profile", "--profile-db", "--write-onnx"},
+                                 "a file name");
     if (ios::cli::given(app, "--memory-limit") && options.memory_limit.empty()) {
       std::cerr << "ios-optimize: error: --memory-limit is empty; give bytes or a number with B, KiB, MiB or "
                    "GiB, e.g. 512MiB\n";
       return static_cast<int>(ios::ExitCode::kInput);
     }
+    options.keep_fp32 = ios::cli::keep_fp32_names(keep_fp32);
     options.verbose = verbose;
     options.quiet = quiet;
     options.device_profile_given = ios::cli::given(app, "--device-profile");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "ir/half_conversion.h"
 
 namespace ios::cli {
 
@@ -43,6 +44,14 @@ void reject_empty_paths(const CLI::App& app, const std::vector<std::string>& opt
       }
     }
   }
+}
+
+std::vector<std::string> keep_fp32_names(const std::vector<std::string>& values) {
+  std::vector<std::string> names;
+  for (const std::string& value : values) {
+    for (std::string& name : ir::parse_keep_fp32(value)) names.push_back(std::move(name));
+  }
+  return names;
 }
 
 CLI::Option* add_precision_option(CLI::App& app, std::optional<ir::Precision>& precision,

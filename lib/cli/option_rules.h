@@ -38,6 +38,11 @@ CLI::Validator finite_range(double min, double max);
 CLI::Option* add_precision_option(CLI::App& app, std::optional<ir::Precision>& precision,
                                   const std::string& help);
 
+// The names of every --keep-fp32 occurrence, each split by
+// ir::parse_keep_fp32 (commas separate, "\," is a comma in a name); throws
+// UserError for an empty entry.
+std::vector<std::string> keep_fp32_names(const std::vector<std::string>& values);
+
 // True when `option` appeared on the command line.
 bool given(const CLI::App& app, const std::string& option);
 

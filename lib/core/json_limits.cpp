@@ -95,6 +95,13 @@ void check_limits(std::string_view text, const std::string& file, std::string_vi
 nlohmann::json parse_json_limited(std::string_view text, const std::string& file,
                                   std::string_view what, JsonLimits limits) {
   check_limits(text, file, what, limits);
+  // nlohmann's lexer takes a NUL byte for the end of the input (for C
+  // strings), so "{...}\0anything" would parse as the object alone. JSON
+  // has no NUL outside strings, and inside them only escaped as \u0000.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    user_error("{}: not valid JSON at byte {} (a NUL byte; is the {} a binary file or damaged?)", file,
+               nul, what);
+  }
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

@@ -345,6 +345,11 @@ DeviceProfile parse_device_profile(std::string_view json_text, const std::string
     }
     return true;
   };
+  // nlohmann's lexer takes a NUL byte for the end of the input: "{...}\0x"
+  // would parse as the object alone.
+  if (const size_t nul = json_text.find('\0'); nul != std::string_view::npos) {
+    user_error("device profile {}: not valid JSON (a NUL byte at byte {})", source, nul);
+  }
   json root;
   try {
     root = json::parse(json_text, limit_depth);

@@ -20,6 +20,7 @@
 #include "exec/memory_layout.h"
 #include "exec/schedule_memory.h"
 #include "ir/element_types.h"
+#include "ir/half_conversion.h"
 #include "ir/op_info.h"
 
 namespace ios::cpu {
@@ -159,6 +160,18 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
     for (size_t i = 0; i + 1 < chain.size(); ++i) stored[static_cast<size_t>(chain[i])] = 0;
   }
   auto stores_output = [&](ir::NodeId n) { return stored[static_cast<size_t>(n)] != 0; };
+  // Whether an output of node n shares a storage with one of its activation
+  // inputs (the storage plan runs element-wise nodes in place).
+  auto in_place = [&](ir::NodeId n) {
+    const ir::Node& node = ir_.node(n);
+    for (ir::TensorId in : node.inputs) {
+      if (ir_.tensor(in).is_constant()) continue;
+      for (ir::TensorId out : node.outputs) {
+        if (storage_.region(in).storage == storage_.region(out).storage) return true;
+      }
+    }
+    return false;
+  };
   std::vector<int> unit_runs(static_cast<size_t>(graph_.size()), 0);
   std::vector<int> node_runs(ir_.num_nodes(), 0);
   for (const exec::Step& step : plan.steps) {
@@ -173,7 +186,7 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
     if (!kernel.merged) {
       for (sched::UnitId u : kernel.units) {
         for (ir::NodeId n : graph_.unit(u).nodes) {
-          program_.push_back(Instr{n, -1, stores_output(n)});
+          program_.push_back(Instr{n, -1, stores_output(n), in_place(n)});
           ++node_runs[static_cast<size_t>(n)];
         }
       }
@@ -198,7 +211,8 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
       for (size_t i = 1; i < unit.nodes.size(); ++i) {
         program_.push_back(
             Instr{unit.nodes[i], -1,
-                  product ? stores_output(unit.nodes[i]) : i + 1 == unit.nodes.size()});
+                  product ? stores_output(unit.nodes[i]) : i + 1 == unit.nodes.size(),
+                  in_place(unit.nodes[i])});
         ++node_runs[static_cast<size_t>(unit.nodes[i])];
       }
     }
@@ -268,10 +282,14 @@ void CpuExecutor::execute(const Instr& instr) {
     }
     conv(ctx, const_view_of(m.spec->input), m.weights.weight.data(), m.weights.bias.data(),
          m.spec->conv, View(data_of(m.region), m.region.shape, m.region.batch_stride));
-    round_outputs(instr);
+    round_outputs(instr, std::nullopt);
     return;
   }
   const ir::Node& node = ir_.node(instr.node);
+  // An in-place node overwrites its input: whether the input was finite is
+  // known only before it runs (a half-precision graph's overflow check).
+  std::optional<bool> finite_before;
+  if (rounds_ && instr.in_place) finite_before = inputs_finite(node);
   std::vector<ConstView> in;
   in.reserve(node.inputs.size());
   for (ir::TensorId t : node.inputs) in.push_back(const_view_of(t));
@@ -279,38 +297,59 @@ void CpuExecutor::execute(const Instr& instr) {
   out.reserve(node.outputs.size());
   for (ir::TensorId t : node.outputs) out.push_back(view_of(t));
   run_node(ctx, node, in, out);
-  round_outputs(instr);
+  round_outputs(instr, finite_before);
 }
 
-void CpuExecutor::round_outputs(const Instr& instr) {
-  if (!rounds_ || !instr.rounds) return;  // a float32 model runs as before
+bool CpuExecutor::inputs_finite(const ir::Node& node) {
+  for (ir::TensorId in : node.inputs) {
+    if (non_finite(const_view_of(in)) != 0) return false;
+  }
+  return true;
+}
+
+void CpuExecutor::round_outputs(const Instr& instr, std::optional<bool> finite_before) {
+  if (!rounds_) return;  // a float32 model runs as before
   if (instr.merged >= 0) {
     const Merged& m = merged_[static_cast<size_t>(instr.merged)];
     const ir::ElementType type = storage_.storages().at(static_cast<size_t>(m.region.storage)).type;
     round_view(View(data_of(m.region), m.region.shape, m.region.batch_stride), type);
+    // Each member's output is its slice of the merged output: an overflow
+    // is the member's, as in the sequential schedule.
+    const bool input_finite = non_finite(const_view_of(m.spec->input)) == 0;
+    for (const sched::MergeMember& member : m.spec->members) {
+      const ir::Node& anchor = ir_.node(graph_.unit(member.unit).anchor);
+      check_finite(anchor, anchor.outputs.at(0), input_finite);
+    }
     return;
   }
   const ir::Node& node = ir_.node(instr.node);
-  for (ir::TensorId t : node.outputs) round_view(view_of(t), ir_.tensor(t).type);
-  // Overflow is never passed on silently: an output that is inf or NaN
-  // where every input was finite names its node (docs/cli.md, *Precision*).
-  for (ir::TensorId t : node.outputs) {
-    const int64_t bad = non_finite(view_of(t));
-    if (bad == 0) continue;
-    bool inputs_finite = true;
-    for (ir::TensorId in : node.inputs)
-      inputs_finite = inputs_finite && non_finite(const_view_of(in)) == 0;
-    if (!inputs_finite) continue;
-    const ir::Tensor& out = ir_.tensor(t);
-    const std::string name = node.name.empty() ? out.name : node.name;
-    user_error(
-        "node '{}' ({}) wrote {} of {} values of '{}' as inf or NaN from finite inputs: they "
-        "overflow {} "
-        "(largest {}); keep the node in float32 (ios-optimize --keep-fp32 {}) or scale the model's "
-        "values down",
-        name, ir::op_name(node.op), bad, ir::num_elements(out.shape), out.name,
-        ir::type_name(out.type), ir::max_finite(out.type), name);
+  if (instr.rounds) {
+    for (ir::TensorId t : node.outputs) round_view(view_of(t), ir_.tensor(t).type);
   }
+  // Every node's outputs are checked, a link of an in-place chain too (its
+  // value is float32 until the chain's last node stores it).
+  for (ir::TensorId t : node.outputs) check_finite(node, t, finite_before);
+}
+
+// Overflow is never passed on silently: an output that is inf or NaN where
+// every input was finite names its node (docs/cli.md, *Precision*).
+// `finite_before`: whether the inputs were finite, where the node overwrote
+// them; otherwise they are read now.
+void CpuExecutor::check_finite(const ir::Node& node, ir::TensorId t, std::optional<bool> finite_before) {
+  const int64_t bad = non_finite(view_of(t));
+  if (bad == 0) return;
+  if (finite_before ? !*finite_before : !inputs_finite(node)) return;
+  const ir::Tensor& out = ir_.tensor(t);
+  const std::string name = node.name.empty() ? out.name : node.name;
+  user_error(
+      "node '{}' ({}) wrote {} of {} values of '{}' as inf or NaN from finite inputs: they "
+      "overflow {} "
+      "(largest {}); keep the node in float32 (ios-optimize --keep-fp32 {}) or scale the model's "
+      "values down",
+      name, ir::op_name(node.op), bad, ir::num_elements(out.shape), out.name,
+      ir::type_name(out.type), ir::max_finite(out.type),
+      node.name.empty() ? std::string(ir::op_name(node.op))
+                        : ir::keep_fp32_argument(node.name, ir::op_name(node.op)));
 }
 
 // One product of the shared input with the assembled weights [K, sum N_i]
@@ -344,6 +383,14 @@ void CpuExecutor::execute_merged_product(const Merged& m) {
         std::memcpy(y.item(b) + r * n, src, static_cast<size_t>(n) * sizeof(float));
       }
     }
+  }
+  if (!rounds_) return;
+  // Each member's columns are its product's output: an overflow is the
+  // member's, as in the sequential schedule.
+  const bool input_finite = non_finite(const_view_of(spec.input)) == 0;
+  for (const sched::MergeMember& member : spec.members) {
+    const ir::Node& anchor = ir_.node(graph_.unit(member.unit).anchor);
+    check_finite(anchor, anchor.outputs.at(0), input_finite);
   }
 }
 

@@ -109,6 +109,10 @@ class CpuExecutor {
     ir::NodeId node = ir::kNone;
     int merged = -1;
     bool rounds = true;  // its outputs are stored: rounded to their types (16-bit models only)
+    // An output shares storage with an activation input (an in-place
+    // element-wise node, a chain's link): the inputs' finiteness must be
+    // read before it runs, since it overwrites them.
+    bool in_place = false;
   };
 
   void build_program(const exec::ExecPlan& plan);
@@ -118,7 +122,9 @@ class CpuExecutor {
   View view_of(ir::TensorId tensor);
   ConstView const_view_of(ir::TensorId tensor);
   void execute(const Instr& instr);
-  void round_outputs(const Instr& instr);
+  void round_outputs(const Instr& instr, std::optional<bool> inputs_finite);
+  bool inputs_finite(const ir::Node& node);
+  void check_finite(const ir::Node& node, ir::TensorId output, std::optional<bool> inputs_finite);
   void execute_merged_product(const Merged& merged);
 
   const sched::UnitGraph& graph_;

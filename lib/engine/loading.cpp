@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "core/sha256.h"
 #include "sched/cost_model.h"
 #include "sched/schedule_io.h"
@@ -48,7 +49,14 @@ std::string describe(const sched::PrecisionInfo& p) {
   if (!p.is_half()) return name + " (a float32 graph)";
   std::string text = name + (p.converted ? " (converted by ios" : " (the model's own types");
   if (p.half_io) text += ", half-precision inputs and outputs";
-  if (!p.keep_fp32.empty()) text += fmt::format(", --keep-fp32 {}", fmt::join(p.keep_fp32, ","));
+  if (!p.keep_fp32.empty()) {
+    // The file's names, echoed as excerpts (a name may be megabytes long or
+    // hold escape sequences), at most a few of them.
+    std::vector<std::string> shown;
+    for (size_t i = 0; i < p.keep_fp32.size() && i < 8; ++i) shown.push_back(quote_excerpt(p.keep_fp32[i]));
+    if (p.keep_fp32.size() > shown.size()) shown.push_back(fmt::format("... ({} names)", p.keep_fp32.size()));
+    text += fmt::format(", keep_fp32 {}", fmt::join(shown, ","));
+  }
   return text + ")";
 }
 
@@ -57,14 +65,17 @@ std::string describe(const sched::PrecisionInfo& p) {
 // with --retarget, the same units in the other 16-bit type.
 model::PrecisionRequest precision_for(const sched::PrecisionInfo& recorded,
                                       const ShapeRequest& request, const std::string& path) {
+  // The names kept float32 are the schedule's: an entry that names nothing
+  // is the file's, not an option's (ios-run has no --keep-fp32).
+  const std::string origin = fmt::format("{}'s precision.keep_fp32 entry", path);
   model::PrecisionRequest as_made{
       recorded.converted || !recorded.is_half() ? std::optional(recorded.value) : std::nullopt,
-      recorded.half_io, recorded.keep_fp32};
+      recorded.half_io, recorded.keep_fp32, origin};
   if (!request.precision || *request.precision == recorded.value) return as_made;
   const ir::Precision asked = *request.precision;
   if (!asked.is_half() && !recorded.is_half()) return {asked, false, {}};
   if (asked.is_half() && recorded.is_half() && recorded.converted && request.retarget) {
-    return {asked, recorded.half_io, recorded.keep_fp32};
+    return {asked, recorded.half_io, recorded.keep_fp32, origin};
   }
   user_error(
       "{}: the schedule was made for precision {} and --precision {} computes another graph; drop "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "ir/half_conversion.h"
 
 namespace ios::ir {
 namespace {
@@ -32,7 +33,7 @@ void round_weight(Graph& graph, TensorId id, const Node& reader, const std::stri
           "in "
           "float32 (--keep-fp32 {})",
           source, w.name, reader.name, op_name(reader.op), v, type_name(w.type), limit,
-          reader.name.empty() ? std::string(op_name(reader.op)) : reader.name);
+          keep_fp32_argument(reader.name, op_name(reader.op)));
     }
     v = round_to(v, w.type);
   }

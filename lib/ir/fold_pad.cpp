@@ -83,7 +83,12 @@ int fold_pad(Graph& graph) {
       const bool own_pads = std::any_of(pool.pads.begin(), pool.pads.end(), [](int64_t v) { return v != 0; });
       const bool dilated =
           std::any_of(pool.dilation.begin(), pool.dilation.end(), [](int64_t d) { return d != 1; });
-      if (!pool.ceil_mode && !dilated && (pool.count_include_pad || !own_pads)) {
+      // As for MaxPool: a pad as large as the kernel is refused on import
+      // (and by ONNX Runtime in a --write-onnx file), so none is made here.
+      bool fits = true;
+      for (size_t i = 0; i < 2 * spatial; ++i)
+        fits = fits && pool.pads[i] + extra[i] < pool.kernel[i % spatial];
+      if (!pool.ceil_mode && !dilated && fits && (pool.count_include_pad || !own_pads)) {
         pool.count_include_pad = true;
         target = &pool.pads;
       }

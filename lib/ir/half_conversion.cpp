@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "ir/element_types.h"
 #include "ir/op_info.h"
 
@@ -29,6 +32,52 @@ bool kept_in_float32(OpKind op) {
   }
 }
 
+std::vector<std::string> parse_keep_fp32(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    user_error(
+        "--keep-fp32 {}: {}; give node names or operator types separated by commas (a comma in a "
+        "name as \\, and a backslash as \\\\)",
+        quote_excerpt(text), why);
+  };
+  std::vector<std::string> names(1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ',') {
+      if (names.back().empty()) bad(fmt::format("entry {} is empty", names.size()));
+      names.emplace_back();
+    } else if (c == '\\') {
+      if (i + 1 == text.size() || (text[i + 1] != ',' && text[i + 1] != '\\'))
+        bad(fmt::format("a backslash at byte {} escapes neither a comma nor a backslash", i));
+      names.back() += text[++i];
+    } else {
+      names.back() += c;
+    }
+  }
+  if (names.back().empty()) bad(fmt::format("entry {} is empty", names.size()));
+  return names;
+}
+
+std::string keep_fp32_argument(std::string_view name, std::string_view op_type) {
+  const bool typable =
+      !name.empty() && name.size() <= 200 &&
+      std::none_of(name.begin(), name.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      });
+  if (!typable) return std::string(op_type);
+  std::string escaped;
+  bool plain = true;  // nothing a shell splits, expands or quotes
+  for (const char c : name) {
+    if (c == ',' || c == '\\') escaped += '\\';
+    escaped += c;
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_./:-+=@").find(c) !=
+                                                                           std::string_view::npos);
+  }
+  if (plain) return escaped;
+  std::string quoted = "'";
+  for (const char c : escaped) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 ConversionStats convert_to_half(Graph& graph, const ConversionOptions& options,
                                 const std::string& source) {
   IOS_ASSERT(is_half(options.type), "conversion to {}", type_name(options.type));
@@ -45,10 +94,14 @@ ConversionStats convert_to_half(Graph& graph, const ConversionOptions& options,
   for (const std::string& k : options.keep_fp32) {
     if (k.empty() || (!names.count(k) && !ops.count(k))) {
       user_error(
-          "{}: --keep-fp32 '{}' names no node and no operator type of the model (after import: "
+          "{}: {} {} names no node and no operator type of the model (after import: "
           "BatchNormalization folded into convolutions, LayerNorm, GELU and Mish chains fused); "
-          "give node names or operator types such as Softmax",
-          source, k);
+          "{}",
+          source, options.keep_fp32_origin, quote_excerpt(k),
+          options.keep_fp32_origin == "--keep-fp32"
+              ? "give node names or operator types such as Softmax"
+              : "the schedule was made for another model or edited; make it again with "
+                "ios-optimize");
     }
   }
 

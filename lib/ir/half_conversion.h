@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -21,7 +22,22 @@ struct ConversionOptions {
   // Node names or operator types (ONNX names: "Softmax") kept in float32,
   // beside the sensitive operators (kept_in_float32).
   std::vector<std::string> keep_fp32;
+  // Where keep_fp32 came from, for the message about an entry that names
+  // nothing: "--keep-fp32", or a schedule file's "precision.keep_fp32".
+  std::string keep_fp32_origin = "--keep-fp32";
 };
+
+// --keep-fp32's value: names separated by commas; a comma inside a name is
+// written "\,", a backslash "\\". Throws UserError for an empty entry
+// (",", "a,,b", a trailing comma) and a backslash before anything else.
+std::vector<std::string> parse_keep_fp32(std::string_view text);
+
+// The --keep-fp32 argument that names `name` alone, as a message advises
+// it: commas and backslashes escaped as parse_keep_fp32 reads them, in
+// single quotes where a shell would otherwise split or expand it. A name
+// that holds a control character or is longer than 200 bytes cannot be
+// typed back usefully: its operator type `op_type` is advised instead.
+std::string keep_fp32_argument(std::string_view name, std::string_view op_type);
 
 // The operators that always stay float32: normalizations, Softmax and
 // LogSoftmax, the summing reductions, Exp and Pow. Their kernels accumulate

@@ -78,6 +78,7 @@ sched::PrecisionInfo apply_precision(ir::Graph& graph, const PrecisionRequest& r
       options.type = info.value.storage();
       options.half_io = request.half_io;
       options.keep_fp32 = request.keep_fp32;
+      options.keep_fp32_origin = request.keep_fp32_origin;
       ir::convert_to_half(graph, options, path);
       info.converted = true;
       info.half_io = request.half_io;

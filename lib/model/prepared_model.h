@@ -28,6 +28,8 @@ struct PrecisionRequest {
   std::optional<ir::Precision> precision;  // none: tf32, or a typed model's own
   bool half_io = false;  // converted graphs: inputs and outputs in the 16-bit type
   std::vector<std::string> keep_fp32;  // converted graphs: nodes or operator types kept float32
+  // Where keep_fp32 came from, for messages (ir::ConversionOptions).
+  std::string keep_fp32_origin = "--keep-fp32";
 };
 
 // The unit graph points into `model.graph`, so this is neither copied nor moved.

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include "core/error.h"
@@ -728,7 +729,16 @@ Folded evaluate(const Context& ctx, const Values& in, const Shape& input_shape) 
 
 }  // namespace
 
-bool is_foldable_op(const std::string& op_type) { return fold_table().count(op_type) > 0; }
+bool is_foldable_op(const std::string& op_type) {
+  // Asked of every node in every folding round: a hash set of the names,
+  // not the ordered table's string comparisons.
+  static const std::unordered_set<std::string_view> names = [] {
+    std::unordered_set<std::string_view> out;
+    for (const auto& [name, fn] : fold_table()) out.insert(name);
+    return out;
+  }();
+  return names.count(op_type) > 0;
+}
 
 int64_t default_opset(const ::onnx::ModelProto& model) {
   for (const auto& imp : model.opset_import()) {
@@ -865,9 +875,17 @@ int fold_constants(::onnx::ModelProto& model, const ShapeMap& shapes, const std:
   }
   // Drop stale value_info of folded outputs (their types may have changed).
   auto* infos = graph.mutable_value_info();
-  infos->erase(std::remove_if(infos->begin(), infos->end(),
-                              [&](const ::onnx::ValueInfoProto& v) { return values.count(v.name()) > 0 && !initializers.count(v.name()); }),
-               infos->end());
+  // Compacted by swapping pointers (std::remove_if would move every later
+  // message: a round's few removals from the front of a large graph's
+  // value_info cost as much as the graph).
+  int kept_infos = 0;
+  for (int i = 0; i < infos->size(); ++i) {
+    const ::onnx::ValueInfoProto& v = infos->Get(i);
+    if (values.count(v.name()) > 0 && !initializers.count(v.name())) continue;
+    if (kept_infos != i) infos->SwapElements(kept_infos, i);
+    ++kept_infos;
+  }
+  infos->DeleteSubrange(kept_infos, infos->size() - kept_infos);
   return count;
 }
 

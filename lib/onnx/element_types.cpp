@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_limits.h"
+#include "ir/graph.h"
+#include "ir/op_info.h"
 #include "onnx/attributes.h"
 #include "onnx/const_tensor.h"
 
@@ -85,6 +88,8 @@ DeclaredTypes store_16bit_as_float(::onnx::ModelProto& model, const std::string&
   DeclaredTypes declared;
   auto& graph = *model.mutable_graph();
   for (TensorProto& t : *graph.mutable_initializer()) {
+    // float32 weights too: check_declared_types holds their readers to them.
+    if (t.data_type() == TensorProto::FLOAT) declared[t.name()] = ir::ElementType::kFloat32;
     if (!is_16bit(t.data_type())) continue;
     declared[t.name()] = element_type_of(t.data_type());
     widen_to_float(t, path, "initializer");
@@ -113,9 +118,73 @@ DeclaredTypes store_16bit_as_float(::onnx::ModelProto& model, const std::string&
     }
   }
   for (auto& info : *graph.mutable_input()) widen_value_info(info, &declared);
-  for (auto& info : *graph.mutable_output()) widen_value_info(info, &declared);
+  for (auto& info : *graph.mutable_output()) {
+    // float32 outputs too: check_declared_types compares them with the types computed.
+    if (info.type().has_tensor_type() && info.type().tensor_type().elem_type() == TensorProto::FLOAT) {
+      declared[info.name()] = ir::ElementType::kFloat32;
+    }
+    widen_value_info(info, &declared);
+  }
   for (auto& info : *graph.mutable_value_info()) widen_value_info(info, nullptr);
   return declared;
+}
+
+void check_declared_types(const ir::Graph& graph, const DeclaredTypes& declared,
+                          const std::string& path) {
+  for (const ir::Node& node : graph.nodes()) {
+    switch (node.op) {
+      case ir::OpKind::kConv:
+      case ir::OpKind::kConvTranspose:
+      case ir::OpKind::kGemm:
+      case ir::OpKind::kMatMul:
+      case ir::OpKind::kAdd:
+      case ir::OpKind::kSub:
+      case ir::OpKind::kMul:
+      case ir::OpKind::kDiv:
+      case ir::OpKind::kPRelu:
+      case ir::OpKind::kMax:
+      case ir::OpKind::kMin:
+      case ir::OpKind::kConcat:
+        break;
+      default:
+        continue;  // operators whose inputs may differ in type (Pow, BatchNormalization, ...)
+    }
+    const ir::ElementType computes = graph.tensor(node.outputs.at(0)).type;
+    for (ir::TensorId t : node.inputs) {
+      if (t == ir::kNone || !graph.tensor(t).is_constant()) continue;
+      // A weight read at two types has a copy per further type, named
+      // "<weight>/<type>" (ir::assign_element_types): the file's is the weight's.
+      std::string name = graph.tensor(t).name;
+      const std::string suffix = fmt::format("/{}", ir::type_name(graph.tensor(t).type));
+      if (!declared.count(name) && name.size() > suffix.size() && name.ends_with(suffix)) {
+        name.resize(name.size() - suffix.size());
+      }
+      const auto it = declared.find(name);
+      if (it == declared.end() || it->second == computes) continue;
+      user_error(
+          "{}: node {} ({}) reads the weight {} of type {} beside a {} input; ONNX requires one "
+          "element type for both (the model breaks ONNX's type rules): store the weight as {} or "
+          "put a Cast in front of the node",
+          path, quote_excerpt(node.name), ir::op_name(node.op), quote_excerpt(name),
+          ir::type_name(it->second), ir::type_name(computes), ir::type_name(computes));
+    }
+  }
+  for (ir::TensorId t : graph.outputs()) {
+    const ir::Tensor& out = graph.tensor(t);
+    const auto it = declared.find(out.name);
+    if (it == declared.end() || it->second == out.type) continue;
+    const std::string producer =
+        out.producer == ir::kNone ? std::string("it is a graph input")
+                                  : fmt::format("node {} ({}) computes it as {}",
+                                                quote_excerpt(graph.node(out.producer).name),
+                                                ir::op_name(graph.node(out.producer).op), ir::type_name(out.type));
+    user_error(
+        "{}: graph output {} is declared {} but {}{}; declare it {} or end the graph with a Cast "
+        "to {}",
+        path, quote_excerpt(out.name), ir::type_name(it->second), producer,
+        out.producer == ir::kNone ? fmt::format(" of type {}", ir::type_name(out.type)) : "",
+        ir::type_name(out.type), ir::type_name(it->second));
+  }
 }
 
 }  // namespace ios::onnx

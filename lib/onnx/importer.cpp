@@ -19,6 +19,7 @@
 #include <new>
 #include <queue>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -644,10 +645,16 @@ void infer_onnx_shapes(ModelProto& model, const std::string& path) {
 // graph. What it infers replaces the model's value_info of those tensors and
 // enters `shapes`. The rest of a round's work on the whole graph is lookups
 // in small sets, without allocation. Returns the frontier's size.
-int infer_frontier_shapes(ModelProto& model, ShapeMap& shapes, const std::string& path) {
+//
+// With `folding_only`, the frontier is cut to what folding reads: the nodes
+// whose shapes a Shape or Size node needs (their unresolved ancestors).
+// Everything else waits for one last call after the rounds: a graph of
+// 200,000 nodes behind a chain of 64 rounds would otherwise be inferred 64
+// times.
+int infer_frontier_shapes(ModelProto& model, ShapeMap& shapes, const std::string& path,
+                          bool folding_only) {
   GraphProto& graph = *model.mutable_graph();
   std::vector<int> frontier;
-  std::unordered_set<std::string> produced;
   for (int k = 0; k < graph.node_size(); ++k) {
     const NodeProto& node = graph.node(k);
     if (std::none_of(node.output().begin(), node.output().end(),
@@ -655,9 +662,32 @@ int infer_frontier_shapes(ModelProto& model, ShapeMap& shapes, const std::string
       continue;
     }
     frontier.push_back(k);
-    produced.insert(node.output().begin(), node.output().end());
+  }
+  if (folding_only && !frontier.empty()) {
+    // Backwards through the frontier (ONNX lists nodes in topological
+    // order) from what Shape and Size nodes read: a node is kept when a
+    // kept node or a Shape reads one of its outputs. The set holds the few
+    // names wanted, not the frontier's (a map of 200,000 names a round cost
+    // more than the rounds' inference).
+    std::unordered_set<std::string_view> wanted;
+    for (const NodeProto& node : graph.node()) {
+      if (node.op_type() == "Shape" || node.op_type() == "Size") wanted.insert(node.input().begin(), node.input().end());
+    }
+    std::vector<int> kept;
+    for (auto it = frontier.rbegin(); it != frontier.rend() && !wanted.empty(); ++it) {
+      const NodeProto& node = graph.node(*it);
+      if (std::none_of(node.output().begin(), node.output().end(),
+                       [&](const std::string& o) { return wanted.count(o) > 0; })) {
+        continue;
+      }
+      kept.push_back(*it);
+      wanted.insert(node.input().begin(), node.input().end());
+    }
+    frontier.assign(kept.rbegin(), kept.rend());
   }
   if (frontier.empty()) return 0;
+  std::unordered_set<std::string> produced;
+  for (int k : frontier) produced.insert(graph.node(k).output().begin(), graph.node(k).output().end());
   std::unordered_map<std::string, const google::protobuf::Message*> read;  // what the frontier reads, and its source
   for (int k : frontier) {
     for (const std::string& name : graph.node(k).input()) {
@@ -712,9 +742,17 @@ int infer_frontier_shapes(ModelProto& model, ShapeMap& shapes, const std::string
   std::unordered_set<std::string> inferred;
   for (const auto& v : sub.value_info()) inferred.insert(v.name());
   auto* infos = graph.mutable_value_info();
-  infos->erase(std::remove_if(infos->begin(), infos->end(),
-                              [&](const ::onnx::ValueInfoProto& v) { return inferred.count(v.name()) > 0; }),
-               infos->end());
+  // Compacted by swapping pointers (std::remove_if would move every later
+  // message: a round's few removals from the front of a large graph's
+  // value_info cost as much as the graph).
+  int kept_infos = 0;
+  for (int i = 0; i < infos->size(); ++i) {
+    const ::onnx::ValueInfoProto& v = infos->Get(i);
+    if (inferred.count(v.name()) > 0) continue;
+    if (kept_infos != i) infos->SwapElements(kept_infos, i);
+    ++kept_infos;
+  }
+  infos->DeleteSubrange(kept_infos, infos->size() - kept_infos);
   for (auto& [name, dims] : static_shapes(sub)) {
     if (produced.count(name)) shapes[name] = std::move(dims);
   }
@@ -803,8 +841,18 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
     if (round == 0) {
       infer_onnx_shapes(model, path);
       shapes = static_shapes(model.graph());
+      // value_info without a static shape (the types of what waits for
+      // folding) is no frontier's source and would be scanned every round.
+      auto* infos = model.mutable_graph()->mutable_value_info();
+      int kept_infos = 0;
+      for (int i = 0; i < infos->size(); ++i) {
+        if (!shapes.count(infos->Get(i).name())) continue;
+        if (kept_infos != i) infos->SwapElements(kept_infos, i);
+        ++kept_infos;
+      }
+      infos->DeleteSubrange(kept_infos, infos->size() - kept_infos);
     } else {
-      frontier_nodes += infer_frontier_shapes(model, shapes, path);
+      frontier_nodes += infer_frontier_shapes(model, shapes, path, /*folding_only=*/true);
     }
     const int constants = model.graph().initializer_size();
     const int n = fold_constants(model, shapes, path);
@@ -821,6 +869,8 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
     }
   }
 
+  // The later rounds inferred only what folding reads: the rest once now.
+  if (fold_rounds > 1) frontier_nodes += infer_frontier_shapes(model, shapes, path, /*folding_only=*/false);
   // The rounds kept `shapes` up to date as they went; once more from the
   // final graph, so that it names only what is left.
   if (fold_rounds > 1) shapes = static_shapes(model.graph());
@@ -842,6 +892,7 @@ ImportedModel import_parsed(ModelProto& model, const std::string& sha256, const 
   infer_ir_shapes(result.graph, path);
   cross_check(result.graph, shapes, path, "IR passes");
   ir::assign_element_types(result.graph, declared, path);
+  check_declared_types(result.graph, declared, path);
 
   const auto layer_norms = std::count_if(result.graph.nodes().begin(), result.graph.nodes().end(),
                                          [](const ir::Node& n) { return n.op == ir::OpKind::kLayerNorm; });

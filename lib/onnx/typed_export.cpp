@@ -60,6 +60,7 @@ class Writer {
       if (!initializers_.count(in.name()))
         value_types_[in.name()] = ir_type(in.name()).value_or(ir::ElementType::kFloat32);
     }
+    find_chain_types(graph);
     google::protobuf::RepeatedPtrField<NodeProto> nodes;
     for (const NodeProto& original : graph.node()) write_node(original, nodes);
     graph.mutable_node()->Swap(&nodes);
@@ -122,6 +123,63 @@ class Writer {
     return ir::ElementType::kFloat32;
   }
 
+  // The type of the fused IR node each unprocessed node (a link of a chain
+  // ios fused: a GELU's Div, Erf and Add) belongs to: the compute type of
+  // the processed nodes its outputs reach through unprocessed ones, where
+  // they agree. Reverse order, so linear in the graph.
+  void find_chain_types(const ::onnx::GraphProto& graph) {
+    std::unordered_map<std::string, std::vector<int>> readers;
+    for (int k = 0; k < graph.node_size(); ++k) {
+      for (const std::string& in : graph.node(k).input()) readers[in].push_back(k);
+    }
+    std::vector<std::optional<ir::ElementType>> type(static_cast<size_t>(graph.node_size()));
+    std::vector<char> mixed(static_cast<size_t>(graph.node_size()), 0);
+    for (int k = graph.node_size() - 1; k >= 0; --k) {
+      const NodeProto& n = graph.node(k);
+      if (processed(n)) continue;
+      std::optional<ir::ElementType> found;
+      bool conflict = false;
+      for (const std::string& out : n.output()) {
+        auto it = readers.find(out);
+        if (it == readers.end()) continue;
+        for (int r : it->second) {
+          const NodeProto& reader = graph.node(r);
+          std::optional<ir::ElementType> t;
+          if (processed(reader)) {
+            t = ir_type(reader.output(0) + "/half") ? ir_type(reader.output(0) + "/half")
+                                                    : ir_type(reader.output(0));
+          } else if (mixed[static_cast<size_t>(r)]) {
+            conflict = true;
+          } else {
+            t = type[static_cast<size_t>(r)];
+          }
+          if (!t) continue;
+          if (found && *found != *t) conflict = true;
+          found = t;
+        }
+      }
+      if (conflict) {
+        mixed[static_cast<size_t>(k)] = 1;
+      } else if (found) {
+        type[static_cast<size_t>(k)] = found;
+        if (n.output_size() > 0) chain_types_[n.output(0)] = *found;
+      }
+    }
+  }
+
+  // ios rounds an activation to the 16-bit type before a fused node that
+  // computes in it reads it (the IR's "<tensor>/to_half" Cast); the links
+  // of that node's chain, written as float32 ONNX nodes, must read it
+  // rounded too (a LayerNorm kept float32 feeding a GELU).
+  bool reads_rounded(const NodeProto& n, const std::string& input) const {
+    if (n.output_size() == 0 || n.op_type() == "Shape" || n.op_type() == "Size") return false;
+    auto chain = chain_types_.find(n.output(0));
+    if (chain == chain_types_.end() || !ir::is_half(chain->second)) return false;
+    auto known = value_types_.find(input);
+    if (known == value_types_.end() || ir::is_half(known->second)) return false;
+    return ir_type(input + "/to_half") == chain->second;
+  }
+
   bool processed(const NodeProto& n) const {
     return n.output_size() > 0 && (ir_type(n.output(0)) || ir_type(n.output(0) + "/half") ||
                                    n.op_type() == "Identity" || n.op_type() == "Dropout");
@@ -146,7 +204,13 @@ class Writer {
       if (name.empty() || keeps_own_type(node, i)) continue;
       if (auto it = value_types_.find(name); it != value_types_.end()) {
         // A value whose type is known: an IR tensor or a pass-through of one.
-        if (it->second != compute) node.set_input(i, cast(name, it->second, compute, out));
+        if (!ours && reads_rounded(node, name)) {
+          const ir::ElementType half = chain_types_.at(node.output(0));
+          const std::string rounded = cast(name, it->second, half, out);
+          node.set_input(i, cast(rounded, half, ir::ElementType::kFloat32, out));
+        } else if (it->second != compute) {
+          node.set_input(i, cast(name, it->second, compute, out));
+        }
         continue;
       }
       if (!ours || compute == ir::ElementType::kFloat32) continue;
@@ -228,6 +292,8 @@ class Writer {
   std::unordered_map<std::string, const TensorProto*> initializers_;
   std::map<std::string, TensorProto> new_initializers_;
   std::set<std::string> casts_;
+  // Unprocessed nodes' first outputs: the type of the fused node they are a link of.
+  std::unordered_map<std::string, ir::ElementType> chain_types_;
   std::unordered_map<std::string, int32_t>
       constant_types_;  // Constant nodes' outputs, by data type
 };

@@ -22,12 +22,14 @@ int64_t parse_memory_limit(const std::string& text) {
     user_error("--memory-limit '{}': {}; give bytes or a number with B, KiB, MiB or GiB, e.g. 512MiB",
                text.substr(0, 64), why);
   };
-  size_t end = 0;
+  // A leading '+' is a sign, as strtod and every other number option read it.
+  const size_t start = !text.empty() && text.front() == '+' ? 1 : 0;
+  size_t end = start;
   while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.')) ++end;
-  const std::string number = text.substr(0, end);
+  const std::string number = text.substr(start, end - start);
   std::string unit = text.substr(end);
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
-  if (!text.empty() && (text.front() == '-' || text.front() == '+')) bad("must be positive");
+  if (!text.empty() && text.front() == '-') bad("must be positive");
   if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".") bad("not a number");
   const double value = std::strtod(number.c_str(), nullptr);
   static const std::vector<std::pair<std::string, double>> kUnits = {

@@ -196,6 +196,23 @@ void read_schedule_files(RunState& r) {
   r.outputs = std::make_unique<OutputFiles>(input_files(o, r.files), o.force);
   declare_outputs(*r.outputs, o);
   for (const LabeledPath& file : r.files) r.documents.push_back(sched::read_schedule_document(file.path));
+  // --retarget with --precision and neither --batch nor --input-shape runs a
+  // schedule at another 16-bit type: where every schedule was made for the
+  // precision asked, it does nothing (as a plain --retarget, check_options).
+  if (o.retarget && o.batch == 0 && o.input_shapes.empty() && o.precision) {
+    bool changes = false;
+    for (size_t i = 0; i < r.files.size(); ++i) {
+      const auto recorded = sched::schedule_precision(r.documents[i], r.files[i].path);
+      changes = changes || !recorded || recorded->value != *o.precision;
+    }
+    if (!changes) {
+      user_error(
+          "--retarget has no effect: {} made for precision {}, the precision --precision asks, "
+          "and for its own batch; give --batch or --input-shape to run at another batch, or drop "
+          "--retarget",
+          r.files.size() == 1 ? r.files[0].path + " was" : "every schedule was", o.precision->name());
+    }
+  }
 }
 
 // Phase 2: import the model at the input shapes the options give, else

@@ -162,9 +162,14 @@ PrecisionInfo read_precision(const Reader& r) {
 // The optional "memory" object (files written before it was recorded lack
 // it). peak_bytes is derived from the parts and only checked against them.
 MemoryInfo read_memory(const Reader& memory) {
+  // Each part, and the workspaces' sum, at most 2^61 bytes (no device has a
+  // thousandth of that), so that peak_bytes, their sum, stays below 2^63.
+  // A field out of range is reported under its own name, with the range.
+  constexpr int64_t kMaxBytes = int64_t{1} << 61;
+  constexpr const char* kByteCount = "a byte count (an integer from 0 to 2^61)";
   auto bytes = [&](const std::string& key) {
     const int64_t v = memory.integer(key);
-    if (v < 0) memory.fail(memory.join(key), "a byte count (an integer >= 0)");
+    if (v < 0 || v > kMaxBytes) memory.fail(memory.join(key), fmt::format("{}, got {}", kByteCount, v));
     return v;
   };
   MemoryInfo m;
@@ -176,25 +181,31 @@ MemoryInfo read_memory(const Reader& memory) {
   m.merged_weights_bytes = bytes("merged_weights_bytes");
   const json& workspaces = memory.array("workspace_bytes");
   if (workspaces.size() > 1024) memory.fail(memory.join("workspace_bytes"), "at most 1024 streams");
+  int64_t workspaces_total = 0;
   for (size_t i = 0; i < workspaces.size(); ++i) {
-    if (!workspaces[i].is_number_integer() || workspaces[i].get<int64_t>() < 0 ||
-        (workspaces[i].is_number_unsigned() && workspaces[i].get<uint64_t>() > uint64_t{INT64_MAX} / 2048)) {
-      memory.fail(memory.join("workspace_bytes[" + std::to_string(i) + "]"), "a byte count (an integer >= 0)");
+    const std::string where = memory.join("workspace_bytes[" + std::to_string(i) + "]");
+    const json& w = workspaces[i];
+    const bool in_range = w.is_number_integer() && !(w.is_number_unsigned() && w.get<uint64_t>() > uint64_t{kMaxBytes}) &&
+                          w.get<int64_t>() >= 0 && w.get<int64_t>() <= kMaxBytes;
+    if (!in_range) memory.fail(where, fmt::format("{}, got {}", kByteCount, describe(w)));
+    workspaces_total += w.get<int64_t>();  // at most 1024 * 2^61: no overflow before the check
+    if (workspaces_total > kMaxBytes) {
+      memory.fail(memory.join("workspace_bytes"), "byte counts whose sum is at most 2^61");
     }
-    m.workspace_bytes.push_back(workspaces[i].get<int64_t>());
+    m.workspace_bytes.push_back(w.get<int64_t>());
   }
   const std::string kind = memory.string("workspaces");
   if (kind != "predicted" && kind != "measured") memory.fail(memory.join("workspaces"), "\"predicted\" or \"measured\"");
   m.workspaces_predicted = kind == "predicted";
-  if (memory.has("limit_bytes")) m.limit_bytes = bytes("limit_bytes");
-  // The parts are each below 2^63; their sum must be too, and match.
-  constexpr int64_t kPart = INT64_MAX / 4;
-  for (int64_t part : {m.arena_bytes, m.weights_bytes, m.workspaces_total()}) {
-    if (part > kPart) memory.fail(memory.join("peak_bytes"), "the sum of plausible parts (each below 2^61)");
+  if (memory.has("limit_bytes")) {
+    const int64_t v = memory.integer("limit_bytes");
+    if (v < 0) memory.fail(memory.join("limit_bytes"), fmt::format("a byte count (an integer >= 0), got {}", v));
+    m.limit_bytes = v;
   }
-  if (bytes("peak_bytes") != m.peak_bytes()) {
+  const int64_t peak = memory.integer("peak_bytes");
+  if (peak != m.peak_bytes()) {
     memory.fail(memory.join("peak_bytes"),
-                fmt::format("arena_bytes + weights_bytes + the workspaces ({})", m.peak_bytes()));
+                fmt::format("arena_bytes + weights_bytes + the workspaces ({}), got {}", m.peak_bytes(), peak));
   }
   return m;
 }

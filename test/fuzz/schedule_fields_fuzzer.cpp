@@ -4,7 +4,9 @@
 // against model.inputs), the check against the model with and without
 // --retarget and --force, lowering with event and device-sync stage joins,
 // the dry-run's form description, and the round trip through
-// schedule_to_json. The first byte chooses the options; the rest is the
+// schedule_to_json; the "precision" object (read before the model, as
+// ios-run does to convert it) and the "memory" object, each written back
+// and read again the same. The first byte chooses the options; the rest is the
 // document. Against inception_like.onnx (IOS_FUZZ_MODEL overrides it). Any
 // input must give a result or a UserError; anything else is a finding.
 // Built with -DIOS_FUZZ=ON; scripts/fuzz.sh runs it.
@@ -63,6 +65,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const nlohmann::json document = ios::sched::parse_schedule_document(text, "fuzz.json");
     (void)ios::sched::schedule_batch(document, "fuzz.json");
+    // The precision object, as ios-run reads it before importing the model,
+    // and back: what ios writes of it, ios reads the same.
+    if (const auto precision = ios::sched::schedule_precision(document, "fuzz.json")) {
+      nlohmann::json doc = document;
+      doc["precision"] = ios::sched::precision_to_json(*precision);
+      const auto again = ios::sched::schedule_precision(doc, "fuzz-written.json");
+      if (!again || ios::sched::precision_to_json(*again) != doc["precision"]) {
+        std::fprintf(stderr, "schedule_fields_fuzzer: the precision object does not read back the same\n");
+        std::abort();
+      }
+    }
     const ios::sched::Schedule schedule =
         ios::sched::schedule_from_document(document, "fuzz.json", units);
     (void)ios::sched::form_description(schedule);

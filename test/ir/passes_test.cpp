@@ -257,6 +257,10 @@ TEST_CASE("fold_pad refuses what the window cannot express", "[ir][passes]") {
   CHECK(folds(pad_case(OpKind::kAdd, {0, 0, 1, 1, 0, 0, 1, 1}, 0.0f, OpKind::kMaxPool, pool3x3())) == 0);
   // MaxPool whose padding would reach a whole window.
   CHECK(folds(pad_case(OpKind::kAdd, {0, 0, 3, 0, 0, 0, 0, 0}, -INFINITY, OpKind::kMaxPool, pool3x3())) == 0);
+  // AveragePool likewise: a pad the import refuses is not made by folding.
+  CHECK(folds(pad_case(OpKind::kAdd, {0, 0, 3, 0, 0, 0, 0, 0}, 0.0f, OpKind::kAveragePool, pool3x3(true))) == 0);
+  CHECK(folds(pad_case(OpKind::kAdd, {0, 0, 2, 0, 0, 0, 0, 0}, 0.0f, OpKind::kAveragePool,
+                          pool3x3(true, {1, 0, 0, 0}))) == 0);
 }
 
 TEST_CASE("fold_pad folds into pooling where the semantics match", "[ir][passes]") {

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fmt/format.h>
+#include <functional>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -287,6 +289,65 @@ TEST_CASE("JSON nesting and value counts are bounded before parsing", "[schedule
       CHECK(std::string(e.what()).size() < 300);
     }
   }
+}
+
+TEST_CASE("a NUL byte ends no JSON document: what follows it is not ignored", "[schedule_file][limits]") {
+  // nlohmann's parser takes a NUL for the end of the input; the schedule
+  // loader (ios-run, ios::Schedule::load and from_json, the Python
+  // module's Schedule.load and from_json) must not (issue 53, item 9).
+  const UnitGraph g = diamond();
+  const std::string text = schedule_to_json(staged_schedule(), g);
+  REQUIRE(parse_schedule(text, "good.json", g).is_staged());
+  using namespace std::string_literals;  // "...\0..."s keeps what follows the NUL
+  for (const std::string& tail : {"\0{\"garbage\": ["s, "\0"s, "\0 "s}) {
+    const std::string e = error_of(text + tail, g);
+    CHECK(e.find("bad.json: not valid JSON at byte " + std::to_string(text.size()) + " (a NUL byte") !=
+          std::string::npos);
+  }
+  // Inside a string, before the end, and as the first byte.
+  CHECK(error_of("{\"a\0\": 1}"s, g).find("at byte 3 (a NUL byte") != std::string::npos);
+  CHECK(error_of("\0"s + text, g).find("at byte 0 (a NUL byte") != std::string::npos);
+  CHECK_THROWS_WITH(parse_json_limited("[1]\0]"s, "x.json", "file"),
+                    Catch::Contains("x.json: not valid JSON at byte 3 (a NUL byte"));
+}
+
+TEST_CASE("the memory object's byte counts are bounded and named", "[schedule_file]") {
+  const UnitGraph g = diamond();
+  Schedule s = staged_schedule();
+  MemoryInfo m;
+  m.arena_bytes = 1000;
+  m.weights_bytes = 200;
+  m.workspace_bytes = {64, 0};
+  s.memory = m;
+  nlohmann::json doc = as_json(s, g);
+  auto set = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json d = doc;
+    edit(d["memory"]);
+    return d.dump();
+  };
+  // 2^52 bytes of workspace is a byte count (issue 53, item 20).
+  const std::string ws = set([](nlohmann::json& mem) {
+    mem["workspace_bytes"] = {int64_t{1} << 52};
+    mem["peak_bytes"] = 1200 + (int64_t{1} << 52);
+  });
+  CHECK(parse_schedule(ws, "ws.json", g).memory->workspaces_total() == int64_t{1} << 52);
+  // A part out of range is named as itself, not as peak_bytes.
+  for (const char* key : {"arena_bytes", "weights_bytes", "live_peak_bytes", "inputs_bytes"}) {
+    INFO(key);
+    const std::string e = error_of(set([&](nlohmann::json& mem) { mem[key] = int64_t{1} << 62; }), g);
+    CHECK(e.find(fmt::format("field 'memory.{}' must be a byte count (an integer from 0 to 2^61), got "
+                             "4611686018427387904",
+                             key)) != std::string::npos);
+  }
+  CHECK(error_of(set([](nlohmann::json& mem) { mem["workspace_bytes"] = {int64_t{1} << 60, int64_t{1} << 60, 1}; }), g)
+            .find("field 'memory.workspace_bytes' must be byte counts whose sum is at most 2^61") !=
+        std::string::npos);
+  CHECK(error_of(set([](nlohmann::json& mem) { mem["workspace_bytes"] = {-1}; }), g)
+            .find("field 'memory.workspace_bytes[0]' must be a byte count (an integer from 0 to 2^61), got -1") !=
+        std::string::npos);
+  CHECK(error_of(set([](nlohmann::json& mem) { mem["peak_bytes"] = 5; }), g)
+            .find("field 'memory.peak_bytes' must be arena_bytes + weights_bytes + the workspaces (1264), got 5") !=
+        std::string::npos);
 }
 
 TEST_CASE("quote_excerpt quotes, escapes control characters and cuts long strings",

@@ -62,8 +62,11 @@ TEST_CASE("memory limit sizes (--memory-limit)", "[memory][options]") {
   CHECK(optimize::parse_memory_limit("2 KiB") == 2048);
   CHECK(optimize::parse_memory_limit("512MiB") == int64_t{512} << 20);
   CHECK(optimize::parse_memory_limit("1.5GiB") == int64_t{3} << 29);
+  // A plus sign is a sign, not a negative number (issue 53, item 19).
+  CHECK(optimize::parse_memory_limit("+5MiB") == int64_t{5} << 20);
+  CHECK(optimize::parse_memory_limit("+100") == 100);
   for (const char* bad : {"-1", "-5MiB", "0", "0MiB", "0.1", "nan", "NaN", "inf", "", "12XB", "12 MB", "1e9",
-                          "1.2.3", ".", "MiB", "99999999999GiB"}) {
+                          "1.2.3", ".", "MiB", "99999999999GiB", "+", "++5", "+-5", "+0"}) {
     INFO("'" << bad << "'");
     const std::string e = error_of([&] { optimize::parse_memory_limit(bad); });
     CHECK(e.find("--memory-limit") != std::string::npos);

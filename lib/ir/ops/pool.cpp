@@ -22,6 +22,20 @@ Attrs pool(const AttributeReader& r, const Shape& x, bool average) {
   a.ceil_mode = r.get_int("ceil_mode", 0) != 0;
   a.count_include_pad = average && r.get_int("count_include_pad", 0) != 0;
   a.pads = window_pads(r, x, a.kernel, a.stride, a.dilation);
+  // ONNX Runtime and PyTorch refuse a pad as large as the kernel: its first
+  // or last windows would lie wholly in the padding (-inf from MaxPool, 0 or
+  // a division by zero from AveragePool). The rule is ONNX Runtime's, on the
+  // explicit pads (auto_pad's stay below the dilated kernel).
+  if (r.get_string("auto_pad", "NOTSET") == "NOTSET") {
+    for (size_t i = 0; i < a.pads.size(); ++i) {
+      const size_t axis = i % rank;
+      if (a.pads[i] >= a.kernel[axis]) {
+        r.fail("pads[{}] = {} is not smaller than kernel_shape[{}] = {}: windows would lie wholly in "
+               "the padding (ONNX Runtime and PyTorch refuse it); pad less or use a larger kernel",
+               i, a.pads[i], axis, a.kernel[axis]);
+      }
+    }
+  }
   if (!average) {
     if (r.get_int("storage_order", 0) != 0) r.fail("storage_order 1 is not supported");
     only_first_output(r);
