@@ -196,9 +196,11 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     int64_t fails_at = 0;
     int64_t fits_at = 0;
     bool refining = false;
-    // The peak of the search this one repairs: a bound repair that leaves
-    // it as it was is not repeated (the bound no longer binds what is over).
+    // The peak and stage figure of the search this one repairs: a bound
+    // repair that leaves both as they were is not repeated (the bound no
+    // longer moves what is over).
     int64_t repairs_peak = 0;
+    int64_t repairs_used = 0;
   };
   constexpr int64_t kRefineBytes = 16 * 1024;
   std::vector<Attempt> pending = {{params, limit - sequential_memory.weights_bytes, 0, false, true}};
@@ -319,7 +321,8 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     }
     repaired.bound = std::min(a.bound, used) - excess;  // the repair: the excess off the stage figure
     repaired.repairs_peak = m.peak_bytes();
-    const bool stuck = a.repairs_peak == m.peak_bytes();
+    repaired.repairs_used = used;
+    const bool stuck = a.repairs_peak == m.peak_bytes() && a.repairs_used == used;
     // Each stream keeps the workspace of its largest convolution for the
     // whole run, which no stage bound sees either: fewer streams (s, one
     // fewer each round) where the workspaces of the streams beyond the
@@ -340,6 +343,7 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
       Attempt fewer = a;
       fewer.fails_at = 0;
       fewer.repairs_peak = 0;
+      fewer.repairs_used = 0;
       fewer.params = with_param(entry, a.params, "s", std::to_string(streams));
       fewer.fewer_streams = static_cast<int>(streams);
       if (!stuck) pending.push_back(std::move(repaired));

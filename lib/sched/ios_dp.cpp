@@ -379,10 +379,16 @@ class Solver {
       scratch_.strategy = Strategy::kConcurrent;
       best.strategy = Strategy::kConcurrent;
       // A stage of the same cost classes as one costed before costs the same.
+      // Building the key costs a tenth of a simulation or so: a block whose
+      // stages seldom repeat (under one in four of the first 4,096) stops
+      // looking (NASNet's cells, already searched once per signature).
+      if (class_lookups_ == 4096 && class_hits_ * 4 < class_lookups_) classes_.clear();
       const bool classed = !classes_.empty();
       fill_groups(e, scratch_, classed ? &key_ : nullptr);
       const auto known = classed ? class_costs_.find(key_) : class_costs_.end();
+      class_lookups_ += classed ? 1 : 0;
       if (known != class_costs_.end()) {
+        ++class_hits_;
         best.cost = known->second;
       } else {
         best.cost = cost_->stage_latency(scratch_);
@@ -429,6 +435,8 @@ class Solver {
   // Per block unit, its members' cost classes; empty: some unit has none.
   std::vector<std::vector<int64_t>> classes_;
   std::vector<int64_t> key_;
+  int64_t class_lookups_ = 0;
+  int64_t class_hits_ = 0;
   std::unordered_map<std::vector<int64_t>, double, KeyHash> class_costs_;  // concurrent stages by classes
   Stage scratch_;
   std::vector<uint64_t> comp_stack_;
