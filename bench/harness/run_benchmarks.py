@@ -685,11 +685,11 @@ def write_markdown(args, doc, path, charts):
     # kit's results, written by hand from scripts/gpu/first-run.sh's
     # bench.md), scaling, forms, memory, precision and the measured search:
     # written separately by bench/scaling.py (minutes of CPU per row),
-    # bench/forms.py, bench/memory.py, bench/precision.py,
+    # bench/search_time.py, bench/forms.py, bench/memory.py, bench/precision.py,
     # bench/families_nd.py and bench/measured_search.py, carried over
     # verbatim.
-    for section in ("outside_torchvision.md", "families_nd.md", "measured_gpu.md", "scaling.md", "forms.md", "memory.md",
-                    "precision.md", "measured_search.md"):
+    for section in ("outside_torchvision.md", "families_nd.md", "measured_gpu.md", "scaling.md", "search_time.md",
+                    "forms.md", "memory.md", "precision.md", "measured_search.md"):
         section_path = os.path.join(REPO, "docs", "benchmarks", section)
         if os.path.exists(section_path):
             with open(section_path) as f:

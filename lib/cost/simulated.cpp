@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.h"
 #include "sched/merge.h"
@@ -32,6 +33,17 @@ SimulatedCostModel::SimulatedCostModel(const sched::UnitGraph& graph, DeviceProf
     work_.push_back(unit_work(graph, u));
     std::vector<sim::KernelCost>& parts = kernels_.emplace_back();
     for (const KernelWork& k : work_.back().kernels) parts.push_back(time_kernel(k));
+  }
+  // Classes by the exact kernel costs: the simulator reads nothing else of a
+  // unit in an unmerged launch.
+  std::map<std::vector<double>, int64_t> classes;
+  class_.reserve(kernels_.size());
+  for (const auto& parts : kernels_) {
+    std::vector<double> key;
+    for (const sim::KernelCost& k : parts) {
+      key.insert(key.end(), {k.launch_us, k.work_us, k.sm_share, k.bandwidth_share, k.working_set_mb});
+    }
+    class_.push_back(classes.emplace(std::move(key), static_cast<int64_t>(classes.size())).first->second);
   }
 }
 

@@ -61,6 +61,11 @@ class SimulatedCostModel : public sched::CostModel {
   // launch takes launch_us on its stream and sharing the device only slows
   // its work down, whatever runs beside it.
   UnitBound unit_bound(sched::UnitId unit) override;
+  // Units whose kernels time alike share a class: a concurrent stage is
+  // simulated from its units' kernel costs and its groups' shapes alone.
+  int64_t cost_class(sched::UnitId unit) override { return class_.at(static_cast<size_t>(unit)); }
+  // A unit without kernels (views): an empty launch takes no time.
+  bool free_unit(sched::UnitId unit) override { return kernels_.at(static_cast<size_t>(unit)).empty(); }
   // A stage's kernels follow from its units' operators, attributes and
   // shapes, and merges also from which inputs they share: all in the
   // signature.
@@ -96,6 +101,7 @@ class SimulatedCostModel : public sched::CostModel {
   SimulatedOptions options_;
   std::vector<UnitWork> work_;                         // per unit
   std::vector<std::vector<sim::KernelCost>> kernels_;  // per unit, from work_
+  std::vector<int64_t> class_;                         // per unit: equal kernels_, equal class
 };
 
 }  // namespace ios::cost

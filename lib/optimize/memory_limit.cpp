@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 #include <optional>
 
 #include "core/error.h"
@@ -175,24 +177,58 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   logger("cli")->debug("memory: the sequential schedule, peak {}, in {:.2f} s", sequential_memory.peak_bytes(),
                        seconds_since(start));
   seen(sequential_memory, "the sequential schedule");
+  // The searches to make, last first. A schedule over the limit gets one
+  // repair, or two where fewer streams would also do: fewer streams first
+  // (the repair that meets most limits soonest), then the bound lowered
+  // with every stream kept. Rounds go on after a fit while the budget
+  // lasts, and the fastest schedule that fits wins: a repair that cost
+  // streams no longer hides a faster fit the bound repair finds, which a
+  // tighter limit's search finds too (docs/schedulers.md, *Memory*).
+  struct Attempt {
+    std::string params;
+    int64_t bound = 0;
+    int fewer_streams = 0;  // > 0: s lowered to this
+    bool merges_dropped = false;
+    bool unconstrained = false;  // the first search: no bound
+    // A bound repair between a looser bound that did not fit (fails_at)
+    // and, when refining, a tighter one that did (fits_at): the repair
+    // lowers the bound by the whole excess, which may overshoot, so a fit
+    // is searched again halfway back up while the two are kRefineBytes
+    // apart or more (a looser bound, a faster schedule).
+    int64_t fails_at = 0;
+    int64_t fits_at = 0;
+    bool refining = false;
+    // The peak and stage figure of the search this one repairs: a bound
+    // repair that leaves both as they were is not repeated (the bound no
+    // longer moves what is over).
+    int64_t repairs_peak = 0;
+    int64_t repairs_used = 0;
+  };
+  constexpr int64_t kRefineBytes = 16 * 1024;
+  std::vector<Attempt> pending = {{params, limit - sequential_memory.weights_bytes, 0, false, true}};
   std::optional<sched::Schedule> found;
   sched::SearchStats found_stats;
-  std::string round_params = params;
-  bool merges_dropped = false;
-  int fewer_streams = 0;  // > 0: s lowered to this
-  int64_t bound = limit - sequential_memory.weights_bytes;
-  constexpr int kRounds = 10;
-  // No bounded round starts once the bounded rounds have taken as long as
-  // the unconstrained search (at least kMinRoundsS): a limit about doubles
-  // the search at most. An explicit --time-limit gives them the time left
-  // under it instead.
-  constexpr double kMinRoundsS = 0.25;
+  Attempt found_how;
+  constexpr int kRounds = 16;
+  // No bounded round starts once the bounded rounds have taken
+  // kRoundsFactor times the unconstrained search (at least kMinRoundsS): a
+  // budget the rounds seldom reach, so that what a limit gets depends on the
+  // rounds, not on how loaded the machine is (a bounded round keeps the
+  // blocks that fit and is mostly far quicker than the first search). An
+  // explicit --time-limit gives them the time left under it instead.
+  constexpr double kMinRoundsS = 1.0;
+  constexpr double kRoundsFactor = 4.0;
   double rounds_budget_s = 0.0;
   double rounds_start_ms = 0.0;  // searched_ms when they began
-  std::optional<sched::Schedule> prior;
-  std::string prior_params;
-  int prior_streams = 0;
-  for (int round = 0; round < kRounds && bound > 0; ++round) {
+  // Every staged schedule searched so far and how: a bounded search takes
+  // the one of the same parameters and streams under the tightest bound
+  // still looser than its own.
+  std::vector<std::pair<Attempt, sched::Schedule>> priors;
+  int round = 0;
+  while (!pending.empty() && round < kRounds) {
+    const Attempt a = std::move(pending.back());
+    pending.pop_back();
+    if (!a.unconstrained && a.bound <= 0) continue;
     double left_s = 0.0;
     if (time_limit_s > 0.0) {
       left_s = time_limit_s - seconds_since(start);
@@ -204,66 +240,101 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     const auto round_start = std::chrono::steady_clock::now();
     // The first round searches without a bound: a limit the unconstrained
     // schedule keeps within changes nothing.
-    // The last round's schedule, when it was searched with the same
-    // parameters and streams under a looser bound: its blocks that fit the
-    // new bound are kept, and only the others are searched again.
+    // A schedule searched with the same parameters and streams under a
+    // looser bound (the tightest such): its blocks that fit the new bound
+    // are kept, and only the others are searched again.
     sched::SearchStats stats;
-    const int streams = fewer_streams > 0 ? fewer_streams : max_streams;
-    const bool prior_applies = prior && prior_params == round_params && prior_streams == streams;
-    sched::Schedule s =
-        schedule_model(prepared, scheduler, round_params, cost, stats, progress, left_s, threads,
-                       SearchBounds{round == 0 ? 0 : bound, streams, prior_applies ? &prior->staged() : nullptr});
-    searched_ms += stats.total_search_ms;
-    if (s.is_staged()) {
-      prior = s;
-      prior_params = round_params;
-      prior_streams = streams;
+    const int streams = a.fewer_streams > 0 ? a.fewer_streams : max_streams;
+    const sched::StagedSchedule* prior = nullptr;
+    int64_t prior_bound = 0;
+    for (const auto& [how, schedule] : priors) {
+      if (how.params != a.params || how.fewer_streams != a.fewer_streams) continue;
+      const int64_t b = how.unconstrained ? std::numeric_limits<int64_t>::max() : how.bound;
+      if (a.unconstrained || b < a.bound || (prior != nullptr && b >= prior_bound)) continue;
+      prior = &schedule.staged();
+      prior_bound = b;
     }
+    sched::Schedule s = schedule_model(prepared, scheduler, a.params, cost, stats, progress, left_s, threads,
+                                       SearchBounds{a.unconstrained ? 0 : a.bound, streams, prior});
+    searched_ms += stats.total_search_ms;
+    if (s.is_staged()) priors.emplace_back(a, s);
     if (round == 0) {
-      rounds_budget_s = std::max(kMinRoundsS, stats.total_search_ms / 1000.0);
+      rounds_budget_s = std::max(kMinRoundsS, kRoundsFactor * stats.total_search_ms / 1000.0);
       rounds_start_ms = searched_ms;
     }
+    ++round;
     const sched::MemoryInfo m = memory_of(s);
-    seen(m, round == 0 ? std::string("the unconstrained search")
-                       : fmt::format("{}, search bound {}", round_params.empty() ? "defaults" : round_params,
-                                     bytes_text(bound)));
+    seen(m, a.unconstrained ? std::string("the unconstrained search")
+                            : fmt::format("{}, search bound {}", a.params.empty() ? "defaults" : a.params,
+                                          bytes_text(a.bound)));
     logger("cli")->debug("memory round {}: {} ({}), bound {}: stage figure {}, peak {}, arena {}, merged weights {}, "
                          "workspaces {}, {:.4f} ms; {:.2f} s",
-                         round + 1, entry.name, round_params, bound,
+                         round, entry.name, a.params, a.unconstrained ? 0 : a.bound,
                          s.is_staged() ? sched::staged_live_peak(units, s.staged()) : -1, m.peak_bytes(), m.arena_bytes,
                          m.merged_weights_bytes, m.workspaces_total(), s.predicted_latency_ms, seconds_since(round_start));
-    out.bound = round == 0 ? 0 : bound;
-    out.rounds = round + 1;
     if (m.peak_bytes() <= limit) {
-      found = std::move(s);
-      found_stats = std::move(stats);
-      break;
+      if (!found || s.predicted_latency_ms < found->predicted_latency_ms) {
+        found = std::move(s);
+        found_stats = std::move(stats);
+        found_how = a;
+        out.bound = a.unconstrained ? 0 : a.bound;
+        out.rounds = round;
+      }
+      if (!a.unconstrained && a.fails_at - a.bound >= kRefineBytes) {
+        Attempt up = a;
+        up.refining = true;
+        up.fits_at = a.bound;
+        up.bound = a.bound + (a.fails_at - a.bound) / 2;
+        pending.push_back(std::move(up));
+      }
+      continue;
+    }
+    if (a.refining) {
+      if (a.bound - a.fits_at >= kRefineBytes) {
+        Attempt down = a;
+        down.fails_at = a.bound;
+        down.bound = a.fits_at + (a.bound - a.fits_at) / 2;
+        pending.push_back(std::move(down));
+      }
+      continue;
     }
     const int64_t excess = m.peak_bytes() - limit;
-    if (m.merged_weights_bytes > 0 && !merges_dropped && has_param(entry, "strategy") &&
-        sched::Params::parse(entry.name, entry.params, round_params).get_string("strategy") == "both") {
-      round_params = with_param(entry, round_params, "strategy", "parallel");
-      merges_dropped = true;
-      if (round > 0) bound -= std::max<int64_t>(0, excess - m.merged_weights_bytes);
+    if (m.merged_weights_bytes > 0 && !a.merges_dropped && has_param(entry, "strategy") &&
+        sched::Params::parse(entry.name, entry.params, a.params).get_string("strategy") == "both") {
+      Attempt next = a;
+      next.fails_at = 0;
+      next.params = with_param(entry, a.params, "strategy", "parallel");
+      next.merges_dropped = true;
+      next.unconstrained = false;
+      if (!a.unconstrained) next.bound -= std::max<int64_t>(0, excess - m.merged_weights_bytes);
+      pending.push_back(std::move(next));
       continue;
     }
     // The schedule's own stage figure (what the bound compares with): a
     // bound that did not bind is lowered from there, not from itself.
-    const int64_t used = s.is_staged() ? sched::staged_live_peak(units, s.staged()) : bound;
-    if (round == 0) {
-      bound = std::min(bound, used - excess);
-      continue;  // the unconstrained search: now the bounded one
+    const int64_t used = s.is_staged() ? sched::staged_live_peak(units, s.staged()) : a.bound;
+    Attempt repaired = a;
+    repaired.unconstrained = false;
+    repaired.fails_at = a.unconstrained ? 0 : a.bound;
+    if (a.unconstrained) {
+      repaired.bound = std::min(a.bound, used - excess);
+      pending.push_back(std::move(repaired));  // the unconstrained search: now the bounded one
+      continue;
     }
+    repaired.bound = std::min(a.bound, used) - excess;  // the repair: the excess off the stage figure
+    repaired.repairs_peak = m.peak_bytes();
+    repaired.repairs_used = used;
+    const bool stuck = a.repairs_peak == m.peak_bytes() && a.repairs_used == used;
     // Each stream keeps the workspace of its largest convolution for the
     // whole run, which no stage bound sees either: fewer streams (s, one
     // fewer each round) where the workspaces of the streams beyond the
-    // first make up the excess.
+    // first make up the excess, tried before the bound repair.
     const int64_t first = m.workspace_bytes.empty() ? 0 : m.workspace_bytes.front();
     const int64_t others = m.workspaces_total() - first;
     if (others >= excess && m.workspace_bytes.size() > 1 && has_param(entry, "s")) {
       // As many streams as keep their workspaces within what the excess
       // leaves (at least one fewer than now).
-      const int64_t current = sched::Params::parse(entry.name, entry.params, round_params).get_int("s");
+      const int64_t current = sched::Params::parse(entry.name, entry.params, a.params).get_int("s");
       const int64_t in_use = static_cast<int64_t>(m.workspace_bytes.size());
       int64_t streams = 1, kept = first;
       while (streams < in_use - 1 && kept + m.workspace_bytes[static_cast<size_t>(streams)] <= m.workspaces_total() - excess) {
@@ -271,18 +342,27 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
         ++streams;
       }
       streams = std::max<int64_t>(1, std::min({streams, current == 0 ? in_use - 1 : current - 1, in_use - 1}));
-      round_params = with_param(entry, round_params, "s", std::to_string(streams));
-      fewer_streams = static_cast<int>(streams);
+      Attempt fewer = a;
+      fewer.fails_at = 0;
+      fewer.repairs_peak = 0;
+      fewer.repairs_used = 0;
+      fewer.params = with_param(entry, a.params, "s", std::to_string(streams));
+      fewer.fewer_streams = static_cast<int>(streams);
+      if (!stuck) pending.push_back(std::move(repaired));
+      pending.push_back(std::move(fewer));
       continue;
     }
-    bound = std::min(bound, used) - excess;  // the repair: the excess off the stage figure
+    if (!stuck) pending.push_back(std::move(repaired));
   }
+  if (!found) out.rounds = round;
   const bool sequential_fits = sequential_memory.peak_bytes() <= limit;
   if (found && (!sequential_fits || found->predicted_latency_ms <= sequential.predicted_latency_ms)) {
-    std::string note = out.rounds == 1 ? std::string("the unconstrained schedule fits")
-                                       : fmt::format("met in {} rounds of the bounded search", out.rounds);
-    if (merges_dropped) note += ", without operator merges (their weights did not fit)";
-    if (fewer_streams > 0) note += fmt::format(", s lowered to {} (fewer streams, fewer workspaces)", fewer_streams);
+    std::string note = found_how.unconstrained ? std::string("the unconstrained schedule fits")
+                                               : fmt::format("met in {} rounds of the bounded search", out.rounds);
+    if (found_how.merges_dropped) note += ", without operator merges (their weights did not fit)";
+    if (found_how.fewer_streams > 0) {
+      note += fmt::format(", s lowered to {} (fewer streams, fewer workspaces)", found_how.fewer_streams);
+    }
     return finish(std::move(*found), std::move(found_stats), std::move(note));
   }
   if (sequential_fits) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -13,6 +14,8 @@
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -671,6 +674,15 @@ exec::StageJoin join_for(const OptimizeOptions& o) {
   return o.launch == "synced" ? exec::StageJoin::kDeviceSync : exec::StageJoin::kEvents;
 }
 
+// The process's resident set in bytes (/proc/self/statm's second field, in
+// pages), or -1 where there is none.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return -1;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
 // Phase 2: import and unit formation; an SVG too large to draw is refused
 // here, before the search.
 void import_model(OptimizeRun& r) {
@@ -683,6 +695,9 @@ void import_model(OptimizeRun& r) {
                                     model::shape_options(o.batch, o.rewrite_batch, o.input_shapes),
                                     formation, {o.precision, o.half_io, o.keep_fp32});
   r.report.import_ms = ms_since(r.start);
+  // What the search's own memory is measured from (bench/search_time.py:
+  // the process's peak less this).
+  logger("cli")->debug("memory: resident {} bytes after import", resident_bytes());
   if (!o.write_onnx.empty() && !r.prepared->precision.converted) {
     user_error(
         "--write-onnx writes the graph ios converts to half precision, and {} is not converted; "

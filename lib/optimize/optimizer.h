@@ -183,10 +183,11 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
 // (exec/schedule_memory.h, lowered with `join`) is at most `limit` bytes
 // (docs/schedulers.md, *Memory*): the searching schedulers search with a
 // live-bytes bound per stage, check the placed peak and lower the bound by
-// the excess (a few rounds, which together take at most as long as the
-// unconstrained search did unless `time_limit_given`: then the time left
-// under `time_limit_s`), and fall back to the sequential schedule where it
-// fits and is faster; lios lowers its streams; the others are checked.
+// the excess or the streams (up to 16 rounds, which together take at most
+// four times as long as the unconstrained search did, at least 1 s, unless
+// `time_limit_given`: then the time left under `time_limit_s`), keep the
+// fastest schedule that fits, and fall back to the sequential schedule where
+// it fits and is faster; lios lowers its streams; the others are checked.
 // UserError naming the smallest peak found when nothing fits.
 struct LimitedSearch {
   sched::Schedule schedule;

@@ -28,6 +28,10 @@ inline uint64_t bits_above(int i) { return i >= 63 ? 0 : ~uint64_t{0} << (i + 1)
 struct BlockDag {
   int n = 0;
   std::vector<UnitId> units;          // local index -> global UnitId
+  // Empty, or per local unit the global units it stands for, in the order
+  // they run (a search DAG whose free units were joined to the unit they
+  // chain to: contract_free_units in ios_dp.h); units[i] is members[i][0].
+  std::vector<std::vector<UnitId>> members;
   std::array<uint64_t, kMaxBlockUnits> pred{};  // direct predecessors inside the block
   std::array<uint64_t, kMaxBlockUnits> succ{};  // direct successors inside the block
   std::array<uint64_t, kMaxBlockUnits> desc{};  // all descendants (paths of length >= 1)

@@ -41,6 +41,19 @@ class CostModel {
   // that cannot beat the best ending found by that much.
   virtual UnitBound unit_bound(UnitId /*unit*/) { return {}; }
 
+  // Units that cost the same in every concurrent stage: two concurrent
+  // stages whose groups hold, in issue order, units of the same classes
+  // have the same latency. The IOS search then costs such a stage once (a
+  // pyramid head's identical convolutions, a chain's repeated layers). -1:
+  // the unit shares its class with no other (the default).
+  virtual int64_t cost_class(UnitId /*unit*/) { return -1; }
+
+  // Whether `unit` costs nothing wherever it runs: no kernel, no launch
+  // (a Reshape or Flatten that aliases its input). The IOS search then
+  // runs it beside the unit it chains to instead of as a stage choice of
+  // its own (ios_dp.h, "Free units").
+  virtual bool free_unit(UnitId /*unit*/) { return false; }
+
   // Whether stage_latency depends on nothing but the stage's signature
   // (sched/signature.h): what its units compute, not which units of the
   // model they are. The IOS search then searches each distinct block once

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "sched/mask_map.h"
@@ -50,11 +51,22 @@ class Solver {
     sinks_only_ = options.ending_rule == EndingRule::kDos || !use_concurrent_;
     if (cost_ != nullptr) {
       bool any = false;
-      for (UnitId u : dag_.units) {
-        const CostModel::UnitBound& b = bound_.emplace_back(cost_->unit_bound(u));
+      bool classed = true;
+      for (int x = 0; x < dag_.n; ++x) {
+        CostModel::UnitBound& b = bound_.emplace_back();
+        std::vector<int64_t>& classes = classes_.emplace_back();
+        for_members(x, [&](UnitId u) {
+          const CostModel::UnitBound ub = cost_->unit_bound(u);
+          b.stream_ms += ub.stream_ms;
+          b.slots_ms += ub.slots_ms;
+          b.dram_ms += ub.dram_ms;
+          classes.push_back(cost_->cost_class(u));
+          classed = classed && classes.back() >= 0;
+        });
         any = any || b.stream_ms > 0.0 || b.slots_ms > 0.0 || b.dram_ms > 0.0;
       }
       if (!any) bound_.clear();
+      if (!classed) classes_.clear();
     }
   }
 
@@ -97,7 +109,7 @@ class Solver {
       if (m->strategy == Strategy::kMerge) {
         stage.groups.emplace_back();
         for (uint64_t b = e; b; b &= b - 1) {
-          stage.groups.back().push_back(dag_.units[static_cast<size_t>(lowest(b))]);
+          for_members(lowest(b), [&](UnitId u) { stage.groups.back().push_back(u); });
         }
       } else {
         fill_groups(e, stage);
@@ -311,16 +323,52 @@ class Solver {
     return std::max({longest, slots, dram}) * (1.0 - 1e-6);
   }
 
-  // The groups of the concurrent stage `e` (group_masks), as units.
-  void fill_groups(uint64_t e, Stage& stage) const {
+  // Calls fn(u) for each global unit local unit x stands for, in order.
+  template <typename Fn>
+  void for_members(int x, Fn&& fn) const {
+    if (dag_.members.empty()) {
+      fn(dag_.units[static_cast<size_t>(x)]);
+    } else {
+      for (UnitId u : dag_.members[static_cast<size_t>(x)]) fn(u);
+    }
+  }
+  bool single_members(uint64_t e) const {
+    if (dag_.members.empty()) return true;
+    for (uint64_t b = e; b; b &= b - 1) {
+      if (dag_.members[static_cast<size_t>(lowest(b))].size() != 1) return false;
+    }
+    return true;
+  }
+
+  // The groups of the concurrent stage `e` (group_masks), as units. With
+  // `key`, also the stage's cost classes (CostModel::cost_class) in the same
+  // order, groups separated by -1: equal keys, equal latencies.
+  void fill_groups(uint64_t e, Stage& stage, std::vector<int64_t>* key = nullptr) const {
     const std::vector<uint64_t> masks = group_masks(dag_, e);
     stage.groups.resize(masks.size());
+    if (key != nullptr) key->clear();
     for (size_t k = 0; k < masks.size(); ++k) {
       auto& group = stage.groups[k];
       group.clear();
-      for (uint64_t b = masks[k]; b; b &= b - 1) group.push_back(dag_.units[static_cast<size_t>(lowest(b))]);
+      for (uint64_t b = masks[k]; b; b &= b - 1) {
+        const int x = lowest(b);
+        for_members(x, [&](UnitId u) { group.push_back(u); });
+        if (key != nullptr) {
+          const auto& classes = classes_[static_cast<size_t>(x)];
+          key->insert(key->end(), classes.begin(), classes.end());
+        }
+      }
+      if (key != nullptr) key->push_back(-1);
     }
   }
+
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& key) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+      return static_cast<size_t>(h);
+    }
+  };
 
   StageEntry stage_cost(uint64_t e) {
     if (const StageEntry* st = stages_.find(e); st != nullptr && !st->stale) return *st;
@@ -329,13 +377,27 @@ class Solver {
     const bool single = (e & (e - 1)) == 0;
     if (use_concurrent_ || single) {
       scratch_.strategy = Strategy::kConcurrent;
-      fill_groups(e, scratch_);
-      best.cost = cost_->stage_latency(scratch_);
       best.strategy = Strategy::kConcurrent;
-      IOS_ASSERT(best.cost >= 0.0, "cost model '{}' gave stage latency {}", cost_->name(), best.cost);
-      ++stages_costed_;
+      // A stage of the same cost classes as one costed before costs the same.
+      // Building the key costs a tenth of a simulation or so: a block whose
+      // stages seldom repeat (under one in four of the first 4,096) stops
+      // looking (NASNet's cells, already searched once per signature).
+      if (class_lookups_ == 4096 && class_hits_ * 4 < class_lookups_) classes_.clear();
+      const bool classed = !classes_.empty();
+      fill_groups(e, scratch_, classed ? &key_ : nullptr);
+      const auto known = classed ? class_costs_.find(key_) : class_costs_.end();
+      class_lookups_ += classed ? 1 : 0;
+      if (known != class_costs_.end()) {
+        ++class_hits_;
+        best.cost = known->second;
+      } else {
+        best.cost = cost_->stage_latency(scratch_);
+        IOS_ASSERT(best.cost >= 0.0, "cost model '{}' gave stage latency {}", cost_->name(), best.cost);
+        ++stages_costed_;
+        if (classed) class_costs_.emplace(key_, best.cost);
+      }
     }
-    if (use_merge_ && !single && can_merge_ && is_antichain(e)) {
+    if (use_merge_ && !single && can_merge_ && single_members(e) && is_antichain(e)) {
       std::vector<UnitId> units;
       for (uint64_t b = e; b; b &= b - 1) units.push_back(dag_.units[static_cast<size_t>(lowest(b))]);
       if (can_merge_(units)) {
@@ -370,6 +432,12 @@ class Solver {
   MaskMap<StageEntry> own_stages_;  // when no cache is shared
   MaskMap<StageEntry>& stages_;
   std::vector<CostModel::UnitBound> bound_;  // per block unit; empty: the model gives none
+  // Per block unit, its members' cost classes; empty: some unit has none.
+  std::vector<std::vector<int64_t>> classes_;
+  std::vector<int64_t> key_;
+  int64_t class_lookups_ = 0;
+  int64_t class_hits_ = 0;
+  std::unordered_map<std::vector<int64_t>, double, KeyHash> class_costs_;  // concurrent stages by classes
   Stage scratch_;
   std::vector<uint64_t> comp_stack_;
   int64_t states_ = 0;
@@ -430,12 +498,91 @@ uint64_t stage_mask(const BlockDag& dag, const Stage& stage) {
   uint64_t mask = 0;
   for (const auto& group : stage.groups) {
     for (UnitId u : group) {
-      const auto it = std::find(dag.units.begin(), dag.units.end(), u);
-      IOS_ASSERT(it != dag.units.end(), "unit {} is not in the block", u);
-      mask |= bit(static_cast<int>(it - dag.units.begin()));
+      int x = -1;
+      for (int i = 0; i < dag.n && x < 0; ++i) {
+        const auto& m = dag.members.empty() ? std::vector<UnitId>{dag.units[static_cast<size_t>(i)]}
+                                            : dag.members[static_cast<size_t>(i)];
+        if (std::find(m.begin(), m.end(), u) != m.end()) x = i;
+      }
+      IOS_ASSERT(x >= 0, "unit {} is not in the block", u);
+      mask |= bit(x);
     }
   }
   return mask;
+}
+
+BlockDag contract_free_units(const BlockDag& dag, CostModel& cost, const MergePredicate& can_merge) {
+  if (!dag.members.empty()) return dag;
+  const auto n = static_cast<size_t>(dag.n);
+  std::vector<bool> free(n);
+  for (size_t x = 0; x < n; ++x) free[x] = cost.free_unit(dag.units[x]);
+  if (std::none_of(free.begin(), free.end(), [](bool f) { return f; })) return dag;
+  // Whether x merges with another unit of the block (then it stays on its
+  // own: a merge stage is of single units). Asked lazily, once.
+  std::vector<int> merges(n, -1);
+  auto merges_with_some = [&](size_t x) {
+    if (!can_merge) return false;
+    if (merges[x] < 0) {
+      merges[x] = 0;
+      for (size_t y = 0; y < n && merges[x] == 0; ++y) {
+        const bool related = y == x || ((dag.desc[x] | dag.anc[x]) & bit(static_cast<int>(y))) != 0;
+        if (!related && can_merge({dag.units[x], dag.units[y]})) merges[x] = 1;
+      }
+    }
+    return merges[x] == 1;
+  };
+  // Links a -> b of a chain (a's only successor is b, b's only predecessor
+  // a) with a free end, whose other end is free or merges with nothing,
+  // taken in the order of a while the path they make holds at most one unit
+  // that is not free: a free unit joins one neighbour that costs, never two
+  // (that would tie two costing units to one group and stage). Then any
+  // schedule of the block becomes one of the joined DAG's, no slower, by
+  // moving each free unit into its neighbour's group: it costs nothing
+  // there and leaves a group (or a stage) that only loses a free unit.
+  std::vector<int> next(n, -1);
+  std::vector<bool> linked_in(n, false);
+  std::vector<int> costing(n);  // per path, by its last unit: units that are not free
+  for (size_t x = 0; x < n; ++x) costing[x] = free[x] ? 0 : 1;
+  bool any = false;
+  for (size_t a = 0; a < n; ++a) {
+    if (popcount(dag.succ[a]) != 1) continue;
+    const auto b = static_cast<size_t>(lowest(dag.succ[a]));
+    if (popcount(dag.pred[b]) != 1 || !(free[a] || free[b])) continue;
+    // b starts no path yet (its only incoming link is this one), so the
+    // path is a's, extended by b.
+    if (costing[a] + costing[b] > 1) continue;
+    if ((!free[a] && merges_with_some(a)) || (!free[b] && merges_with_some(b))) continue;
+    next[a] = static_cast<int>(b);
+    linked_in[b] = true;
+    costing[b] += costing[a];
+    any = true;
+  }
+  if (!any) return dag;
+  // Each path of links is one local unit, numbered by its first unit: an
+  // edge into a path reaches its first unit and one out of it leaves its
+  // last, so edges still go from lower to higher indices.
+  std::vector<int> node_of(n, -1);
+  std::vector<std::vector<UnitId>> members;
+  for (size_t x = 0; x < n; ++x) {
+    if (linked_in[x]) continue;
+    const int node = static_cast<int>(members.size());
+    members.emplace_back();
+    for (int y = static_cast<int>(x); y >= 0; y = next[static_cast<size_t>(y)]) {
+      node_of[static_cast<size_t>(y)] = node;
+      members.back().push_back(dag.units[static_cast<size_t>(y)]);
+    }
+  }
+  std::vector<std::pair<int, int>> edges;
+  for (size_t u = 0; u < n; ++u) {
+    for (uint64_t b = dag.succ[u]; b; b &= b - 1) {
+      const int v = node_of[static_cast<size_t>(lowest(b))];
+      if (v != node_of[u]) edges.emplace_back(node_of[u], v);
+    }
+  }
+  BlockDag out = BlockDag::from_edges(static_cast<int>(members.size()), edges);
+  for (size_t i = 0; i < members.size(); ++i) out.units[i] = members[i].front();
+  out.members = std::move(members);
+  return out;
 }
 
 SearchEstimate estimate_search(const BlockDag& dag, const IosOptions& options, int64_t max_states,

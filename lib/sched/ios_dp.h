@@ -139,6 +139,23 @@ BlockSolution solve_block(const BlockDag& dag, const IosOptions& options, sched:
 // The ending mask of `stage` (global UnitIds of `dag`'s block).
 uint64_t stage_mask(const BlockDag& dag, const Stage& stage);
 
+// Free units: a unit that costs nothing wherever it runs
+// (CostModel::free_unit: a Reshape or Flatten that aliases its input) gains
+// nothing from being a stage choice of its own, yet multiplies the states of
+// every chain it sits in (a detector head's Reshape, Transpose, Reshape per
+// pyramid level). The search DAG of a block therefore joins each chain link
+// a -> b (a's only successor in the block is b, b's only predecessor a) with
+// a free end into one local unit that runs a's units then b's, where the
+// other end is free too or merges with no unit of the block (a merge stage
+// holds single units), and so that each joined unit holds at most one unit
+// that is not free. Its members (BlockDag::members) run in order in one
+// group; the pruning counts it as one unit. Any schedule of the block maps
+// to one of the joined DAG's that is no slower (each free unit moved into
+// its costing neighbour's group), so the search finds no slower a schedule
+// than before where free units are free. Returns `dag` itself when nothing
+// joins.
+BlockDag contract_free_units(const BlockDag& dag, CostModel& cost, const MergePredicate& can_merge = {});
+
 // The size of solve_block's search of `dag` under `options`, without costing
 // a stage. States are counted exactly (every predecessor-closed subset is a
 // state: one-unit endings are always legal) up to `max_states`; transitions

@@ -116,6 +116,10 @@ class EstimateCache {
 // One block's schedules and statistics while the search runs.
 struct BlockWork {
   BlockDag dag;
+  // What the DP searches: `dag` with its free units joined to the units they
+  // chain to (contract_free_units), or `dag` itself under a memory bound (a
+  // stage's live bytes are the units' own).
+  BlockDag search_dag;
   BaselineBlock greedy, sequential;
   std::optional<BlockSolution> solution;  // the DP's, once it finished
   BlockStats stats;
@@ -148,6 +152,9 @@ class DpScheduler : public Scheduler {
       BlockWork& w = work[static_cast<size_t>(b)];
       if (!memories.empty()) w.memory = &memories[static_cast<size_t>(b)];
       w.dag = BlockDag::from_block(graph, graph.blocks()[static_cast<size_t>(b)]);
+      const bool contract = w.memory == nullptr && options_.ending_rule == EndingRule::kIos &&
+                            options_.strategies != StrategySet::kMerge;
+      w.search_dag = contract ? contract_free_units(w.dag, cost, can_merge_) : w.dag;
       w.greedy = greedy_block(w.dag, cost);
       w.sequential = sequential_block(w.dag, cost);
       // A budgeted measured model answers with estimates until asked to
@@ -349,7 +356,7 @@ class DpScheduler : public Scheduler {
       const uint64_t revision = cost.revision();
       SolveLimits bounded = limits;
       bounded.memory = w.memory;
-      BlockSolution solution = solve_block(w.dag, options, cost, can_merge_, bounded, &known);
+      BlockSolution solution = solve_block(w.search_dag, options, cost, can_merge_, bounded, &known);
       BlockStats& s = w.stats;
       s.states += solution.states;
       s.transitions += solution.transitions;
@@ -379,7 +386,7 @@ class DpScheduler : public Scheduler {
       // mask whose cost this search had cached) is asked anew next round;
       // when the corrections moved, every cost is.
       settling = cost.settle(solution.stages) || settling;
-      const bool moved = settling && reprice(solution, cost, w.dag, known);
+      const bool moved = settling && reprice(solution, cost, w.search_dag, known);
       if (!w.solution || solution.latency_ms <= w.solution->latency_ms) w.solution = std::move(solution);
       if (!settling) break;
       if (cost.revision() != revision) {
@@ -424,7 +431,7 @@ class DpScheduler : public Scheduler {
     double rest = 0.0;  // the requested searches of the blocks not yet searched
     for (int b : order) {
       if (Clock::now() >= deadline) break;
-      estimates[static_cast<size_t>(b)] = cache.get(work[static_cast<size_t>(b)].dag, ladder_);
+      estimates[static_cast<size_t>(b)] = cache.get(work[static_cast<size_t>(b)].search_dag, ladder_);
       rest += estimates[static_cast<size_t>(b)].front();
     }
     for_each_block(order, [&](int b) {

@@ -284,3 +284,162 @@ TEST_CASE("ios dp: optimal against exhaustive search on random DAGs", "[ios_dp][
   }
   CHECK(compared == 1080);
 }
+
+namespace {
+
+// Units in classes: a concurrent stage costs a function of its groups'
+// class sequences in issue order (the longest group, an overhead per group
+// and, when `ordered`, a term that depends on the order), so equal class
+// keys cost the same and a search may share them (CostModel::cost_class).
+// Units of weight 0 are free (CostModel::free_unit) when `free` is set.
+class ClassedCost : public CostModel {
+ public:
+  ClassedCost(std::vector<int> cls, std::vector<double> weight, bool classed, bool free, bool ordered = true)
+      : cls_(std::move(cls)), weight_(std::move(weight)), classed_(classed), free_(free), ordered_(ordered) {}
+  std::string name() const override { return "synthetic-classed"; }
+  double stage_latency(const Stage& stage) override {
+    ++calls;
+    double longest = 0.0, order = 0.0;
+    for (size_t k = 0; k < stage.groups.size(); ++k) {
+      double sum = 0.0;
+      for (UnitId u : stage.groups[k]) sum += weight_.at(static_cast<size_t>(u));
+      longest = std::max(longest, sum);
+      if (ordered_) order += 0.01 * static_cast<double>(k) * sum;
+    }
+    const double scale = stage.strategy == Strategy::kMerge ? 0.7 : 1.0;
+    return scale * longest + order + 0.25 * static_cast<double>(stage.groups.size());
+  }
+  int64_t cost_class(UnitId u) override { return classed_ ? cls_.at(static_cast<size_t>(u)) : -1; }
+  bool free_unit(UnitId u) override { return free_ && weight_.at(static_cast<size_t>(u)) == 0.0; }
+  int64_t calls = 0;
+
+ private:
+  std::vector<int> cls_;
+  std::vector<double> weight_;
+  bool classed_, free_, ordered_;
+};
+
+// Every unit of `dag` exactly once, each after its predecessors (in an
+// earlier stage, or earlier in its group).
+void check_covers(const BlockDag& dag, const std::vector<Stage>& stages) {
+  std::vector<int> stage_of(static_cast<size_t>(dag.n), -1), place(static_cast<size_t>(dag.n), -1);
+  for (size_t k = 0; k < stages.size(); ++k) {
+    for (const auto& group : stages[k].groups) {
+      for (size_t i = 0; i < group.size(); ++i) {
+        const auto u = static_cast<size_t>(group[i]);
+        REQUIRE(stage_of[u] == -1);
+        stage_of[u] = static_cast<int>(k);
+        place[u] = static_cast<int>(i);
+      }
+    }
+  }
+  for (int v = 0; v < dag.n; ++v) {
+    REQUIRE(stage_of[static_cast<size_t>(v)] >= 0);
+    for (uint64_t b = dag.pred[static_cast<size_t>(v)]; b; b &= b - 1) {
+      const auto u = static_cast<size_t>(lowest(b));
+      const auto w = static_cast<size_t>(v);
+      REQUIRE((stage_of[u] < stage_of[w] || (stage_of[u] == stage_of[w] && place[u] < place[w])));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ios dp: stages of equal cost classes are costed once, the result unchanged", "[ios_dp]") {
+  std::mt19937_64 rng(20261128);
+  int64_t with = 0, without = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + trial % 13;
+    const EdgeList g = random_dag(rng, n);
+    const BlockDag dag = BlockDag::from_edges(g.n, g.edges);
+    std::vector<int> cls(static_cast<size_t>(n));
+    std::vector<double> weight(static_cast<size_t>(n));
+    const double kWeights[] = {1.0, 2.0, 3.5};
+    for (size_t i = 0; i < cls.size(); ++i) {
+      cls[i] = static_cast<int>(rng() % 3);
+      weight[i] = kWeights[cls[i]];
+    }
+    MergePredicate can_merge = [&cls](const std::vector<UnitId>& units) {
+      for (UnitId u : units) {
+        if (cls[static_cast<size_t>(u)] != cls[static_cast<size_t>(units[0])]) return false;
+      }
+      return true;
+    };
+    IosOptions o;
+    o.max_group_units = trial % 2 == 0 ? 3 : 0;
+    o.max_groups = trial % 3 == 0 ? 2 : 8;
+    ClassedCost plain(cls, weight, false, false), classed(cls, weight, true, false);
+    const BlockSolution a = solve_block(dag, o, plain, can_merge);
+    const BlockSolution b = solve_block(dag, o, classed, can_merge);
+    INFO("trial " << trial << " n " << n);
+    REQUIRE(b.latency_ms == a.latency_ms);
+    REQUIRE(b.stages.size() == a.stages.size());
+    for (size_t k = 0; k < a.stages.size(); ++k) {
+      CHECK(b.stages[k].groups == a.stages[k].groups);
+      CHECK(b.stages[k].strategy == a.stages[k].strategy);
+      CHECK(b.stages[k].predicted_ms == a.stages[k].predicted_ms);
+    }
+    CHECK(b.stages_costed == classed.calls);
+    CHECK(b.stages_costed <= a.stages_costed);
+    with += b.stages_costed;
+    without += a.stages_costed;
+  }
+  // Three classes over up to 14 units: many stages repeat an earlier one's classes.
+  CHECK(with * 4 < without * 3);
+}
+
+TEST_CASE("ios dp: free units join a neighbour, and the search finds no slower a schedule", "[ios_dp]") {
+  // Two chains: conv -> reshape -> transpose -> reshape, as a detector head
+  // ends, into one concat (free too).
+  {
+    const BlockDag dag = BlockDag::from_edges(9, {{0, 1}, {1, 2}, {2, 3}, {3, 8}, {4, 5}, {5, 6}, {6, 7}, {7, 8}});
+    ClassedCost cost({0, 1, 2, 1, 0, 1, 2, 1, 1}, {2.0, 0.0, 1.0, 0.0, 2.0, 0.0, 1.0, 0.0, 0.0}, false, true);
+    const BlockDag joined = contract_free_units(dag, cost);
+    // conv + reshape, transpose + reshape per chain, and the concat.
+    REQUIRE(joined.n == 5);
+    CHECK(joined.members == std::vector<std::vector<UnitId>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8}});
+    // A conv that may merge with the other chain's stays alone.
+    const MergePredicate convs = [](const std::vector<UnitId>& u) {
+      return u.size() == 2 && std::min(u[0], u[1]) == 0 && std::max(u[0], u[1]) == 4;
+    };
+    const BlockDag kept = contract_free_units(dag, cost, convs);
+    CHECK(kept.members == std::vector<std::vector<UnitId>>{{0}, {1, 2, 3}, {4}, {5, 6, 7}, {8}});
+    // No free unit: the DAG itself.
+    ClassedCost none({0, 1, 2, 1, 0, 1, 2, 1, 1}, std::vector<double>(9, 1.0), false, true);
+    CHECK(contract_free_units(dag, none).members.empty());
+  }
+  std::mt19937_64 rng(52);
+  int faster = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = 2 + trial % 11;
+    const EdgeList g = random_dag(rng, n);
+    const BlockDag dag = BlockDag::from_edges(g.n, g.edges);
+    std::vector<double> weight(static_cast<size_t>(n));
+    for (double& w : weight) w = rng() % 3 == 0 ? 0.0 : 1.0 + static_cast<double>(rng() % 4);
+    // Without the order term: the joined DAG's chains, and so the issue
+    // order of a stage's groups, may differ from the block's.
+    ClassedCost cost(std::vector<int>(static_cast<size_t>(n), 0), weight, false, true, false);
+    const BlockDag joined = contract_free_units(dag, cost);
+    for (const RuleSet& set : rule_sets()) {
+      if (set.rule != EndingRule::kIos || set.strategies == StrategySet::kMerge) continue;
+      IosOptions o;
+      o.group_shape = set.shape;
+      o.max_group_units = set.r;
+      o.max_groups = set.s;
+      o.strategies = StrategySet::kConcurrent;
+      const BlockSolution a = solve_block(dag, o, cost);
+      const BlockSolution b = solve_block(joined, o, cost);
+      INFO("trial " << trial << " n " << n << " joined " << joined.n);
+      check_covers(dag, b.stages);
+      double sum = 0.0;
+      for (const Stage& stage : b.stages) {
+        CHECK(stage.predicted_ms == cost.stage_latency(stage));
+        sum += stage.predicted_ms;
+      }
+      CHECK(sum == Approx(b.latency_ms));
+      CHECK(b.latency_ms <= a.latency_ms + 1e-12);
+      if (b.latency_ms < a.latency_ms - 1e-12) ++faster;
+    }
+  }
+  CHECK(faster > 0);
+}

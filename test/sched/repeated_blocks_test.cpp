@@ -23,6 +23,8 @@ class SearchEveryBlock : public CostModel {
   std::string name() const override { return inner_.name(); }
   double stage_latency(const Stage& stage) override { return inner_.stage_latency(stage); }
   UnitBound unit_bound(UnitId unit) override { return inner_.unit_bound(unit); }
+  int64_t cost_class(UnitId unit) override { return inner_.cost_class(unit); }
+  bool free_unit(UnitId unit) override { return inner_.free_unit(unit); }
   bool thread_safe() const override { return inner_.thread_safe(); }
 
  private:
