@@ -41,7 +41,7 @@ mutant concat-offset lib/exec/storage_plan.cpp \
   '        ++out_.zero_copy_concat_inputs_;\n        channel += channels;\n      }\n' \
   ios_exec_tests '^exec$'
 # Exp no longer kept in float32 at half precision.
-mutant float32-exp lib/ir/precision.cpp \
+mutant float32-exp lib/ir/half_conversion.cpp \
   '    case OpKind::kReduceProd:\n    case OpKind::kExp:\n' \
   '    case OpKind::kReduceProd:\n' \
   'ios_ir_tests ios_ops_tests' '^(ir|ops)$'

@@ -265,7 +265,8 @@ BINARY = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu"}
 CONV = {"Conv", "ConvTranspose"}
 MATMUL = {"Gemm", "MatMul"}
 POOL = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "ReduceMean", "ReduceSum", "ReduceMax",
-        "ReduceMin", "ReduceProd", "Resize", "Upsample", "LayerNormalization"}
+        "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "Resize", "Upsample",
+        "LayerNormalization"}
 SOFTMAX = {"Softmax", "LogSoftmax"}
 ALIASES = {"Identity", "Dropout"}
 STATIC = {"Shape", "Size"}  # constant once shapes are static, as the importer folds them

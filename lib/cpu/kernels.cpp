@@ -584,32 +584,56 @@ void reduce(ir::OpKind op, const ir::ReduceAttrs& attrs, const ConstView& x_view
              ir::to_string(y_view.shape));
   // Sums and products in double (the float64 truth rounded once); max and
   // min compare as std::max/std::min do, like the element-wise Max and Min.
+  // ReduceLogSumExp is max + log(sum exp(x - max)): a first pass takes each
+  // output's maximum, so that no exp overflows (x of 100 in float32) and the
+  // largest term is exactly 1.
   using K = ir::OpKind;
   const double init = op == K::kReduceProd  ? 1.0
                       : op == K::kReduceMax ? -std::numeric_limits<double>::infinity()
                       : op == K::kReduceMin ? std::numeric_limits<double>::infinity()
                                             : 0.0;
+  const auto sweep = [&](auto&& visit) {
+    std::vector<int64_t> index(rank, 0);
+    const int64_t total = x.size();
+    for (int64_t i = 0; i < total; ++i) {
+      int64_t o = 0;
+      for (size_t d = 0; d < rank; ++d) o += index[d] * out_strides[d];
+      visit(static_cast<size_t>(o), static_cast<double>(x.data[i]));
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < x.shape[d]) break;
+        index[d] = 0;
+      }
+    }
+  };
+  std::vector<double> shift(op == K::kReduceLogSumExp ? static_cast<size_t>(stride) : 0,
+                            -std::numeric_limits<double>::infinity());
+  if (op == K::kReduceLogSumExp) {
+    sweep([&](size_t o, double v) { shift[o] = shift[o] < v ? v : shift[o]; });
+    // An output whose inputs are all -inf (or +inf) subtracts nothing, so
+    // that it gives -inf (+inf) rather than NaN from inf - inf.
+    for (double& m : shift) m = std::isfinite(m) ? m : 0.0;
+  }
   std::vector<double> sums(static_cast<size_t>(stride), init);
-  std::vector<int64_t> index(rank, 0);
-  const int64_t total = x.size();
-  for (int64_t i = 0; i < total; ++i) {
-    int64_t o = 0;
-    for (size_t d = 0; d < rank; ++d) o += index[d] * out_strides[d];
-    double& acc = sums[static_cast<size_t>(o)];
-    const double v = x.data[i];
+  sweep([&](size_t o, double v) {
+    double& acc = sums[o];
     switch (op) {
       case K::kReduceProd: acc *= v; break;
       case K::kReduceMax: acc = acc < v ? v : acc; break;
       case K::kReduceMin: acc = v < acc ? v : acc; break;
+      case K::kReduceL1: acc += std::fabs(v); break;
+      case K::kReduceL2:
+      case K::kReduceSumSquare: acc += v * v; break;
+      case K::kReduceLogSumExp: acc += std::exp(v - shift[o]); break;
       default: acc += v; break;
     }
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < x.shape[d]) break;
-      index[d] = 0;
-    }
+  });
+  for (size_t i = 0; i < sums.size(); ++i) {
+    double r = sums[i];
+    if (op == K::kReduceMean) r /= static_cast<double>(count);
+    if (op == K::kReduceL2) r = std::sqrt(r);
+    if (op == K::kReduceLogSumExp) r = shift[i] + std::log(r);
+    out.view().data[i] = static_cast<float>(r);
   }
-  const double divisor = op == K::kReduceMean ? static_cast<double>(count) : 1.0;
-  for (size_t i = 0; i < sums.size(); ++i) out.view().data[i] = static_cast<float>(sums[i] / divisor);
   out.finish();
 }
 
@@ -1159,7 +1183,8 @@ KernelTable make_kernel_table() {
   set(K::kMaxPool, run_max_pool);
   set(K::kAveragePool, run_average_pool);
   set(K::kGlobalAveragePool, run_global_average_pool);
-  for (K reduction : {K::kReduceMean, K::kReduceSum, K::kReduceMax, K::kReduceMin, K::kReduceProd}) {
+  for (K reduction : {K::kReduceMean, K::kReduceSum, K::kReduceMax, K::kReduceMin, K::kReduceProd, K::kReduceL1,
+                      K::kReduceL2, K::kReduceSumSquare, K::kReduceLogSumExp}) {
     set(reduction, run_reduce);
   }
   set(K::kTile, run_tile);

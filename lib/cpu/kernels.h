@@ -52,7 +52,8 @@ void max_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y);
 void average_pool(const ir::PoolAttrs& attrs, const ConstView& x, const View& y);
 void global_average_pool(const ConstView& x, const View& y);
 void reduce_mean(const ir::ReduceAttrs& attrs, const ConstView& x, const View& y);
-// ReduceMean, ReduceSum, ReduceMax, ReduceMin or ReduceProd (`op`) over attrs.axes.
+// ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+// ReduceSumSquare or ReduceLogSumExp (`op`) over attrs.axes.
 void reduce(ir::OpKind op, const ir::ReduceAttrs& attrs, const ConstView& x, const View& y);
 void tile(const std::vector<int64_t>& repeats, const ConstView& x, const View& y);
 void conv_transpose(const ir::ConvTransposeAttrs& attrs, const ConstView& x, const float* weight,

@@ -284,6 +284,23 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
       base += c * p.x_strides[d];
       out += c * p.y_strides[d];
     }
+    // ReduceLogSumExp subtracts the maximum first, so that no exp overflows;
+    // with every input -inf or a +inf it subtracts nothing (no inf - inf).
+    float shift = 0.0f;
+    if (p.op == kReduceLogSumExp) {
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < p.count; ++j) {
+        int64_t r = j, off = base;
+        for (int d = p.rank - 1; d >= 0; --d) {
+          if (!p.reduced[d]) continue;
+          off += (r % p.dims[d]) * p.x_strides[d];
+          r /= p.dims[d];
+        }
+        const float v = to_float(static_cast<const T*>(p.x)[off]);
+        mx = mx < v ? v : mx;
+      }
+      shift = isfinite(mx) ? mx : 0.0f;
+    }
     float acc = p.op == kReduceProd ? 1.0f : p.op == kReduceMax ? -INFINITY : p.op == kReduceMin ? INFINITY : 0.0f;
     for (int64_t j = 0; j < p.count; ++j) {
       int64_t r = j, off = base;
@@ -297,10 +314,18 @@ __global__ void reduce_mean_kernel(const ReduceParams p) {
         case kReduceProd: acc *= v; break;
         case kReduceMax: acc = acc < v ? v : acc; break;
         case kReduceMin: acc = v < acc ? v : acc; break;
+        case kReduceL1: acc += fabsf(v); break;
+        case kReduceL2:
+        case kReduceSumSquare: acc += v * v; break;
+        case kReduceLogSumExp: acc += expf(v - shift); break;
         default: acc += v; break;
       }
     }
-    static_cast<T*>(p.y)[out] = from_float<T>(p.op == kReduceMean ? acc / static_cast<float>(p.count) : acc);
+    float r = acc;
+    if (p.op == kReduceMean) r = acc / static_cast<float>(p.count);
+    if (p.op == kReduceL2) r = sqrtf(acc);
+    if (p.op == kReduceLogSumExp) r = shift + logf(acc);
+    static_cast<T*>(p.y)[out] = from_float<T>(r);
   }
 }
 

@@ -195,7 +195,17 @@ cudaError_t resize(const ResizeParams& params, cudaStream_t stream);
 
 // Mean over the dimensions flagged in `reduced`; y indexed by out_strides
 // over the input's dimensions (0 for reduced ones).
-enum ReduceOp : int { kReduceMean = 0, kReduceSum, kReduceMax, kReduceMin, kReduceProd };
+enum ReduceOp : int {
+  kReduceMean = 0,
+  kReduceSum,
+  kReduceMax,
+  kReduceMin,
+  kReduceProd,
+  kReduceL1,
+  kReduceL2,
+  kReduceSumSquare,
+  kReduceLogSumExp,  // max + log(sum exp(x - max)): a first pass over x takes the max
+};
 struct ReduceParams {
   int op = kReduceMean;
   int rank = 1;

@@ -1,7 +1,8 @@
 // ReduceMean: over H and W of a 4-D tensor a global average pool (cuDNN,
 // op_pool.cpp); over any other axes (an unfused layer normalization's
 // trailing ones) the backend's own kernel, which also computes ReduceSum,
-// ReduceMax, ReduceMin and ReduceProd over any axes.
+// ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare and
+// ReduceLogSumExp over any axes.
 #include <algorithm>
 #include <numeric>
 
@@ -21,6 +22,10 @@ const char* reduce_name(int op) {
     case kernels::kReduceMax: return "reduce-max";
     case kernels::kReduceMin: return "reduce-min";
     case kernels::kReduceProd: return "reduce-prod";
+    case kernels::kReduceL1: return "reduce-l1";
+    case kernels::kReduceL2: return "reduce-l2";
+    case kernels::kReduceSumSquare: return "reduce-sum-square";
+    case kernels::kReduceLogSumExp: return "reduce-log-sum-exp";
     default: return "reduce-mean";
   }
 }
@@ -96,7 +101,11 @@ void lower_reduce(Lowerer& lw, Launch& launch, NodeId n, int y) {
                  : node.op == K::kReduceMax  ? kernels::kReduceMax
                  : node.op == K::kReduceMin  ? kernels::kReduceMin
                  : node.op == K::kReduceProd ? kernels::kReduceProd
-                                             : kernels::kReduceMean;
+                 : node.op == K::kReduceL1   ? kernels::kReduceL1
+                 : node.op == K::kReduceL2   ? kernels::kReduceL2
+                 : node.op == K::kReduceSumSquare ? kernels::kReduceSumSquare
+                 : node.op == K::kReduceLogSumExp ? kernels::kReduceLogSumExp
+                                                  : kernels::kReduceMean;
   std::vector<int64_t> spatial(xs.size() > 2 ? xs.size() - 2 : 0);
   std::iota(spatial.begin(), spatial.end(), 2);
   if (op == kernels::kReduceMean && xs.size() >= 3 && xs.size() <= 5 &&

@@ -163,7 +163,8 @@ struct SliceAttrs {  // normalized: one entry per sliced axis, clamped to the sh
   }
 };
 
-struct ReduceAttrs {  // ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd; no axes: every axis
+struct ReduceAttrs {  // ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+                     // ReduceSumSquare, ReduceLogSumExp; no axes: every axis
   std::vector<int64_t> axes;
   bool keepdims = true;
 

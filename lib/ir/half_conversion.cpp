@@ -23,6 +23,10 @@ bool kept_in_float32(OpKind op) {
     case OpKind::kLogSoftmax:
     case OpKind::kReduceMean:
     case OpKind::kReduceSum:
+    case OpKind::kReduceL1:
+    case OpKind::kReduceL2:
+    case OpKind::kReduceSumSquare:
+    case OpKind::kReduceLogSumExp:
     case OpKind::kReduceProd:
     case OpKind::kExp:
     case OpKind::kPow:

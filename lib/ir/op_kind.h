@@ -65,6 +65,10 @@
   X(kReduceMax, reduce_max_op)                                                              \
   X(kReduceMin, reduce_min_op)                                                              \
   X(kReduceProd, reduce_prod_op)                                                            \
+  X(kReduceL1, reduce_l1_op)                                                                \
+  X(kReduceL2, reduce_l2_op)                                                                \
+  X(kReduceSumSquare, reduce_sum_square_op)                                                 \
+  X(kReduceLogSumExp, reduce_log_sum_exp_op)                                                \
   X(kTile, tile_op)                                                                         \
   X(kConvTranspose, conv_transpose_op) /* 2-D; a conv unit that never merges */             \
   X(kCast, cast_op) /* between float32, float16 and bfloat16 (ir/element_type.h) */

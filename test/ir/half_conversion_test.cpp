@@ -15,12 +15,16 @@ namespace {
 
 // The operators the conversion keeps in float32, as docs/cli.md promises
 // users (`--precision fp16|bf16`): normalizations, Softmax and LogSoftmax,
-// the summing reductions, Exp (its result leaves float16's range from an
-// input of 11.1: e^11.1 > 65504) and Pow. Written out here, not read from
-// the library, so that an operator dropped from or added to the list fails.
+// the summing reductions (ReduceL2, ReduceSumSquare and ReduceLogSumExp among
+// them: a sum of squares leaves float16's range from a norm of 256), Exp (its
+// result leaves float16's range from an input of 11.1: e^11.1 > 65504) and
+// Pow. Written out here, not read from the library, so that an operator
+// dropped from or added to the list fails.
 const std::set<std::string> kDocumentedFloat32 = {
-    "LayerNormalization", "BatchNormalization", "Softmax", "LogSoftmax", "ReduceMean",
-    "ReduceSum",          "ReduceProd",         "Exp",     "Pow"};
+    "LayerNormalization", "BatchNormalization", "Softmax",         "LogSoftmax",
+    "ReduceMean",         "ReduceSum",          "ReduceProd",      "ReduceL1",
+    "ReduceL2",           "ReduceSumSquare",    "ReduceLogSumExp", "Exp",
+    "Pow"};
 
 TEST_CASE("the operators kept in float32 at half precision are exactly the documented ones",
           "[ir][precision]") {

@@ -1,4 +1,5 @@
-// ReduceSum, ReduceMax, ReduceMin, ReduceProd and ReduceMean over any axes,
+// ReduceSum, ReduceMax, ReduceMin, ReduceProd, ReduceMean, ReduceL1, ReduceL2,
+// ReduceSumSquare and ReduceLogSumExp over any axes,
 // Tile and LogSoftmax as the importer reads them, and their hostile forms
 // refused naming the node.
 #include <catch2/catch.hpp>
@@ -39,6 +40,46 @@ TEST_CASE("reductions over any axes: ReduceSum's axes input, the others' attribu
       b.output("y", 3);
       const auto model = ios::onnx::import_model(b.save(std::string(op) + ".onnx"));
       CHECK(model.graph.tensor(last_node(model.graph).outputs[0]).shape == ios::ir::Shape{2, 1, 4});
+    }
+  }
+  // The norms and ReduceLogSumExp (ConvNeXt-V2's GRN): the axes an attribute
+  // at opset 13, an input at opset 18 (read as the opset-13 form), negative
+  // axes normalized, with and without keepdims.
+  const std::vector<std::pair<const char*, OpKind>> norms = {{"ReduceL1", OpKind::kReduceL1},
+                                                             {"ReduceL2", OpKind::kReduceL2},
+                                                             {"ReduceSumSquare", OpKind::kReduceSumSquare},
+                                                             {"ReduceLogSumExp", OpKind::kReduceLogSumExp}};
+  for (const auto& [op, kind] : norms) {
+    for (const int64_t opset : {13, 18}) {
+      for (const int64_t keepdims : {0, 1}) {
+        DYNAMIC_SECTION(op << " over height and width (opset " << opset << ", keepdims " << keepdims << ")") {
+          ModelBuilder b(opset);
+          if (opset >= 18) b.model.set_ir_version(10);  // what opset-18 exporters write
+          b.input("x", {2, 3, 4, 5});
+          auto& node = opset >= 18 ? b.node(op, {"x", "axes"}, {"y"}, "norm") : b.node(op, {"x"}, {"y"}, "norm");
+          if (opset >= 18) {
+            b.int_weight("axes", {2}, {-2, 1});
+          } else {
+            ModelBuilder::ints(node, "axes", {-2, 1});
+          }
+          ModelBuilder::integer(node, "keepdims", keepdims);
+          b.output("y", keepdims != 0 ? 4 : 2);
+          const auto model = ios::onnx::import_model(b.save(std::string(op) + ".onnx"));
+          const auto& n = last_node(model.graph);
+          CHECK(n.op == kind);
+          CHECK(n.attr<ios::ir::ReduceAttrs>().axes == std::vector<int64_t>{1, 2});
+          CHECK(model.graph.tensor(n.outputs[0]).shape ==
+                (keepdims != 0 ? ios::ir::Shape{2, 1, 1, 5} : ios::ir::Shape{2, 5}));
+        }
+      }
+    }
+    DYNAMIC_SECTION(op << " without axes reduces every axis") {
+      ModelBuilder b(13);
+      b.input("x", {2, 3, 4});
+      ModelBuilder::integer(b.node(op, {"x"}, {"y"}, "all"), "keepdims", 0);
+      b.output("y", 0);
+      const auto model = ios::onnx::import_model(b.save(std::string(op) + "_all.onnx"));
+      CHECK(model.graph.tensor(last_node(model.graph).outputs[0]).shape == ios::ir::Shape{});
     }
   }
 }

@@ -54,10 +54,19 @@ TEST_CASE("the operator suite on the CPU backend", "[ops][cpu]") {
 // The operators docs/cli.md says stay float32 at half precision, written out
 // (not ir::kept_in_float32) so that the 16-bit suite below does not follow a
 // change of that list silently.
-const std::set<ir::OpKind> kKeptFloat32 = {
-    ir::OpKind::kLayerNorm,  ir::OpKind::kBatchNorm,  ir::OpKind::kSoftmax,
-    ir::OpKind::kLogSoftmax, ir::OpKind::kReduceMean, ir::OpKind::kReduceSum,
-    ir::OpKind::kReduceProd, ir::OpKind::kExp,        ir::OpKind::kPow};
+const std::set<ir::OpKind> kKeptFloat32 = {ir::OpKind::kLayerNorm,
+                                           ir::OpKind::kBatchNorm,
+                                           ir::OpKind::kSoftmax,
+                                           ir::OpKind::kLogSoftmax,
+                                           ir::OpKind::kReduceMean,
+                                           ir::OpKind::kReduceSum,
+                                           ir::OpKind::kReduceProd,
+                                           ir::OpKind::kReduceL1,
+                                           ir::OpKind::kReduceL2,
+                                           ir::OpKind::kReduceSumSquare,
+                                           ir::OpKind::kReduceLogSumExp,
+                                           ir::OpKind::kExp,
+                                           ir::OpKind::kPow};
 
 TEST_CASE("the operator suite on the CPU backend at float16 and bfloat16 against the float64 truth",
           "[ops][cpu][half]") {

@@ -1260,19 +1260,34 @@ std::vector<OpCase> make_cases() {
     cases.push_back(b.take());
   }
   // Reductions over any axes of x [2, 3, 2, 2], in float64: channels with
-  // keepdims, batch and width without, and every axis.
+  // keepdims, batch and width without, and every axis; the norms and
+  // ReduceLogSumExp also over height and width with keepdims (ConvNeXt-V2's
+  // GRN over the spatial axes of an NHWC tensor), and ReduceLogSumExp over
+  // values whose exp is beyond float32's range (e^100 > 3.4e38), which only
+  // subtracting the maximum first keeps finite.
   {
     const std::vector<std::pair<OpKind, std::string>> kinds = {{OpKind::kReduceSum, "ReduceSum"},
                                                                 {OpKind::kReduceMax, "ReduceMax"},
                                                                 {OpKind::kReduceMin, "ReduceMin"},
                                                                 {OpKind::kReduceProd, "ReduceProd"},
-                                                                {OpKind::kReduceMean, "ReduceMean"}};
-    const std::vector<float> x = ramp(n4, -1.5f, 1.25f);  // products stay small
+                                                                {OpKind::kReduceMean, "ReduceMean"},
+                                                                {OpKind::kReduceL1, "ReduceL1"},
+                                                                {OpKind::kReduceL2, "ReduceL2"},
+                                                                {OpKind::kReduceSumSquare, "ReduceSumSquare"},
+                                                                {OpKind::kReduceLogSumExp, "ReduceLogSumExp"},
+                                                                {OpKind::kReduceLogSumExp, "ReduceLogSumExp (large)"}};
     for (const auto& [kind, name] : kinds) {
-      for (const std::vector<int64_t>& axes : {std::vector<int64_t>{1}, std::vector<int64_t>{0, 3}, std::vector<int64_t>{}}) {
+      const bool large = name.find("large") != std::string::npos;
+      const bool norm = kind == OpKind::kReduceL1 || kind == OpKind::kReduceL2 || kind == OpKind::kReduceSumSquare ||
+                        kind == OpKind::kReduceLogSumExp;
+      const std::vector<float> x = large ? ramp(n4, 60.0f, 100.0f) : ramp(n4, -1.5f, 1.25f);  // products stay small
+      std::vector<std::vector<int64_t>> axes_sets = {{1}, {0, 3}, {}};
+      if (norm) axes_sets.push_back({1, 2});
+      if (large) axes_sets = {{1}, {}};
+      for (const std::vector<int64_t>& axes : axes_sets) {
         ir::ReduceAttrs r;
         r.axes = axes;
-        r.keepdims = axes.size() == 1;
+        r.keepdims = axes.size() == 1 || axes == std::vector<int64_t>{1, 2};
         std::vector<bool> reduced(4, axes.empty());
         for (int64_t d : axes) reduced[static_cast<size_t>(d)] = true;
         std::map<std::vector<int64_t>, std::vector<double>> groups;  // kept coordinates -> values
@@ -1285,17 +1300,27 @@ std::vector<OpCase> make_cases() {
         Values e;
         for (const auto& [key, values] : groups) {
           double acc = kind == OpKind::kReduceProd ? 1.0 : kind == OpKind::kReduceMax ? -1e300 : kind == OpKind::kReduceMin ? 1e300 : 0.0;
+          const double mx = *std::max_element(values.begin(), values.end());
           for (double v : values) {
             if (kind == OpKind::kReduceProd) acc *= v;
             else if (kind == OpKind::kReduceMax) acc = std::max(acc, v);
             else if (kind == OpKind::kReduceMin) acc = std::min(acc, v);
+            else if (kind == OpKind::kReduceL1) acc += std::fabs(v);
+            else if (kind == OpKind::kReduceL2 || kind == OpKind::kReduceSumSquare) acc += v * v;
+            else if (kind == OpKind::kReduceLogSumExp) acc += std::exp(v - mx);
             else acc += v;
           }
-          e.push_back(kind == OpKind::kReduceMean ? acc / double(values.size()) : acc);
+          e.push_back(kind == OpKind::kReduceMean        ? acc / double(values.size())
+                      : kind == OpKind::kReduceL2        ? std::sqrt(acc)
+                      : kind == OpKind::kReduceLogSumExp ? mx + std::log(acc)
+                                                         : acc);
         }
-        const std::string over = axes.empty() ? " over every axis" : axes.size() == 1 ? " over channels" : " over batch and width";
+        const std::string over = axes.empty()        ? " over every axis"
+                                 : axes.size() == 1  ? " over channels"
+                                 : axes[0] == 1      ? " over height and width"
+                                                     : " over batch and width";
         if (kind == OpKind::kReduceMean && axes.size() != 1) continue;  // the other ReduceMean cases are above
-        CaseBuilder b(name + over, kind);
+        CaseBuilder b(large ? "ReduceLogSumExp" + over + ", e^x beyond float32's range" : name + over, kind);
         b.output(b.node(kind, {b.input("x", s4, x)}, r).at(0), e);
         cases.push_back(b.take());
       }

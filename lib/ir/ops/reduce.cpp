@@ -1,6 +1,7 @@
 // Reductions over any axes: ReduceMean, ReduceSum, ReduceMax, ReduceMin,
-// ReduceProd (axes an attribute, ReduceSum's an input from opset 13, the
-// others' from 18, which onnx/opset_adapter.h rewrites to the attribute).
+// ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp (axes an
+// attribute, ReduceSum's an input from opset 13, the others' from 18, which
+// onnx/opset_adapter.h rewrites to the attribute).
 //
 // Their entries in the operator table (ir/op_info.h), with their attribute
 // parsers, shape functions and work (docs/architecture.md, "Adding an
@@ -72,5 +73,9 @@ OpInfo reduce_sum_op() { return reduction(OpKind::kReduceSum, "ReduceSum"); }
 OpInfo reduce_max_op() { return reduction(OpKind::kReduceMax, "ReduceMax"); }
 OpInfo reduce_min_op() { return reduction(OpKind::kReduceMin, "ReduceMin"); }
 OpInfo reduce_prod_op() { return reduction(OpKind::kReduceProd, "ReduceProd"); }
+OpInfo reduce_l1_op() { return reduction(OpKind::kReduceL1, "ReduceL1"); }
+OpInfo reduce_l2_op() { return reduction(OpKind::kReduceL2, "ReduceL2"); }
+OpInfo reduce_sum_square_op() { return reduction(OpKind::kReduceSumSquare, "ReduceSumSquare"); }
+OpInfo reduce_log_sum_exp_op() { return reduction(OpKind::kReduceLogSumExp, "ReduceLogSumExp"); }
 
 }  // namespace ios::ir::ops
