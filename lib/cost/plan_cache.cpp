@@ -6,45 +6,22 @@
 #include <ctime>
 
 #include "core/error.h"
+#include "cost/sqlite_statement.h"
 
 namespace ios::cost {
 namespace {
 
 constexpr int kBusyTimeoutMs = 30000;  // another process may hold the write lock while it stores
 
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  bool ok() const { return stmt_ != nullptr; }
-  sqlite3_stmt* get() const { return stmt_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void bind_key(const PlanKey& k) {
-    bind(1, k.device);
-    bind(2, k.sm_count);
-    bind(3, k.driver);
-    bind(4, k.cudnn);
-    bind(5, k.cublas);
-    bind(6, k.kernels);
-    bind(7, k.problem);
-  }
-  int step() { return sqlite3_step(stmt_); }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-std::string text(sqlite3_stmt* q, int column) {
-  const unsigned char* v = sqlite3_column_text(q, column);
-  return v ? std::string(reinterpret_cast<const char*>(v)) : std::string();
+// The key's columns, bound in the order of the statements below.
+void bind_key(Statement& s, const PlanKey& k) {
+  s.bind(1, k.device);
+  s.bind(2, k.sm_count);
+  s.bind(3, k.driver);
+  s.bind(4, k.cudnn);
+  s.bind(5, k.cublas);
+  s.bind(6, k.kernels);
+  s.bind(7, k.problem);
 }
 
 #define IOS_PLAN_KEY_COLUMNS "device, sm_count, driver, cudnn, cublas, kernels, problem"
@@ -83,7 +60,7 @@ PlanCache::PlanCache(const std::filesystem::path& path) : path_(path) {
       bool plans = false, version = false;
       int rc = SQLITE_ROW;
       while ((rc = tables.step()) == SQLITE_ROW) {
-        const std::string table = text(tables.get(), 0);
+        const std::string table = column_text(tables.get(), 0);
         if (table == "plan") {
           plans = true;
         } else if (table == "schema_version") {
@@ -164,11 +141,11 @@ std::optional<PlanEntry> PlanCache::find(const PlanKey& key) const {
               "SELECT choice, time_ms, chosen_at FROM plan WHERE device = ?1 AND sm_count = ?2 AND "
               "driver = ?3 AND cudnn = ?4 AND cublas = ?5 AND kernels = ?6 AND problem = ?7");
   if (!q.ok()) fail("preparing a lookup");
-  q.bind_key(key);
+  bind_key(q, key);
   const int rc = q.step();
   if (rc == SQLITE_DONE) return std::nullopt;
   if (rc != SQLITE_ROW) fail("looking up a plan");
-  return PlanEntry{text(q.get(), 0), sqlite3_column_double(q.get(), 1),
+  return PlanEntry{column_text(q.get(), 0), sqlite3_column_double(q.get(), 1),
                    sqlite3_column_int64(q.get(), 2)};
 }
 
@@ -179,7 +156,7 @@ void PlanCache::store(const PlanKey& key, const PlanEntry& entry) {
         db_, "INSERT OR REPLACE INTO plan (" IOS_PLAN_KEY_COLUMNS
              ", choice, time_ms, chosen_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
     if (!insert.ok()) fail("preparing a store");
-    insert.bind_key(key);
+    bind_key(insert, key);
     insert.bind(8, entry.choice);
     insert.bind(9, entry.time_ms);
     insert.bind(10,
@@ -206,9 +183,10 @@ std::vector<std::pair<PlanKey, PlanEntry>> PlanCache::entries() const {
   int rc = SQLITE_ROW;
   while ((rc = q.step()) == SQLITE_ROW) {
     sqlite3_stmt* s = q.get();
-    out.push_back({PlanKey{text(s, 0), sqlite3_column_int64(s, 1), text(s, 2), text(s, 3),
-                           text(s, 4), text(s, 5), text(s, 6)},
-                   PlanEntry{text(s, 7), sqlite3_column_double(s, 8), sqlite3_column_int64(s, 9)}});
+    out.push_back(
+        {PlanKey{column_text(s, 0), sqlite3_column_int64(s, 1), column_text(s, 2),
+                 column_text(s, 3), column_text(s, 4), column_text(s, 5), column_text(s, 6)},
+         PlanEntry{column_text(s, 7), sqlite3_column_double(s, 8), sqlite3_column_int64(s, 9)}});
   }
   if (rc != SQLITE_DONE) fail("listing the plans");
   return out;

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "cost/device_profile.h"
+#include "cost/sqlite_statement.h"
 
 namespace ios::cost {
 namespace {
@@ -27,42 +28,17 @@ constexpr int kBusyTimeoutMs = 30000;  // another process may hold the write loc
 // Reading for --calibrate waits briefly: a lock held longer is reported.
 constexpr int kReadOnlyBusyTimeoutMs = 2000;
 
-// A prepared statement, finalized on scope exit.
-class Statement {
- public:
-  Statement(sqlite3* db, const char* sql) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
-  }
-  ~Statement() { sqlite3_finalize(stmt_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-
-  bool ok() const { return stmt_ != nullptr; }
-  sqlite3_stmt* get() const { return stmt_; }
-  void bind(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
-  }
-  void bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
-  void bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
-  void bind_key(const ProfileKey& key) {
-    bind(1, key.device);
-    bind(2, key.driver);
-    bind(3, key.cudnn);
-    bind(4, key.precision);
-    bind(5, key.batch);
-    bind(6, key.launch);
-    bind(7, key.signature);
-    bind(8, key.kernels);
-  }
-  int step() { return sqlite3_step(stmt_); }
-  void reset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
+// The key's columns, bound in the order of the statements below.
+void bind_key(Statement& s, const ProfileKey& key) {
+  s.bind(1, key.device);
+  s.bind(2, key.driver);
+  s.bind(3, key.cudnn);
+  s.bind(4, key.precision);
+  s.bind(5, key.batch);
+  s.bind(6, key.launch);
+  s.bind(7, key.signature);
+  s.bind(8, key.kernels);
+}
 
 // `path` as a file: URI (RFC 3986: every byte but the unreserved ones and
 // '/' percent-encoded, so '?', '#' and '%' in a file name stay literal).
@@ -77,11 +53,6 @@ std::string file_uri(const std::filesystem::path& path) {
     }
   }
   return out;
-}
-
-std::string column_text(sqlite3_stmt* q, int column) {
-  const unsigned char* value = sqlite3_column_text(q, column);
-  return value ? std::string(reinterpret_cast<const char*>(value)) : std::string();
 }
 
 // The key of a row whose first eight columns are the key's (device, driver,
@@ -382,7 +353,7 @@ std::optional<ProfileEntry> ProfileDb::find(const ProfileKey& key) const {
                                kKeyWhere)
                        .c_str());
   if (!q.ok()) fail("preparing a lookup");
-  q.bind_key(key);
+  bind_key(q, key);
   const int rc = q.step();
   if (rc == SQLITE_DONE) return std::nullopt;
   if (rc != SQLITE_ROW) fail("looking up a stage");
@@ -416,7 +387,7 @@ void ProfileDb::store_all(const std::vector<std::pair<ProfileKey, ProfileEntry>>
       IOS_ASSERT(entry.latency_ms >= 0.0 && entry.repetitions >= 0,
                  "bad profile entry: {} ms over {} repetitions", entry.latency_ms,
                  entry.repetitions);
-      insert.bind_key(key);
+      bind_key(insert, key);
       insert.bind(9, entry.latency_ms);
       insert.bind(10, entry.repetitions);
       insert.bind(11, entry.measured_at != 0 ? entry.measured_at : now);
