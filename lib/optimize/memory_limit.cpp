@@ -97,7 +97,7 @@ bool has_param(const sched::SchedulerEntry& entry, const std::string& key) {
 LimitedSearch search_within_memory(const model::PreparedModel& prepared, const std::string& scheduler,
                                    const std::string& params, const CostChoice& cost, int64_t limit,
                                    int max_streams, exec::StageJoin join, double time_limit_s,
-                                   bool time_limit_given, int threads, const sched::BlockProgress& progress) {
+                                   int threads, const sched::BlockProgress& progress) {
   const sched::UnitGraph& units = *prepared.units;
   const sched::SchedulerEntry& entry = sched::find_scheduler(scheduler);
   const auto start = std::chrono::steady_clock::now();
@@ -163,13 +163,16 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   }
 
   // The searching schedulers: the DP keeps each stage's live bytes and
-  // workspaces within a bound (the limit less the model's weights); the
-  // placed arena, the weights (merged ones included) and the workspaces of
-  // the schedule found are checked against the limit, and the bound
-  // lowered by the excess until they fit (a few rounds). Merged weights
-  // stay for the whole run, which no stage bound sees: a schedule over the
-  // limit with merges is searched again without them where the scheduler
-  // has concurrent stages to fall back on.
+  // workspaces within a bound, and the placed arena, the weights (merged
+  // ones included) and every stream's workspace of the schedule found are
+  // checked against the limit. Which bound and streams a limit needs is not
+  // known in advance (the per-stream workspaces, which no stage bound sees,
+  // and merged weights, which stay for the whole run, make up most of the
+  // excess), so a fixed ladder of searches is made and the fastest schedule
+  // that fits is kept. The ladder depends only on the model and the
+  // unconstrained schedule, never on the limit: every schedule a tighter
+  // limit could choose is searched under a looser one too, so a looser limit
+  // never gets a slower schedule (docs/schedulers.md, *Memory*).
   sched::SearchStats sequential_stats;
   sched::Schedule sequential = schedule_model(prepared, "sequential", "", cost, sequential_stats);
   searched_ms += sequential_stats.total_search_ms;
@@ -177,197 +180,125 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   logger("cli")->debug("memory: the sequential schedule, peak {}, in {:.2f} s", sequential_memory.peak_bytes(),
                        seconds_since(start));
   seen(sequential_memory, "the sequential schedule");
-  // The searches to make, last first. A schedule over the limit gets one
-  // repair, or two where fewer streams would also do: fewer streams first
-  // (the repair that meets most limits soonest), then the bound lowered
-  // with every stream kept. Rounds go on after a fit while the budget
-  // lasts, and the fastest schedule that fits wins: a repair that cost
-  // streams no longer hides a faster fit the bound repair finds, which a
-  // tighter limit's search finds too (docs/schedulers.md, *Memory*).
-  struct Attempt {
+
+  struct Rung {
     std::string params;
-    int64_t bound = 0;
-    int fewer_streams = 0;  // > 0: s lowered to this
+    int64_t bound = 0;  // 0: unconstrained
+    int streams = 0;    // the s searched with, 0: the scheduler's own
     bool merges_dropped = false;
-    bool unconstrained = false;  // the first search: no bound
-    // A bound repair between a looser bound that did not fit (fails_at)
-    // and, when refining, a tighter one that did (fits_at): the repair
-    // lowers the bound by the whole excess, which may overshoot, so a fit
-    // is searched again halfway back up while the two are kRefineBytes
-    // apart or more (a looser bound, a faster schedule).
-    int64_t fails_at = 0;
-    int64_t fits_at = 0;
-    bool refining = false;
-    // The peak and stage figure of the search this one repairs: a bound
-    // repair that leaves both as they were is not repeated (the bound no
-    // longer moves what is over).
-    int64_t repairs_peak = 0;
-    int64_t repairs_used = 0;
+    bool fewer_streams = false;
   };
-  constexpr int64_t kRefineBytes = 16 * 1024;
-  std::vector<Attempt> pending = {{params, limit - sequential_memory.weights_bytes, 0, false, true}};
   std::optional<sched::Schedule> found;
   sched::SearchStats found_stats;
-  Attempt found_how;
-  constexpr int kRounds = 16;
-  // No bounded round starts once the bounded rounds have taken
-  // kRoundsFactor times the unconstrained search (at least kMinRoundsS): a
-  // budget the rounds seldom reach, so that what a limit gets depends on the
-  // rounds, not on how loaded the machine is (a bounded round keeps the
-  // blocks that fit and is mostly far quicker than the first search). An
-  // explicit --time-limit gives them the time left under it instead.
-  constexpr double kMinRoundsS = 1.0;
-  constexpr double kRoundsFactor = 4.0;
-  double rounds_budget_s = 0.0;
-  double rounds_start_ms = 0.0;  // searched_ms when they began
-  // Every staged schedule searched so far and how: a bounded search takes
-  // the one of the same parameters and streams under the tightest bound
-  // still looser than its own.
-  std::vector<std::pair<Attempt, sched::Schedule>> priors;
+  Rung found_how;
   int round = 0;
-  while (!pending.empty() && round < kRounds) {
-    const Attempt a = std::move(pending.back());
-    pending.pop_back();
-    if (!a.unconstrained && a.bound <= 0) continue;
+  bool out_of_time = false;
+  // Each staged schedule searched, by parameters and streams: a bounded
+  // search takes the one under the tightest looser bound as its prior (its
+  // blocks that fit are kept, sched::Scheduler::set_prior).
+  std::vector<std::pair<Rung, sched::Schedule>> priors;
+  auto search = [&](const Rung& rung) -> std::optional<sched::MemoryInfo> {
     double left_s = 0.0;
     if (time_limit_s > 0.0) {
       left_s = time_limit_s - seconds_since(start);
-      if (left_s <= 0.0) break;
+      if (left_s <= 0.0) {
+        out_of_time = true;
+        return std::nullopt;
+      }
     }
-    // (A time limit inside the search would cost more than it saves: the
-    // time-limited DP first estimates every block's search.)
-    if (round > 0 && !time_limit_given && (searched_ms - rounds_start_ms) / 1000.0 >= rounds_budget_s) break;
     const auto round_start = std::chrono::steady_clock::now();
-    // The first round searches without a bound: a limit the unconstrained
-    // schedule keeps within changes nothing.
-    // A schedule searched with the same parameters and streams under a
-    // looser bound (the tightest such): its blocks that fit the new bound
-    // are kept, and only the others are searched again.
-    sched::SearchStats stats;
-    const int streams = a.fewer_streams > 0 ? a.fewer_streams : max_streams;
     const sched::StagedSchedule* prior = nullptr;
     int64_t prior_bound = 0;
     for (const auto& [how, schedule] : priors) {
-      if (how.params != a.params || how.fewer_streams != a.fewer_streams) continue;
-      const int64_t b = how.unconstrained ? std::numeric_limits<int64_t>::max() : how.bound;
-      if (a.unconstrained || b < a.bound || (prior != nullptr && b >= prior_bound)) continue;
+      if (how.params != rung.params || how.streams != rung.streams || rung.bound == 0) continue;
+      const int64_t b = how.bound == 0 ? std::numeric_limits<int64_t>::max() : how.bound;
+      if (b < rung.bound || (prior != nullptr && b >= prior_bound)) continue;
       prior = &schedule.staged();
       prior_bound = b;
     }
-    sched::Schedule s = schedule_model(prepared, scheduler, a.params, cost, stats, progress, left_s, threads,
-                                       SearchBounds{a.unconstrained ? 0 : a.bound, streams, prior});
+    sched::SearchStats stats;
+    sched::Schedule s =
+        schedule_model(prepared, scheduler, rung.params, cost, stats, progress, left_s, threads,
+                       SearchBounds{rung.bound, rung.streams > 0 ? rung.streams : max_streams, prior});
     searched_ms += stats.total_search_ms;
-    if (s.is_staged()) priors.emplace_back(a, s);
-    if (round == 0) {
-      rounds_budget_s = std::max(kMinRoundsS, kRoundsFactor * stats.total_search_ms / 1000.0);
-      rounds_start_ms = searched_ms;
-    }
     ++round;
     const sched::MemoryInfo m = memory_of(s);
-    seen(m, a.unconstrained ? std::string("the unconstrained search")
-                            : fmt::format("{}, search bound {}", a.params.empty() ? "defaults" : a.params,
-                                          bytes_text(a.bound)));
+    seen(m, rung.bound == 0 ? std::string("the unconstrained search")
+                            : fmt::format("{}, search bound {}", rung.params.empty() ? "defaults" : rung.params,
+                                          bytes_text(rung.bound)));
     logger("cli")->debug("memory round {}: {} ({}), bound {}: stage figure {}, peak {}, arena {}, merged weights {}, "
                          "workspaces {}, {:.4f} ms; {:.2f} s",
-                         round, entry.name, a.params, a.unconstrained ? 0 : a.bound,
+                         round, entry.name, rung.params, rung.bound,
                          s.is_staged() ? sched::staged_live_peak(units, s.staged()) : -1, m.peak_bytes(), m.arena_bytes,
                          m.merged_weights_bytes, m.workspaces_total(), s.predicted_latency_ms, seconds_since(round_start));
-    if (m.peak_bytes() <= limit) {
-      if (!found || s.predicted_latency_ms < found->predicted_latency_ms) {
-        found = std::move(s);
-        found_stats = std::move(stats);
-        found_how = a;
-        out.bound = a.unconstrained ? 0 : a.bound;
-        out.rounds = round;
+    // The fastest fit wins; on a tie the first, the ladder's order being fixed.
+    if (m.peak_bytes() <= limit && (!found || s.predicted_latency_ms < found->predicted_latency_ms)) {
+      found = s;
+      found_stats = std::move(stats);
+      found_how = rung;
+      out.bound = rung.bound;
+      out.rounds = round;
+    }
+    if (s.is_staged()) priors.emplace_back(rung, std::move(s));
+    return m;
+  };
+
+  // The unconstrained search: a limit it keeps within changes nothing.
+  const std::optional<sched::MemoryInfo> free_memory = search(Rung{params});
+  if (found) {
+    return finish(std::move(*found), std::move(found_stats), "the unconstrained schedule fits");
+  }
+  // The ladder: the unconstrained schedule's stage figure in kSteps equal
+  // steps down to 1/kSteps of it; with the scheduler's streams (those the
+  // unconstrained schedule uses), then half as many down to one; with the
+  // parameters given and, where the unconstrained schedule merged
+  // operators, without merges. Six steps: four left NASNet-A 20% slower
+  // between a quarter and three quarters of the way from the sequential
+  // peak to the unconstrained one (1.45 ms against 1.20), eight cost a third
+  // more time for no faster schedule on the four networks of
+  // docs/benchmarks.md's Memory table.
+  constexpr int kSteps = 6;
+  std::vector<std::string> strategies = {params};
+  const sched::Schedule* free_schedule = priors.empty() ? nullptr : &priors.front().second;
+  if (free_memory && free_memory->merged_weights_bytes > 0 && has_param(entry, "strategy") &&
+      sched::Params::parse(entry.name, entry.params, params).get_string("strategy") == "both") {
+    strategies.push_back(with_param(entry, params, "strategy", "parallel"));
+  }
+  std::vector<int> stream_counts = {0};
+  if (free_memory && has_param(entry, "s")) {
+    const int64_t own = sched::Params::parse(entry.name, entry.params, params).get_int("s");
+    const int in_use = static_cast<int>(free_memory->workspace_bytes.size());
+    int s = static_cast<int>(own == 0 ? in_use : std::min<int64_t>(own, in_use));
+    if (max_streams > 0) s = std::min(s, max_streams);
+    for (s /= 2; s >= 1; s /= 2) stream_counts.push_back(s);
+  }
+  const int64_t figure =
+      free_schedule != nullptr ? sched::staged_live_peak(units, free_schedule->staged()) : limit;
+  for (const std::string& p : strategies) {
+    for (const int streams : stream_counts) {
+      const std::string rung_params = streams == 0 ? p : with_param(entry, p, "s", std::to_string(streams));
+      for (int step = kSteps; step >= 1 && !out_of_time; --step) {
+        Rung rung{rung_params, figure * step / kSteps, streams, p != params, streams > 0};
+        if (rung.bound <= 0) continue;
+        search(rung);
       }
-      if (!a.unconstrained && a.fails_at - a.bound >= kRefineBytes) {
-        Attempt up = a;
-        up.refining = true;
-        up.fits_at = a.bound;
-        up.bound = a.bound + (a.fails_at - a.bound) / 2;
-        pending.push_back(std::move(up));
-      }
-      continue;
     }
-    if (a.refining) {
-      if (a.bound - a.fits_at >= kRefineBytes) {
-        Attempt down = a;
-        down.fails_at = a.bound;
-        down.bound = a.fits_at + (a.bound - a.fits_at) / 2;
-        pending.push_back(std::move(down));
-      }
-      continue;
-    }
-    const int64_t excess = m.peak_bytes() - limit;
-    if (m.merged_weights_bytes > 0 && !a.merges_dropped && has_param(entry, "strategy") &&
-        sched::Params::parse(entry.name, entry.params, a.params).get_string("strategy") == "both") {
-      Attempt next = a;
-      next.fails_at = 0;
-      next.params = with_param(entry, a.params, "strategy", "parallel");
-      next.merges_dropped = true;
-      next.unconstrained = false;
-      if (!a.unconstrained) next.bound -= std::max<int64_t>(0, excess - m.merged_weights_bytes);
-      pending.push_back(std::move(next));
-      continue;
-    }
-    // The schedule's own stage figure (what the bound compares with): a
-    // bound that did not bind is lowered from there, not from itself.
-    const int64_t used = s.is_staged() ? sched::staged_live_peak(units, s.staged()) : a.bound;
-    Attempt repaired = a;
-    repaired.unconstrained = false;
-    repaired.fails_at = a.unconstrained ? 0 : a.bound;
-    if (a.unconstrained) {
-      repaired.bound = std::min(a.bound, used - excess);
-      pending.push_back(std::move(repaired));  // the unconstrained search: now the bounded one
-      continue;
-    }
-    repaired.bound = std::min(a.bound, used) - excess;  // the repair: the excess off the stage figure
-    repaired.repairs_peak = m.peak_bytes();
-    repaired.repairs_used = used;
-    const bool stuck = a.repairs_peak == m.peak_bytes() && a.repairs_used == used;
-    // Each stream keeps the workspace of its largest convolution for the
-    // whole run, which no stage bound sees either: fewer streams (s, one
-    // fewer each round) where the workspaces of the streams beyond the
-    // first make up the excess, tried before the bound repair.
-    const int64_t first = m.workspace_bytes.empty() ? 0 : m.workspace_bytes.front();
-    const int64_t others = m.workspaces_total() - first;
-    if (others >= excess && m.workspace_bytes.size() > 1 && has_param(entry, "s")) {
-      // As many streams as keep their workspaces within what the excess
-      // leaves (at least one fewer than now).
-      const int64_t current = sched::Params::parse(entry.name, entry.params, a.params).get_int("s");
-      const int64_t in_use = static_cast<int64_t>(m.workspace_bytes.size());
-      int64_t streams = 1, kept = first;
-      while (streams < in_use - 1 && kept + m.workspace_bytes[static_cast<size_t>(streams)] <= m.workspaces_total() - excess) {
-        kept += m.workspace_bytes[static_cast<size_t>(streams)];
-        ++streams;
-      }
-      streams = std::max<int64_t>(1, std::min({streams, current == 0 ? in_use - 1 : current - 1, in_use - 1}));
-      Attempt fewer = a;
-      fewer.fails_at = 0;
-      fewer.repairs_peak = 0;
-      fewer.repairs_used = 0;
-      fewer.params = with_param(entry, a.params, "s", std::to_string(streams));
-      fewer.fewer_streams = static_cast<int>(streams);
-      if (!stuck) pending.push_back(std::move(repaired));
-      pending.push_back(std::move(fewer));
-      continue;
-    }
-    if (!stuck) pending.push_back(std::move(repaired));
   }
   if (!found) out.rounds = round;
   const bool sequential_fits = sequential_memory.peak_bytes() <= limit;
   if (found && (!sequential_fits || found->predicted_latency_ms <= sequential.predicted_latency_ms)) {
-    std::string note = found_how.unconstrained ? std::string("the unconstrained schedule fits")
-                                               : fmt::format("met in {} rounds of the bounded search", out.rounds);
+    std::string note = fmt::format("met in round {} of {} of the bounded search", out.rounds, round);
     if (found_how.merges_dropped) note += ", without operator merges (their weights did not fit)";
-    if (found_how.fewer_streams > 0) {
-      note += fmt::format(", s lowered to {} (fewer streams, fewer workspaces)", found_how.fewer_streams);
+    if (found_how.fewer_streams) {
+      note += fmt::format(", s lowered to {} (fewer streams, fewer workspaces)", found_how.streams);
     }
+    if (out_of_time) note += "; the time limit ended the ladder early (a looser limit may then find a slower schedule)";
     return finish(std::move(*found), std::move(found_stats), std::move(note));
   }
   if (sequential_fits) {
     std::string note = found ? "the sequential schedule: the search's fit is predicted slower"
                              : "the sequential schedule: no searched schedule fits";
+    if (out_of_time) note += "; the time limit ended the ladder early";
     return finish(std::move(sequential), std::move(sequential_stats), std::move(note));
   }
   return refuse();

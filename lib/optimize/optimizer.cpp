@@ -736,7 +736,7 @@ void search(OptimizeRun& r) {
   if (r.memory_limit > 0) {
     LimitedSearch found = search_within_memory(
         *r.prepared, r.options.scheduler, r.params, r.cost, r.memory_limit, r.options.max_streams,
-        join_for(r.options), r.time_limit_s, r.options.time_limit_given,
+        join_for(r.options), r.time_limit_s,
         r.options.threads, search_progress(*r.progress, r.units(), r.entry->name, r.time_limit_s));
     r.schedule = std::move(found.schedule);
     r.stats = std::move(found.stats);

@@ -182,24 +182,23 @@ void predict_by_simulation(const cost::SimulatedCostModel& model, sched::Schedul
 // The fastest schedule `scheduler` finds whose peak device memory
 // (exec/schedule_memory.h, lowered with `join`) is at most `limit` bytes
 // (docs/schedulers.md, *Memory*): the searching schedulers search with a
-// live-bytes bound per stage, check the placed peak and lower the bound by
-// the excess or the streams (up to 16 rounds, which together take at most
-// four times as long as the unconstrained search did, at least 1 s, unless
-// `time_limit_given`: then the time left under `time_limit_s`), keep the
-// fastest schedule that fits, and fall back to the sequential schedule where
-// it fits and is faster; lios lowers its streams; the others are checked.
+// live-bytes bound per stage down a ladder of bounds, streams and merges that
+// depends on the model alone (so a looser limit never gets a slower
+// schedule), within `time_limit_s` (0: none), keep the fastest schedule
+// whose placed peak fits, and fall back to the sequential schedule where it
+// fits and is faster; lios lowers its streams; the others are checked.
 // UserError naming the smallest peak found when nothing fits.
 struct LimitedSearch {
   sched::Schedule schedule;
   sched::SearchStats stats;
-  int64_t bound = 0;  // the last search bound (live bytes per stage); 0: none searched
-  int rounds = 0;
+  int64_t bound = 0;  // the kept schedule's search bound (live bytes per stage); 0: none
+  int rounds = 0;    // the kept schedule's search, counting the unconstrained one first
   std::string note;  // how the limit was met, in words
 };
 LimitedSearch search_within_memory(const model::PreparedModel& prepared, const std::string& scheduler,
                                    const std::string& params, const CostChoice& cost, int64_t limit,
                                    int max_streams, exec::StageJoin join, double time_limit_s,
-                                   bool time_limit_given, int threads, const sched::BlockProgress& progress);
+                                   int threads, const sched::BlockProgress& progress);
 
 // ios-optimize's search without its files and printing (the engine API's
 // ios::Schedule::optimize()): the same phases as run_optimize, from the check of the

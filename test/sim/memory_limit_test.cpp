@@ -124,7 +124,7 @@ TEST_CASE("a memory limit is never exceeded and never costs more than sequential
         INFO(file << " " << entry.name << ": sequential peak " << sequential_peak << ", unconstrained " << free_peak
                   << ", limit " << limit);
         const auto found = optimize::search_within_memory(*c.model, entry.name, "", c.cost, limit, 0,
-                                                          exec::StageJoin::kEvents, 0.0, true, 1, {});
+                                                          exec::StageJoin::kEvents, 0.0, 1, {});
         CHECK(memory_of(c, found.schedule).peak_bytes() <= limit);
         if (entry.searches) CHECK(found.schedule.predicted_latency_ms <= sequential.predicted_latency_ms + 1e-9);
         if (limit >= free_peak && entry.searches) {
@@ -179,7 +179,7 @@ TEST_CASE("a memory limit nothing fits names the smallest peak found", "[memory]
   const int64_t peak = memory_of(c, sequential).peak_bytes();
   for (const std::string scheduler : {"ios", "dos", "lios", "sequential"}) {
     const std::string e = error_of([&] {
-      optimize::search_within_memory(*c.model, scheduler, "", c.cost, peak / 2, 0, exec::StageJoin::kEvents, 0.0, true, 1,
+      optimize::search_within_memory(*c.model, scheduler, "", c.cost, peak / 2, 0, exec::StageJoin::kEvents, 0.0, 1,
                                      {});
     });
     INFO(scheduler << ": " << e);
@@ -191,7 +191,7 @@ TEST_CASE("a memory limit nothing fits names the smallest peak found", "[memory]
     sched::SearchStats free_stats;
     const int64_t own = memory_of(c, optimize::schedule_model(*c.model, scheduler, "", c.cost, free_stats)).peak_bytes();
     const std::string e = error_of([&] {
-      optimize::search_within_memory(*c.model, scheduler, "", c.cost, own - 1, 0, exec::StageJoin::kEvents, 0.0, true, 1,
+      optimize::search_within_memory(*c.model, scheduler, "", c.cost, own - 1, 0, exec::StageJoin::kEvents, 0.0, 1,
                                      {});
     });
     CHECK(e.find("its algorithm cannot trade speed for memory") != std::string::npos);
