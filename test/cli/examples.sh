@@ -33,7 +33,7 @@ if [ -n "$stem" ] &&
 fi
 
 # Python: the module from the build tree.
-if compgen -G "$build_dir/python/ios.*.so" >/dev/null; then
+if compgen -G "$build_dir/python/ios/_ios.*.so" >/dev/null; then
   if expect_ok "Python example: export, optimize and run" -- env PYTHONPATH="$build_dir/python" "$python" \
        "$IOS_SOURCE_DIR/examples/python/torchvision_example.py" --out-dir "$WORK/python"; then
     grep -q "^PASSED" "$WORK/stdout" && ok || fail "Python example: $(cat "$WORK/stdout")"
