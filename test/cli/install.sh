@@ -80,7 +80,7 @@ if compgen -G "$build_dir/python/ios/_ios.*.so" >/dev/null; then
     expect_ok "import the installed Python package" -- env PYTHONPATH="$(dirname "$(dirname "$module")")" \
       /usr/bin/python3 -c "import ios; assert ios.__file__.startswith('$prefix'), ios.__file__
 assert ios._ios.__file__.startswith('$prefix'), ios._ios.__file__
-print(ios.optimize.__doc__)"
+print(ios.optimize.__doc__); print(ios.compile.__doc__)"
   else
     fail "the Python package is not installed under $prefix/lib/python3.*/dist-packages/ios"
   fi
