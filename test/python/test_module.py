@@ -652,12 +652,17 @@ def test_cuda_devices_and_producers_checked(x, cuda_engines):
 
 
 def _add_model(path):
-    """relu(a + b), two 1x4x8x8 inputs."""
+    """relu(conv(a) + b) of two 1x4x8x8 inputs, the convolution 1x1 with
+    identity weights: ResNet's residual form (the add and the ReLU fused into
+    the convolution), whose output relu(a + b) is exact in FP32."""
     import onnx
-    from onnx import TensorProto, helper
+    from onnx import TensorProto, helper, numpy_helper
     io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4, 8, 8]) for n in ("a", "b", "y")]
-    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["s"], name="add"),
-                               helper.make_node("Relu", ["s"], ["y"], name="relu")], "add", io[:2], io[2:])
+    identity = numpy_helper.from_array(np.eye(4, dtype=np.float32).reshape(4, 4, 1, 1), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["a", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+                               helper.make_node("Add", ["c", "b"], ["s"], name="add"),
+                               helper.make_node("Relu", ["s"], ["y"], name="relu")], "add", io[:2], io[2:],
+                              [identity])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
 
 
@@ -666,7 +671,7 @@ def test_cuda_inputs_on_one_device(tmp_path):
     """Every input on the engine's GPU (enqueued) or every one in host memory
     (run, copied in and out); one of each is refused naming both."""
     _add_model(tmp_path / "add.onnx")
-    engine = ios.Engine(tmp_path / "add.onnx", backend="cuda")
+    engine = ios.Engine(tmp_path / "add.onnx", backend="cuda", precision="fp32")
     rng = np.random.default_rng(3)
     a, b = (rng.standard_normal((1, 4, 8, 8)).astype(np.float32) for _ in range(2))
     with pytest.raises(ios.UserError, match=r"^input 'a' is on cpu but input 'b' is on cuda:0; give every input on "
@@ -679,6 +684,7 @@ def test_cuda_inputs_on_one_device(tmp_path):
     host = engine(a=a, b=b)
     assert isinstance(host, np.ndarray)
     np.testing.assert_allclose(host, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(ios.Engine(tmp_path / "add.onnx")(a=a, b=b), expected)  # the model as meant
 
 
 @_cuda_test
