@@ -1,19 +1,20 @@
-// The Python module `ios` (pybind11): ios.optimize(), ios.Schedule and
-// ios.Engine over the public C++ API (include/ios/engine.h), taking numpy
-// arrays and any DLPack tensor (torch's included) and returning tensors of
-// the kind it was given. Reference: docs/api.md ("Python").
+// The extension of the Python package `ios` (pybind11, built as ios._ios;
+// python/ios/__init__.py exports its names): ios.optimize(), ios.Schedule
+// and ios.Engine over the public C++ API (include/ios/engine.h), taking
+// numpy arrays and any DLPack tensor (torch's, CuPy's) and returning
+// tensors of the kind it was given. Reference: docs/api.md ("Python").
 #include <dlpack/dlpack.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -24,10 +25,33 @@ namespace py = pybind11;
 
 namespace {
 
-// Where a caller's tensor lives and what kind of object it was, which the
-// outputs follow: numpy arrays give numpy arrays, torch tensors torch
-// tensors (on the same device); other DLPack producers get numpy arrays.
-enum class Kind { kNumpy, kTorch };
+// What kind of object a caller's tensor was, which the outputs follow:
+// numpy arrays give numpy arrays, torch tensors torch tensors and CuPy
+// arrays CuPy arrays (on the same device); other DLPack producers on the
+// CPU get numpy arrays.
+enum class Kind { kNumpy, kTorch, kCupy, kOther };
+
+// A DLPack device: the (type, id) pair of __dlpack_device__() and of a
+// DLTensor.
+struct Place {
+  int type = kDLCPU;
+  int id = 0;
+  bool on_cuda() const { return type == kDLCUDA; }
+  // Pinned host memory (kDLCUDAHost) is host memory to the CPU.
+  bool on_host() const { return type == kDLCPU || type == kDLCUDAHost; }
+  bool operator==(const Place& other) const { return type == other.type && id == other.id; }
+};
+
+std::string place_text(const Place& p) {
+  if (p.type == kDLCPU) return "cpu";
+  if (p.type == kDLCUDAHost) return "cpu (CUDA pinned memory)";
+  if (p.type == kDLCUDA) return "cuda:" + std::to_string(p.id);
+  return "a device of DLPack type " + std::to_string(p.type);
+}
+
+// The GPU a cuda engine runs on: ios::Engine runs on device 0
+// (EngineOptions names no device yet; when it does, this is its value).
+constexpr int kEngineCudaDevice = 0;
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
@@ -45,18 +69,36 @@ std::string dlpack_type_name(DLDataType type) {
          (type.lanes != 1 ? "x" + std::to_string(type.lanes) : "");
 }
 
+// The first line of the Python error now being handled.
+std::string first_line(const py::error_already_set& e) {
+  std::string text = py::str(e.value());
+  if (const size_t end = text.find('\n'); end != std::string::npos) text.resize(end);
+  return std::string(py::str(e.type().attr("__name__"))) + ": " + text;
+}
+
 // One input tensor as a view of the caller's memory, kept alive (and, for
-// DLPack, released to its producer) by this object.
+// DLPack, released to its producer) by this object. Made in two steps: the
+// constructor finds the tensor's device without exporting it, export()
+// then calls the producer's __dlpack__ with the stream the engine will run
+// on, which is known only once every input's device is (the DLPack
+// protocol: __dlpack_device__ first, then __dlpack__(stream=...)). numpy
+// arrays, DLPack capsules and producers without __dlpack_device__ are read
+// by the constructor.
 class Input {
  public:
   // `expected`: the model's input of that name, whose shape is checked
   // before anything is copied.
-  Input(const std::string& name, const py::object& value, const ios::TensorDesc& expected) {
+  Input(const std::string& name, const py::object& value, const ios::TensorDesc& expected)
+      : name_(name), expected_(&expected) {
     try {
       if (py::isinstance<py::array>(value)) {
-        from_numpy(name, py::reinterpret_borrow<py::array>(value), expected);
-      } else if (py::hasattr(value, "__dlpack__") || py::isinstance<py::capsule>(value)) {
-        from_dlpack(name, value, expected);
+        from_numpy(py::reinterpret_borrow<py::array>(value));
+      } else if (py::isinstance<py::capsule>(value)) {
+        object_ = value;
+        kind_ = Kind::kOther;
+        consume(value);
+      } else if (py::hasattr(value, "__dlpack__")) {
+        probe(value);
       } else {
         throw ios::UserError(
             "input '" + name + "' is of type " +
@@ -72,6 +114,24 @@ class Input {
   Input(const Input&) = delete;
   Input& operator=(const Input&) = delete;
 
+  // The producer's __dlpack__(stream=stream): None for a tensor in host
+  // memory (the only value DLPack allows there), for a CUDA tensor the
+  // stream the engine runs on (DLPack's integer: 1 for the legacy default
+  // stream, else the cudaStream_t), on which the producer makes its pending
+  // work on the tensor visible.
+  void export_tensor(const py::object& stream) {
+    py::object exported;
+    try {
+      exported = object_.attr("__dlpack__")(py::arg("stream") = stream);
+    } catch (py::error_already_set& e) {
+      throw dlpack_failed(e);
+    }
+    consume(exported);
+  }
+
+  const std::string& name() const { return name_; }
+  bool exported() const { return exported_; }
+  const Place& place() const { return place_; }
   const ios::TensorView& view() const { return view_; }
   Kind kind() const { return kind_; }
   const py::object& object() const { return object_; }
@@ -86,20 +146,19 @@ class Input {
   // The element type and the shape are checked before the conversion, which
   // copies an array that is not row-major: a wrong-shape broadcast view of a
   // few bytes would otherwise be expanded to its full size (gigabytes) first.
-  static void check_shape(const std::string& name, const std::vector<int64_t>& shape,
-                          const ios::TensorDesc& expected) {
-    if (shape != expected.shape) {
-      throw ios::UserError("input '" + name + "' has shape " + shape_text(shape) +
-                           " but the model needs " + shape_text(expected.shape));
+  void check_shape(const std::vector<int64_t>& shape) const {
+    if (shape != expected_->shape) {
+      throw ios::UserError("input '" + name_ + "' has shape " + shape_text(shape) +
+                           " but the model needs " + shape_text(expected_->shape));
     }
   }
 
-  void from_numpy(const std::string& name, py::array array, const ios::TensorDesc& expected) {
+  void from_numpy(py::array array) {
     if (!array.dtype().is(py::dtype::of<float>())) {
-      throw ios::UserError("input '" + name + "' has element type " +
+      throw ios::UserError("input '" + name_ + "' has element type " +
                            std::string(py::str(array.dtype())) + " but the model needs float32");
     }
-    check_shape(name, std::vector<int64_t>(array.shape(), array.shape() + array.ndim()), expected);
+    check_shape(std::vector<int64_t>(array.shape(), array.shape() + array.ndim()));
     // Row-major, copied only where the caller's array is not. The converting
     // constructor keeps numpy's error (array_t::ensure clears it, which left
     // pybind11 an error_already_set with no error to raise).
@@ -108,9 +167,9 @@ class Input {
     } catch (py::error_already_set& e) {
       if (!e.matches(PyExc_MemoryError)) throw;
       int64_t bytes = static_cast<int64_t>(sizeof(float));
-      for (int64_t d : expected.shape) bytes *= d;
+      for (int64_t d : expected_->shape) bytes *= d;
       const std::string message =
-          "input '" + name + "' (shape " + shape_text(expected.shape) +
+          "input '" + name_ + "' (shape " + shape_text(expected_->shape) +
           ") is not a row-major (C-contiguous) array, and its row-major copy of " +
           std::to_string(bytes) + " bytes could not be allocated: not enough memory";
       PyErr_SetString(PyExc_MemoryError, message.c_str());
@@ -118,6 +177,7 @@ class Input {
     }
     kind_ = Kind::kNumpy;
     object_ = array_;
+    exported_ = true;
     view_.data = const_cast<float*>(array_.data());
     view_.shape.assign(array_.shape(), array_.shape() + array_.ndim());
     view_.device = ios::DeviceKind::kCpu;
@@ -125,97 +185,139 @@ class Input {
 
   // torch tensors that DLPack cannot export, refused with what to pass
   // instead before torch raises its own RuntimeError.
-  static void check_torch_tensor(const std::string& name, const py::object& value) {
+  void check_torch_tensor(const py::object& value) const {
     const std::string layout = py::str(py::getattr(value, "layout", py::str("torch.strided")));
     if (layout != "torch.strided") {
-      throw ios::UserError("input '" + name + "' is a tensor of layout " + layout +
+      throw ios::UserError("input '" + name_ + "' is a tensor of layout " + layout +
                            " (sparse); pass tensor.to_dense()");
     }
     if (py::getattr(value, "is_meta", py::bool_(false)).cast<bool>()) {
-      throw ios::UserError("input '" + name +
+      throw ios::UserError("input '" + name_ +
                            "' is on torch's meta device, which holds no data; pass a tensor "
                            "with data (on the CPU or a CUDA device)");
     }
     if (py::getattr(value, "requires_grad", py::bool_(false)).cast<bool>()) {
-      throw ios::UserError("input '" + name +
+      throw ios::UserError("input '" + name_ +
                            "' requires grad (it is part of autograd's graph); pass "
                            "tensor.detach()");
     }
   }
 
-  // The first line of the Python error now being handled.
-  static std::string first_line(const py::error_already_set& e) {
-    std::string text = py::str(e.value());
-    if (const size_t end = text.find('\n'); end != std::string::npos) text.resize(end);
-    return std::string(py::str(e.type().attr("__name__"))) + ": " + text;
+  // Any producer's refusal (a tensor DLPack cannot describe) is the input's
+  // fault: one line naming it, not the producer's own exception.
+  ios::UserError dlpack_failed(const py::error_already_set& e) const {
+    return ios::UserError("input '" + name_ + "': its __dlpack__() failed (" + first_line(e) +
+                          "); pass a dense float32 tensor or a numpy array");
   }
 
-  void from_dlpack(const std::string& name, const py::object& value,
-                   const ios::TensorDesc& expected) {
+  // A producer's kind and device, without exporting the tensor.
+  void probe(const py::object& value) {
     object_ = value;
-    kind_ = py::str(value.get_type().attr("__module__")).cast<std::string>().rfind("torch", 0) == 0
-                ? Kind::kTorch
-                : Kind::kNumpy;
-    if (kind_ == Kind::kTorch) check_torch_tensor(name, value);
-    py::object exported;
-    if (py::isinstance<py::capsule>(value)) {
-      exported = value;
-    } else {
-      // Any producer's refusal (a tensor DLPack cannot describe) is the
-      // input's fault: one line naming it, not the producer's own exception.
+    // By class, subclasses included; a library that is not imported made
+    // no tensor of its own.
+    const py::dict modules = py::module_::import("sys").attr("modules");
+    const auto is_a = [&](const char* module, const char* name) {
+      if (!modules.contains(module)) return false;
+      const py::object type = py::getattr(modules[module], name, py::none());
+      return py::isinstance<py::type>(type) && py::isinstance(value, type);
+    };
+    kind_ = is_a("torch", "Tensor")   ? Kind::kTorch
+            : is_a("cupy", "ndarray") ? Kind::kCupy
+                                      : Kind::kOther;
+    if (kind_ == Kind::kTorch) check_torch_tensor(value);
+    if (!py::hasattr(value, "__dlpack_device__")) {
+      // A producer older than the stream protocol takes no stream: its
+      // tensor is exported as it is.
+      py::object exported;
       try {
         exported = value.attr("__dlpack__")();
       } catch (py::error_already_set& e) {
-        throw ios::UserError("input '" + name + "': its __dlpack__() failed (" + first_line(e) +
-                             "); pass a dense float32 tensor or a numpy array");
+        throw dlpack_failed(e);
       }
+      consume(exported);
+      return;
     }
+    py::object device;
+    try {
+      device = value.attr("__dlpack_device__")();
+    } catch (py::error_already_set& e) {
+      throw ios::UserError("input '" + name_ + "': its __dlpack_device__() failed (" +
+                           first_line(e) + "); pass a dense float32 tensor or a numpy array");
+    }
+    try {
+      const auto pair = device.cast<py::tuple>();
+      if (pair.size() != 2) throw py::cast_error();
+      place_.type = py::int_(pair[0]).cast<int>();
+      place_.id = py::int_(pair[1]).cast<int>();
+      probed_ = true;
+    } catch (py::error_already_set&) {
+      throw device_pair_error(device);
+    } catch (py::cast_error&) {
+      throw device_pair_error(device);
+    }
+  }
+
+  ios::UserError device_pair_error(const py::object& device) const {
+    return ios::UserError("input '" + name_ + "': its __dlpack_device__() returned " +
+                          std::string(py::repr(device)) + ", not a (device type, device id) pair");
+  }
+
+  // Takes the DLPack capsule `exported` over and checks its tensor.
+  void consume(const py::object& exported) {
     if (!py::isinstance<py::capsule>(exported)) {
-      throw ios::UserError("input '" + name + "': its __dlpack__() returned no DLPack capsule");
+      throw ios::UserError("input '" + name_ + "': its __dlpack__() returned no DLPack capsule");
     }
     const auto capsule = py::reinterpret_borrow<py::capsule>(exported);
     if (std::string(capsule.name() != nullptr ? capsule.name() : "") != "dltensor") {
-      throw ios::UserError("input '" + name +
+      throw ios::UserError("input '" + name_ +
                            "': its DLPack capsule was used already; pass the tensor itself");
     }
     managed_ = capsule.get_pointer<DLManagedTensor>();
     // The producer's capsule destructor frees a capsule still named
     // "dltensor"; this object owns it now (the DLPack protocol).
     PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    exported_ = true;
     const DLTensor& t = managed_->dl_tensor;
+    const Place got{static_cast<int>(t.device.device_type), static_cast<int>(t.device.device_id)};
+    if (probed_ && !(got == place_)) {
+      throw ios::UserError("input '" + name_ + "': its __dlpack__() gave a tensor on " +
+                           place_text(got) + " but its __dlpack_device__() said " +
+                           place_text(place_));
+    }
+    place_ = got;
     if (t.dtype.code != kDLFloat || t.dtype.bits != 32 || t.dtype.lanes != 1) {
-      throw ios::UserError("input '" + name + "' has element type " + dlpack_type_name(t.dtype) +
+      throw ios::UserError("input '" + name_ + "' has element type " + dlpack_type_name(t.dtype) +
                            " but the model needs float32");
     }
     view_.shape.assign(t.shape, t.shape + t.ndim);
-    check_shape(name, view_.shape, expected);
+    check_shape(view_.shape);
     if (t.strides != nullptr) {
       int64_t dense_stride = 1;
       for (int i = t.ndim - 1; i >= 0; --i) {
         if (t.shape[i] != 1 && t.strides[i] != dense_stride) {
-          throw ios::UserError("input '" + name + "' (shape " + shape_text(view_.shape) +
+          throw ios::UserError("input '" + name_ + "' (shape " + shape_text(view_.shape) +
                                ") is not contiguous; pass tensor.contiguous()");
         }
         dense_stride *= t.shape[i];
       }
     }
-    if (t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAHost) {
-      view_.device = ios::DeviceKind::kCpu;
-    } else if (t.device.device_type == kDLCUDA) {
-      view_.device = ios::DeviceKind::kCuda;
-    } else {
-      throw ios::UserError("input '" + name + "' is on a device of DLPack type " +
-                           std::to_string(t.device.device_type) +
-                           "; ios runs on the CPU and on CUDA devices");
-    }
+    // A CUDA tensor's data is a device pointer of its GPU, handed to the
+    // engine as such (the device is checked against the engine's before
+    // the run).
+    view_.device = place_.on_cuda() ? ios::DeviceKind::kCuda : ios::DeviceKind::kCpu;
     view_.data = static_cast<char*>(t.data) + t.byte_offset;
   }
 
+  std::string name_;
+  const ios::TensorDesc* expected_;
   py::object object_;
   py::array_t<float, py::array::c_style> array_;
   DLManagedTensor* managed_ = nullptr;
   ios::TensorView view_;
   Kind kind_ = Kind::kNumpy;
+  Place place_;
+  bool probed_ = false;    // place_ given by __dlpack_device__
+  bool exported_ = false;  // view_ holds the tensor
 };
 
 // Named inputs from engine(x), engine({"name": x}) or engine(name=x).
@@ -247,12 +349,29 @@ std::map<std::string, py::object> named_inputs(const ios::Engine& engine, const 
   return named;
 }
 
-// One thread's execution context of a Python engine: the C++ context and
-// the call that turns Python tensors into views and back.
+// The CUDA stream an inference is enqueued on, as a handle and as DLPack's
+// stream integer.
+struct Stream {
+  void* handle = nullptr;  // cudaStream_t; null: the legacy default stream
+  int64_t dlpack = 1;      // 1: the legacy default stream, else the handle
+};
+
+// A context's runs one at a time, with the GIL released while waiting:
+// a context shared by several threads serializes them instead of racing.
 class Context {
  public:
-  Context(std::shared_ptr<ios::Engine> engine, std::unique_ptr<ios::ExecutionContext> context)
-      : engine_(std::move(engine)), context_(std::move(context)) {}
+  // `live`: a count of contexts this one is part of while it lives (an
+  // engine's per-thread contexts), or null.
+  Context(std::shared_ptr<ios::Engine> engine, std::unique_ptr<ios::ExecutionContext> context,
+          std::shared_ptr<std::atomic<int>> live = nullptr)
+      : engine_(std::move(engine)), context_(std::move(context)), live_(std::move(live)) {
+    if (live_) ++*live_;
+  }
+  ~Context() {
+    if (live_) --*live_;
+  }
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
 
   py::object call(const py::args& args, const py::kwargs& kwargs) {
     const std::map<std::string, py::object> named = named_inputs(*engine_, args, kwargs);
@@ -270,58 +389,59 @@ class Context {
       }
       expected.push_back(&*it);
     }
-    std::vector<std::unique_ptr<Input>> held;
-    ios::TensorViewMap inputs;
-    size_t i = 0;
-    for (const auto& [name, value] : named) {
-      held.push_back(std::make_unique<Input>(name, value, *expected[i++]));
-      inputs[name] = held.back()->view();
-    }
     if (!engine_->computes_outputs()) {
       throw ios::UserError(
           "the " + engine_->backend() +
           " backend computes no outputs; call predict() for its predicted latency");
     }
+    std::vector<std::unique_ptr<Input>> held;
+    size_t i = 0;
+    for (const auto& [name, value] : named) {
+      held.push_back(std::make_unique<Input>(name, value, *expected[i++]));
+    }
+    // Where the inference runs: every input where the engine can read it,
+    // all on one device, checked before any producer exports its tensor.
+    const Input* cuda_input = nullptr;
+    const Input* host_input = nullptr;
+    for (const auto& in : held) {
+      check_place(*in);
+      const Input*& first = in->place().on_cuda() ? cuda_input : host_input;
+      if (first == nullptr) first = in.get();
+    }
+    if (cuda_input != nullptr && host_input != nullptr) {
+      throw ios::UserError("input '" + host_input->name() + "' is on " +
+                           place_text(host_input->place()) + " but input '" + cuda_input->name() +
+                           "' is on " + place_text(cuda_input->place()) +
+                           "; give every input on the same device");
+    }
+    const bool on_gpu = cuda_input != nullptr;
+    const Stream stream = on_gpu ? caller_stream(*cuda_input) : Stream{};
+    for (const auto& in : held) {
+      if (in->exported()) continue;
+      in->export_tensor(on_gpu ? py::object(py::int_(stream.dlpack)) : py::object(py::none()));
+      check_place(*in);
+    }
+    ios::TensorViewMap inputs;
+    for (const auto& in : held) inputs[in->name()] = in->view();
+
+    // Outputs allocated as the caller's kind, on the inputs' device,
+    // written in place.
     const Kind kind = held.empty() ? Kind::kNumpy : held.front()->kind();
-    const bool on_gpu = !held.empty() && held.front()->view().device == ios::DeviceKind::kCuda;
-    // Outputs allocated as the caller's kind, written in place.
     py::dict results;
     ios::TensorViewMap outputs;
     for (const ios::TensorDesc& t : engine_->outputs()) {
-      py::object out;
-      void* data = nullptr;
-      if (kind == Kind::kTorch) {
-        py::module_ torch = py::module_::import("torch");
-        py::object device =
-            on_gpu ? held.front()->object().attr("device") : py::object(py::str("cpu"));
-        out = torch.attr("empty")(py::cast(t.shape), py::arg("dtype") = torch.attr("float32"),
-                                  py::arg("device") = device);
-        data = reinterpret_cast<void*>(out.attr("data_ptr")().cast<uintptr_t>());
-      } else {
-        py::array_t<float, py::array::c_style> array(t.shape);
-        data = array.mutable_data();
-        out = std::move(array);
-      }
+      auto [out, data] = allocate(t, kind, on_gpu);
       outputs[t.name] = ios::TensorView{data, t.shape, ios::DataType::kFloat32,
                                         on_gpu ? ios::DeviceKind::kCuda : ios::DeviceKind::kCpu};
       results[py::str(t.name)] = out;
     }
     if (on_gpu) {
-      if (engine_->backend() != "cuda") {
-        throw ios::UserError(
-            "input '" + named.begin()->first + "' is in cuda memory but the engine runs on the " +
-            engine_->backend() + " backend; pass CPU tensors or create it with backend=\"cuda\"");
-      }
-      // torch's current stream on the inputs' device: the work is ordered
-      // with the caller's other work, no synchronization.
-      py::module_ torch = py::module_::import("torch");
-      py::object stream =
-          torch.attr("cuda").attr("current_stream")(held.front()->object().attr("device"));
-      void* handle = reinterpret_cast<void*>(stream.attr("cuda_stream").cast<uintptr_t>());
       py::gil_scoped_release release;
-      context_->enqueue(inputs, outputs, handle);
+      const std::lock_guard<std::mutex> lock(mutex_);
+      context_->enqueue(inputs, outputs, stream.handle);
     } else {
       py::gil_scoped_release release;
+      const std::lock_guard<std::mutex> lock(mutex_);
       context_->run(inputs, outputs);
     }
     if (engine_->outputs().size() == 1) return results[py::str(engine_->outputs()[0].name)];
@@ -330,19 +450,106 @@ class Context {
 
   ios::Prediction predict() {
     py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(mutex_);
     return context_->predict();
   }
 
  private:
+  // An input's device against the engine's: host memory for any backend
+  // (the cuda backend copies it in and out), CUDA memory of the engine's
+  // GPU for the cuda backend.
+  void check_place(const Input& in) const {
+    const Place& p = in.place();
+    if (!p.on_host() && !p.on_cuda()) {
+      throw ios::UserError("input '" + in.name() + "' is on " + place_text(p) +
+                           "; ios runs on the CPU and on CUDA devices");
+    }
+    if (p.on_cuda() && engine_->backend() != "cuda") {
+      throw ios::UserError("input '" + in.name() + "' is on " + place_text(p) +
+                           " but the engine runs on the " + engine_->backend() +
+                           " backend; pass CPU tensors (tensor.cpu()) or create the engine with "
+                           "backend=\"cuda\"");
+    }
+    const Place engine_device{kDLCUDA, kEngineCudaDevice};
+    if (p.on_cuda() && !(p == engine_device)) {
+      throw ios::UserError("input '" + in.name() + "' is on " + place_text(p) +
+                           " but the engine runs on " + place_text(engine_device) +
+                           "; pass tensors on " + place_text(engine_device) + " (tensor.to(\"" +
+                           place_text(engine_device) + "\"))");
+    }
+  }
+
+  // The stream of the producer of `in` (a CUDA tensor): torch's or CuPy's
+  // current stream on its device, so that the inference is ordered with
+  // the caller's other work there without a synchronization. Other
+  // producers' outputs could not be made: refused.
+  static Stream caller_stream(const Input& in) {
+    uintptr_t handle = 0;
+    if (in.kind() == Kind::kTorch) {
+      const py::module_ torch = py::module_::import("torch");
+      const py::object device = torch.attr("device")("cuda", in.place().id);
+      handle =
+          torch.attr("cuda").attr("current_stream")(device).attr("cuda_stream").cast<uintptr_t>();
+    } else if (in.kind() == Kind::kCupy) {
+      const py::module_ cupy = py::module_::import("cupy");
+      handle =
+          cupy.attr("cuda").attr("get_current_stream")(in.place().id).attr("ptr").cast<uintptr_t>();
+    } else {
+      throw ios::UserError(
+          "input '" + in.name() + "' is a CUDA tensor of type " +
+          std::string(py::str(in.object().get_type().attr("__name__"))) +
+          ": ios gives CUDA outputs as torch or CuPy tensors; pass torch.from_dlpack(x) or "
+          "cupy.from_dlpack(x) (no copy)");
+    }
+    // DLPack's integer for the legacy default stream (handle 0) is 1: 0 is
+    // not allowed there.
+    return Stream{reinterpret_cast<void*>(handle), handle == 0 ? 1 : static_cast<int64_t>(handle)};
+  }
+
+  // One output of `kind` on the host or on the engine's GPU: the object
+  // returned and the memory the engine writes.
+  static std::pair<py::object, void*> allocate(const ios::TensorDesc& t, Kind kind, bool on_gpu) {
+    if (kind == Kind::kTorch) {
+      const py::module_ torch = py::module_::import("torch");
+      const py::object device =
+          on_gpu ? torch.attr("device")("cuda", kEngineCudaDevice) : torch.attr("device")("cpu");
+      py::object out = torch.attr("empty")(
+          py::cast(t.shape), py::arg("dtype") = torch.attr("float32"), py::arg("device") = device);
+      return {out, reinterpret_cast<void*>(out.attr("data_ptr")().cast<uintptr_t>())};
+    }
+    if (on_gpu) {  // CuPy: caller_stream refused every other kind
+      const py::module_ cupy = py::module_::import("cupy");
+      const py::object device = cupy.attr("cuda").attr("Device")(kEngineCudaDevice);
+      device.attr("__enter__")();
+      py::object out;
+      try {
+        out = cupy.attr("empty")(py::cast(t.shape), py::arg("dtype") = cupy.attr("float32"));
+      } catch (...) {
+        device.attr("__exit__")(py::none(), py::none(), py::none());
+        throw;
+      }
+      device.attr("__exit__")(py::none(), py::none(), py::none());
+      return {out, reinterpret_cast<void*>(out.attr("data").attr("ptr").cast<uintptr_t>())};
+    }
+    py::array_t<float, py::array::c_style> array(t.shape);
+    void* data = array.mutable_data();
+    return {std::move(array), data};
+  }
+
   std::shared_ptr<ios::Engine> engine_;
   std::unique_ptr<ios::ExecutionContext> context_;
+  std::shared_ptr<std::atomic<int>> live_;
+  std::mutex mutex_;
 };
 
-// ios.Engine: the C++ engine and, for engine(x), one context per calling
-// thread (made on its first call), so that threads never share one.
+// ios.Engine: the C++ engine and, for engine(x), a context of the calling
+// thread's own, made on its first call and kept in a threading.local, so
+// that it is released when its thread ends (or with the engine).
 class PyEngine {
  public:
-  PyEngine(const py::object& model, const py::object& schedule, ios::EngineOptions options) {
+  PyEngine(const py::object& model, const py::object& schedule, ios::EngineOptions options)
+      : thread_local_(py::module_::import("threading").attr("local")()),
+        thread_contexts_(std::make_shared<std::atomic<int>>(0)) {
     const std::string path = fspath(model);
     if (schedule.is_none()) {
       py::gil_scoped_release release;
@@ -360,32 +567,36 @@ class PyEngine {
     return py::module_::import("os").attr("fspath")(path).cast<std::string>();
   }
 
-  std::shared_ptr<Context> create_context() {
+  std::shared_ptr<Context> create_context(std::shared_ptr<std::atomic<int>> live = nullptr) {
     std::unique_ptr<ios::ExecutionContext> context;
     {
       py::gil_scoped_release release;
       context = engine_->create_context();
     }
-    return std::make_shared<Context>(engine_, std::move(context));
+    return std::make_shared<Context>(engine_, std::move(context), std::move(live));
   }
 
-  Context& thread_context() {
-    const std::thread::id me = std::this_thread::get_id();
-    {
-      const std::lock_guard<std::mutex> lock(mutex_);
-      if (auto it = contexts_.find(me); it != contexts_.end()) return *it->second;
+  // The calling thread's context. The threading.local holds it: Python
+  // drops a thread's values when the thread ends, so no context outlives
+  // its thread (a map by thread id kept every one until the engine went).
+  std::shared_ptr<Context> thread_context() {
+    py::object mine = py::getattr(thread_local_, "context", py::none());
+    if (mine.is_none()) {
+      mine = py::cast(create_context(thread_contexts_));
+      py::setattr(thread_local_, "context", mine);
     }
-    std::shared_ptr<Context> made = create_context();
-    const std::lock_guard<std::mutex> lock(mutex_);
-    return *contexts_.emplace(me, std::move(made)).first->second;
+    return mine.cast<std::shared_ptr<Context>>();
   }
+
+  // How many threads hold a context of this engine now.
+  int thread_contexts() const { return thread_contexts_->load(); }
 
   const ios::Engine& engine() const { return *engine_; }
 
  private:
   std::shared_ptr<ios::Engine> engine_;
-  std::mutex mutex_;
-  std::map<std::thread::id, std::shared_ptr<Context>> contexts_;
+  py::object thread_local_;
+  std::shared_ptr<std::atomic<int>> thread_contexts_;
 };
 
 // How to get a usable object of each class, for the message below.
@@ -461,7 +672,9 @@ py::dict describe(const ios::TensorDesc& t) {
 
 }  // namespace
 
-PYBIND11_MODULE(ios, m) {
+// Built as ios._ios: the package ios (python/ios/__init__.py) exports
+// these names with its own, pure-Python ones (ios.compile).
+PYBIND11_MODULE(_ios, m) {
   m.doc() =
       "ios: inter-operator scheduling for CNN inference (optimize a model, run it with its "
       "schedule)";
@@ -602,13 +815,13 @@ PYBIND11_MODULE(ios, m) {
            py::arg("precision") = "", py::arg("threads") = 0, py::arg("device_profile") = "",
            py::arg("conv_kernels") = "", py::arg("plan_cache") = "")
       .def("__call__", checked(+[](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
-             return e.thread_context().call(args, kwargs);
+             return e.thread_context()->call(args, kwargs);
            }),
            "run once on the calling thread's own context: one tensor, a dict {name: tensor} or "
            "name=tensor keywords (numpy arrays or DLPack tensors); returns the output (a dict by "
            "name for several), of the inputs' kind")
       .def("predict",
-           checked(+[](PyEngine& e) { return prediction(e.thread_context().predict()); }))
+           checked(+[](PyEngine& e) { return prediction(e.thread_context()->predict()); }))
       .def("create_context", checked(+[](PyEngine& e) { return e.create_context(); }),
            "a context of its own (for one thread at a time), callable as the engine is")
       .def_property_readonly("inputs", checked(+[](const PyEngine& e) {
@@ -625,5 +838,8 @@ PYBIND11_MODULE(ios, m) {
                              checked(+[](const PyEngine& e) { return e.engine().backend(); }))
       .def_property_readonly("device_memory_size", checked(+[](const PyEngine& e) {
                                return e.engine().device_memory_size();
-                             }));
+                             }))
+      .def_property_readonly("thread_contexts", checked(&PyEngine::thread_contexts),
+                             "how many threads hold a context of this engine now (made by "
+                             "engine(x) on a thread's first call, released when the thread ends)");
 }

@@ -37,16 +37,15 @@ def main():
     stem = export(args.model, (h, w), args.out_dir)  # model.onnx, input, truth, PyTorch's output
     print(f"exported {stem}.onnx in {time.time() - t0:.1f} s")
 
-    t0 = time.time()
-    schedule = ios.optimize(stem + ".onnx", batch=1, cost="simulated")
-    schedule.save(stem + ".ios.schedule.json")
-    print(f"optimized in {time.time() - t0:.1f} s: {schedule}")
-
-    engine = ios.Engine(stem + ".onnx", schedule, backend="cpu")
     x = torch.from_numpy(np.load(stem + ".input.npy"))
     t0 = time.time()
-    y = engine(x)  # a torch tensor in, a torch tensor out
-    print(f"ran in {time.time() - t0:.2f} s: output {tuple(y.shape)} {y.dtype}")
+    # [docs/api.md: the ONNX route]
+    schedule = ios.optimize(stem + ".onnx", batch=1, cost="simulated")  # ios-optimize as a call
+    schedule.save(stem + ".ios.schedule.json")                           # the file ios-run reads
+    engine = ios.Engine(stem + ".onnx", schedule, backend="cpu")
+    y = engine(x)                                                        # torch tensor in, torch tensor out
+    # [end]
+    print(f"optimized, loaded and ran in {time.time() - t0:.1f} s: {schedule}, output {tuple(y.shape)} {y.dtype}")
 
     passed, line = accuracy_rule(y.numpy(), np.load(stem + ".torch.npy"), np.load(stem + ".truth.npy"))
     print(line)

@@ -32,13 +32,41 @@ if [ -n "$stem" ] &&
   fi
 fi
 
-# Python: the module from the build tree.
-if compgen -G "$build_dir/python/ios.*.so" >/dev/null; then
+# Python: the package from the build tree; the ONNX route (export,
+# ios.optimize, ios.Engine) and the one-liner (ios.compile).
+if compgen -G "$build_dir/python/ios/_ios.*.so" >/dev/null; then
   if expect_ok "Python example: export, optimize and run" -- env PYTHONPATH="$build_dir/python" "$python" \
        "$IOS_SOURCE_DIR/examples/python/torchvision_example.py" --out-dir "$WORK/python"; then
     grep -q "^PASSED" "$WORK/stdout" && ok || fail "Python example: $(cat "$WORK/stdout")"
   fi
+  if expect_ok "Python example: ios.compile" -- env PYTHONPATH="$build_dir/python" "$python" \
+       "$IOS_SOURCE_DIR/examples/python/compile_example.py"; then
+    grep -q "^PASSED" "$WORK/stdout" && ok || fail "Python example ios.compile: $(cat "$WORK/stdout")"
+  fi
 else
   fail "the Python module is not built (cmake: python3-dev, pybind11-dev, libdlpack-dev; scripts/setup.sh)"
 fi
+# docs/api.md shows the Python examples as CI runs them: every block of
+# examples/python between "# [docs/api.md: TITLE]" and "# [end]" is in it
+# verbatim (dedented), so the page cannot drift from the code that runs.
+blocks=0
+for example in "$IOS_SOURCE_DIR"/examples/python/*.py; do
+  if out=$("$python" - "$example" "$IOS_SOURCE_DIR/docs/api.md" <<'PY'
+import re, sys, textwrap
+source, docs = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+blocks = re.findall(r"\n([ \t]*)# \[docs/api\.md: ([^\]]+)\]\n(.*?)\n[ \t]*# \[end\]", source, re.S)
+for indent, title, body in blocks:
+    if textwrap.dedent(body) not in docs:
+        print(f"its block '{title}' is not in docs/api.md as written:\n{textwrap.dedent(body)}")
+        sys.exit(1)
+print(len(blocks))
+PY
+  ); then
+    blocks=$((blocks + out))
+    ok
+  else
+    fail "$(basename "$example"): $out"
+  fi
+done
+[ "$blocks" -ge 2 ] && ok || fail "docs/api.md: $blocks example blocks checked, expected the ONNX route and ios.compile"
 finish

@@ -71,15 +71,18 @@ for f in lib/libios_sched.a lib/libios_core.a lib/libios_engine.a include/ios/sc
          lib/cmake/ios/iosConfig.cmake lib/cmake/ios/iosConfigVersion.cmake lib/cmake/ios/iosTargets.cmake; do
   [ -f "$prefix/$f" ] && ok || fail "$prefix/$f not installed"
 done
-# The Python module, where the build made one: installed in the prefix's
-# Python folder and importable from there by Debian's python3.
-if compgen -G "$build_dir/python/ios.*.so" >/dev/null; then
-  module=$(find "$prefix/lib" -path "*/dist-packages/ios.*.so" | head -1)
+# The Python package, where the build made one: installed in the prefix's
+# Python folder (ios/__init__.py, ios/_compile.py and the extension
+# ios/_ios.*.so) and importable from there by Debian's python3.
+if compgen -G "$build_dir/python/ios/_ios.*.so" >/dev/null; then
+  module=$(find "$prefix/lib" -path "*/dist-packages/ios/_ios.*.so" | head -1)
   if [ -n "$module" ]; then
-    expect_ok "import the installed Python module" -- env PYTHONPATH="$(dirname "$module")" /usr/bin/python3 -c \
-      "import ios, sys; assert ios.__file__.startswith('$prefix'), ios.__file__; print(ios.optimize.__doc__)"
+    expect_ok "import the installed Python package" -- env PYTHONPATH="$(dirname "$(dirname "$module")")" \
+      /usr/bin/python3 -c "import ios; assert ios.__file__.startswith('$prefix'), ios.__file__
+assert ios._ios.__file__.startswith('$prefix'), ios._ios.__file__
+print(ios.optimize.__doc__); print(ios.compile.__doc__)"
   else
-    fail "the Python module is not installed under $prefix/lib/python3.*/dist-packages"
+    fail "the Python package is not installed under $prefix/lib/python3.*/dist-packages/ios"
   fi
 fi
 # The consumer is built with the compiler this build used (the libraries' ABI).

@@ -9,8 +9,17 @@ with __new__ and never initialized (in a subprocess with a timeout, as a
 crash or a hang there must not end or stop this run), a wrong-shape
 broadcast view refused before it is copied, an input whose copy cannot be
 allocated, torch tensors DLPack cannot export, save() over a file that is
-not a schedule, and options that would do nothing. The CUDA backend's test (marked `cuda`)
-runs as its own ctest entry, "python: module on CUDA", skipped without CUDA.
+not a schedule, and options that would do nothing. DLPack producers (issue
+54): __dlpack_device__ first, then __dlpack__(stream=None) on the CPU (a
+producer from before the protocol called as it expects), a tensor on
+another device refused before it is exported, naming the input and both
+devices; 8 threads x 100 calls on one engine and on one shared context,
+every output the one-thread output of its input; engine(x)'s per-thread
+contexts released with their threads. The CUDA backend's tests (marked
+`cuda`: torch CUDA tensors on the caller's stream, the stream given to
+__dlpack__, cuda:1 and producers whose outputs ios cannot make refused,
+inputs on one device, CuPy, 8 threads) run as their own ctest entry,
+"python: module on CUDA", skipped without CUDA.
 
 Run by ctest ("python: module", `-m "not cuda"`) with PYTHONPATH=build/python,
 IOS_MODELS_DIR and IOS_BIN set, or by hand:
@@ -41,7 +50,9 @@ OTHER_MODEL = os.path.join(MODELS, "vit_style.onnx")
 # PyTorch's float64 run of the same weights, independent of ios.
 TRUTH_STEM = os.path.join(MODELS, "squeezenet1_1-64x64")
 # ios-run, beside the module's build folder unless IOS_BIN names it.
-IOS_BIN = os.environ.get("IOS_BIN") or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(ios.__file__))), "apps")
+# ios.__file__ is build/python/ios/__init__.py in the build tree.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ios.__file__)))
+IOS_BIN = os.environ.get("IOS_BIN") or os.path.join(os.path.dirname(PACKAGE_DIR), "apps")
 
 
 @pytest.fixture(scope="module")
@@ -281,13 +292,13 @@ class _DLManagedTensor(ctypes.Structure):
     _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
 
 
-def _capsule_on_device(device_type, shape, keep):
+def _capsule_on_device(device_type, shape, keep, device_id=0):
     """A DLPack capsule of a float32 tensor said to live on `device_type`
     (2: CUDA, 4: OpenCL): what a GPU framework would hand over, made without one."""
     dims = (ctypes.c_int64 * len(shape))(*shape)
     managed = _DLManagedTensor()
     managed.dl_tensor.data = 0x1000
-    managed.dl_tensor.device = _DLDevice(device_type, 0)
+    managed.dl_tensor.device = _DLDevice(device_type, device_id)
     managed.dl_tensor.ndim = len(shape)
     managed.dl_tensor.dtype = _DLDataType(2, 32, 1)  # kDLFloat, 32 bits
     managed.dl_tensor.shape = dims
@@ -300,10 +311,86 @@ def _capsule_on_device(device_type, shape, keep):
 
 def test_wrong_device(engine):
     keep = []
-    with pytest.raises(ios.UserError, match=r"input 'input' is in cuda memory but the engine runs on the cpu backend"):
+    with pytest.raises(ios.UserError, match=r"^input 'input' is on cuda:0 but the engine runs on the cpu backend; "
+                                            r"pass CPU tensors \(tensor.cpu\(\)\) or create the engine with "
+                                            r'backend="cuda"$'):
         engine(_capsule_on_device(2, (1, 3, 224, 224), keep))
     with pytest.raises(ios.UserError, match=r"input 'input' is on a device of DLPack type 4"):
         engine(_capsule_on_device(4, (1, 3, 224, 224), keep))
+
+
+# --- DLPack producers (issue 54) ------------------------------------------------
+
+class _Producer:
+    """A DLPack producer other than numpy, torch and CuPy (as JAX's arrays
+    are to ios), over a numpy array, that records how it is called. With
+    `device`, it has the stream protocol's __dlpack_device__ (a DLPack
+    (type, id) pair; `capsule` then replaces what __dlpack__ gives);
+    without, it is a producer from before the protocol."""
+
+    def __init__(self, array, device=None, capsule=None):
+        self.array, self.device, self.capsule, self.calls = array, device, capsule, []
+        if device is not None:
+            self.__dlpack_device__ = lambda: self.device
+
+    def __dlpack__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+        return self.capsule if self.capsule is not None else self.array.__dlpack__()
+
+
+class _RecordingTensor(torch.Tensor):
+    """A torch tensor whose __dlpack__ records the stream it is given."""
+    streams = []
+
+    def __dlpack__(self, stream=None):
+        _RecordingTensor.streams.append(stream)
+        return super().__dlpack__(stream=stream)  # keyword-only in PyTorch 2.x
+
+
+def test_dlpack_stream_on_the_cpu(engine, x, y):
+    """The protocol on the CPU: __dlpack_device__ first, then __dlpack__ with
+    stream=None, the only value DLPack allows for a device without streams
+    (the old module called __dlpack__() with no stream, whatever the device);
+    a producer from before the protocol is called as it expects. Outputs:
+    numpy for other producers, torch for a torch tensor (subclasses too)."""
+    modern = _Producer(x, device=(1, 0))
+    out = engine(modern)
+    assert modern.calls == [((), {"stream": None})]
+    assert isinstance(out, np.ndarray) and np.array_equal(out, y)
+    legacy = _Producer(x)
+    assert np.array_equal(engine(legacy), y)
+    assert legacy.calls == [((), {})]
+    _RecordingTensor.streams.clear()
+    out = engine(torch.from_numpy(x).as_subclass(_RecordingTensor))
+    assert _RecordingTensor.streams == [None]
+    assert isinstance(out, torch.Tensor) and np.array_equal(out.numpy(), y)
+
+
+def test_the_device_is_checked_before_the_export(engine, x):
+    """A tensor on another device is refused from __dlpack_device__, with the
+    input and both devices named, before the producer exports it (which
+    would synchronize its streams for nothing)."""
+    on_gpu1 = _Producer(x, device=(2, 1))
+    with pytest.raises(ios.UserError, match=r"^input 'input' is on cuda:1 but the engine runs on the cpu backend"):
+        engine(on_gpu1)
+    assert on_gpu1.calls == []
+    opencl = _Producer(x, device=(4, 0))
+    with pytest.raises(ios.UserError, match=r"^input 'input' is on a device of DLPack type 4; ios runs on the CPU "
+                                            r"and on CUDA devices$"):
+        engine(opencl)
+    assert opencl.calls == []
+
+
+def test_a_producer_that_contradicts_itself(engine, x):
+    keep = []
+    liar = _Producer(x, device=(1, 0), capsule=_capsule_on_device(2, (1, 3, 224, 224), keep))
+    with pytest.raises(ios.UserError, match=r"^input 'input': its __dlpack__\(\) gave a tensor on cuda:0 but its "
+                                            r"__dlpack_device__\(\) said cpu$"):
+        engine(liar)
+    for device in ["cpu", (1,), 12]:
+        with pytest.raises(ios.UserError, match=r"^input 'input': its __dlpack_device__\(\) returned .*, not a "
+                                                r"\(device type, device id\) pair$"):
+            engine(_Producer(x, device=device))
 
 
 def test_cuda_backend_without_a_gpu(schedule):
@@ -369,8 +456,150 @@ def test_threads_one_context_each(engine, x, y):
         assert np.array_equal(r, y)
 
 
-@pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA: torch sees no GPU")
+def _branches_model(path):
+    """A small CNN whose four branches a schedule runs side by side: 1x8x16x16
+    in, Conv 3x3 -> Relu, Conv 1x1 -> Relu, Conv 3x3 -> Conv 3x3, MaxPool 3x3,
+    concatenated and mixed by a Conv 1x1 to 1x8x16x16 out. Seeded weights;
+    a call takes well under a millisecond, so thousands take seconds."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    weights, nodes = [], []
+
+    def conv(name, src, cin, cout, k, relu=False):
+        w = (rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32)
+        b = (0.1 * rng.standard_normal(cout)).astype(np.float32)
+        weights.extend([numpy_helper.from_array(w, name + ".w"), numpy_helper.from_array(b, name + ".b")])
+        out = name + ("_pre" if relu else "")
+        nodes.append(helper.make_node("Conv", [src, name + ".w", name + ".b"], [out], name=name,
+                                      kernel_shape=[k, k], pads=[k // 2] * 4))
+        if relu:
+            nodes.append(helper.make_node("Relu", [out], [name], name=name + "_relu"))
+        return name
+
+    branches = [conv("a", "x", 8, 8, 3, relu=True), conv("b", "x", 8, 8, 1, relu=True),
+                conv("c2", conv("c1", "x", 8, 8, 3), 8, 8, 3)]
+    nodes.append(helper.make_node("MaxPool", ["x"], ["d"], name="d", kernel_shape=[3, 3], pads=[1] * 4))
+    nodes.append(helper.make_node("Concat", branches + ["d"], ["cat"], name="cat", axis=1))
+    conv("y", "cat", 32, 8, 1)
+    graph = helper.make_graph(nodes, "branches", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 16, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+@pytest.fixture(scope="module")
+def branches(tmp_path_factory):
+    """(model path, its schedule, eight inputs, their outputs from one thread)."""
+    path = tmp_path_factory.mktemp("branches") / "branches.onnx"
+    _branches_model(path)
+    schedule = ios.optimize(path, cost="simulated")
+    assert any(len(stage["groups"]) > 1 for stage in schedule.stages)  # branches side by side
+    rng = np.random.default_rng(11)
+    xs = [rng.standard_normal((1, 8, 16, 16)).astype(np.float32) for _ in range(8)]
+    context = ios.Engine(path, schedule, threads=1).create_context()
+    ys = [context(x) for x in xs]
+    assert all(not np.array_equal(ys[0], other) for other in ys[1:])  # each input its own output
+    return path, schedule, xs, ys
+
+
+def _hammer(call, xs, ys, threads=8, calls=100, same=np.array_equal):
+    """`threads` threads make `calls` calls each at once, thread i's call j
+    on input (i + j) % 8, so that at any moment the threads run different
+    inputs: an output written by another thread's call, or half of each,
+    differs from the one-thread output (`same` is false). Returns what went
+    wrong."""
+    errors, wrong = [], []
+    start = threading.Barrier(threads)
+
+    def work(i):
+        try:
+            start.wait()
+            for j in range(calls):
+                k = (i + j) % len(xs)
+                if not same(call(xs[k]), ys[k]):
+                    wrong.append((i, j))
+        except Exception as e:  # reported below, not lost in the thread
+            errors.append(e)
+
+    pool = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return errors, wrong
+
+
+def test_eight_threads_one_engine(branches):
+    """8 threads x 100 calls of engine(x) on one engine (a context per
+    thread, made on its first call): every output the one-thread output of
+    its input."""
+    path, schedule, xs, ys = branches
+    engine = ios.Engine(path, schedule, threads=1)
+    errors, wrong = _hammer(engine, xs, ys)
+    assert not errors and not wrong, (errors[:3], len(wrong))
+
+
+def test_eight_threads_one_shared_context(branches):
+    """One context shared by 8 threads x 100 calls: its runs take turns (a
+    lock per context, taken with the GIL released). Without the lock the
+    threads ran on one arena at once and got each other's outputs."""
+    path, schedule, xs, ys = branches
+    context = ios.Engine(path, schedule, threads=1).create_context()
+    errors, wrong = _hammer(context, xs, ys)
+    assert not errors and not wrong, (errors[:3], len(wrong))
+
+
+def test_thread_contexts_end_with_their_threads(branches):
+    """engine(x)'s per-thread contexts are released when their threads end
+    (they were kept in a map by thread id until the engine went, one per
+    thread that ever called: a server making a thread per request grew
+    without bound); a thread's later calls reuse its own."""
+    path, schedule, xs, ys = branches
+    engine = ios.Engine(path, schedule, threads=1)
+    assert engine.thread_contexts == 0
+    holding, release = threading.Barrier(9), threading.Event()
+
+    def work():
+        engine(xs[0])
+        engine(xs[1])
+        holding.wait()
+        release.wait()
+
+    for _ in range(2):
+        pool = [threading.Thread(target=work) for _ in range(8)]
+        for t in pool:
+            t.start()
+        holding.wait()
+        assert engine.thread_contexts == 8  # one per thread, not per call
+        release.set()
+        for t in pool:
+            t.join()
+        assert engine.thread_contexts == 0
+        release.clear()
+    assert np.array_equal(engine(xs[2]), ys[2]) and engine.thread_contexts == 1  # this thread's
+
+
+# --- On a GPU (marked `cuda`: ctest's "python: module on CUDA") ---------------
+
+def _cuda_test(f):
+    """A test of the CUDA backend: marked `cuda`, and skipped (reported as
+    skipped, never passed: run_pytest.py) where torch sees no GPU."""
+    return pytest.mark.cuda(pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA: torch sees no GPU")(f))
+
+
+@pytest.fixture(scope="module")
+def cuda_engines():
+    """The CUDA engine in strict FP32 (no TF32 tensor cores) and the CPU
+    engine of the same schedule."""
+    schedule = ios.optimize(MODEL, batch=1, cost="simulated", precision="fp32")
+    return ios.Engine(MODEL, schedule, backend="cuda"), ios.Engine(MODEL, schedule)
+
+
+def _close(a, b):
+    return np.allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+@_cuda_test
 def test_cuda_tensors_in_cuda_tensors_out(x):
     """The CUDA backend in strict FP32 (no TF32 tensor cores) against the CPU
     executor on the same schedule and input."""
@@ -381,12 +610,117 @@ def test_cuda_tensors_in_cuda_tensors_out(x):
     np.testing.assert_allclose(out.cpu().numpy(), ios.Engine(MODEL, schedule)(x), rtol=1e-4, atol=1e-4)
 
 
+@_cuda_test
+def test_cuda_on_the_callers_stream(x, cuda_engines):
+    """A torch CUDA tensor is exported with __dlpack__(stream=S), S the stream
+    the inference is enqueued on: torch's current stream (DLPack's 1 for
+    the default stream, whose handle is 0), so the input written on it and
+    the work queued after on it are ordered with the inference without a
+    synchronization."""
+    engine, cpu = cuda_engines
+    expected = cpu(x)
+    side = torch.cuda.Stream()
+    _RecordingTensor.streams.clear()
+    with torch.cuda.stream(side):
+        out = engine(torch.from_numpy(x).cuda().as_subclass(_RecordingTensor))  # written on `side`
+        later = out * 2  # queued on `side` after the inference
+    side.synchronize()
+    assert _RecordingTensor.streams == [side.cuda_stream]
+    assert type(out) is torch.Tensor and out.device == torch.device("cuda", 0) and out.dtype == torch.float32
+    np.testing.assert_allclose(later.cpu().numpy(), 2 * expected, rtol=1e-4, atol=2e-4)
+    _RecordingTensor.streams.clear()
+    out = engine(torch.from_numpy(x).cuda().as_subclass(_RecordingTensor))
+    assert _RecordingTensor.streams == [1]
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+@_cuda_test
+def test_cuda_devices_and_producers_checked(x, cuda_engines):
+    """A tensor on another GPU, and a CUDA tensor of a producer whose outputs
+    ios cannot make (not torch, not CuPy): refused in one line before the
+    producer exports it."""
+    engine, _ = cuda_engines
+    other = _Producer(x, device=(2, 1))
+    with pytest.raises(ios.UserError, match=r"^input 'input' is on cuda:1 but the engine runs on cuda:0; pass "
+                                            r'tensors on cuda:0 \(tensor.to\("cuda:0"\)\)$'):
+        engine(other)
+    foreign = _Producer(x, device=(2, 0))
+    with pytest.raises(ios.UserError, match=r"^input 'input' is a CUDA tensor of type _Producer: ios gives CUDA "
+                                            r"outputs as torch or CuPy tensors; pass torch.from_dlpack\(x\)"):
+        engine(foreign)
+    assert other.calls == [] and foreign.calls == []
+
+
+def _add_model(path):
+    """relu(conv(a) + b) of two 1x4x8x8 inputs, the convolution 1x1 with
+    identity weights: ResNet's residual form (the add and the ReLU fused into
+    the convolution), whose output relu(a + b) is exact in FP32."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 4, 8, 8]) for n in ("a", "b", "y")]
+    identity = numpy_helper.from_array(np.eye(4, dtype=np.float32).reshape(4, 4, 1, 1), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["a", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+                               helper.make_node("Add", ["c", "b"], ["s"], name="add"),
+                               helper.make_node("Relu", ["s"], ["y"], name="relu")], "add", io[:2], io[2:],
+                              [identity])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+@_cuda_test
+def test_cuda_inputs_on_one_device(tmp_path):
+    """Every input on the engine's GPU (enqueued) or every one in host memory
+    (run, copied in and out); one of each is refused naming both."""
+    _add_model(tmp_path / "add.onnx")
+    engine = ios.Engine(tmp_path / "add.onnx", backend="cuda", precision="fp32")
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal((1, 4, 8, 8)).astype(np.float32) for _ in range(2))
+    with pytest.raises(ios.UserError, match=r"^input 'a' is on cpu but input 'b' is on cuda:0; give every input on "
+                                            r"the same device$"):
+        engine(a=a, b=torch.from_numpy(b).cuda())
+    expected = np.maximum(a + b, 0)
+    out = engine(a=torch.from_numpy(a).cuda(), b=torch.from_numpy(b).cuda())
+    assert out.is_cuda
+    np.testing.assert_allclose(out.cpu().numpy(), expected, rtol=1e-6, atol=1e-6)
+    host = engine(a=a, b=b)
+    assert isinstance(host, np.ndarray)
+    np.testing.assert_allclose(host, expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(ios.Engine(tmp_path / "add.onnx")(a=a, b=b), expected)  # the model as meant
+
+
+@_cuda_test
+def test_cupy_in_cupy_out(x, cuda_engines):
+    cupy = pytest.importorskip("cupy")
+    engine, cpu = cuda_engines
+    out = engine(cupy.asarray(x))
+    assert isinstance(out, cupy.ndarray) and out.dtype == cupy.float32 and out.device.id == 0
+    np.testing.assert_allclose(cupy.asnumpy(out), cpu(x), rtol=1e-4, atol=1e-4)
+
+
+@_cuda_test
+def test_cuda_eight_threads_one_engine(branches):
+    """8 threads x 100 calls with torch CUDA tensors, each thread on a torch
+    stream of its own and a context of its own."""
+    path, schedule, xs, ys = branches
+    engine = ios.Engine(path, schedule, backend="cuda", precision="fp32")
+    local = threading.local()
+
+    def call(x):
+        if not hasattr(local, "stream"):
+            local.stream = torch.cuda.Stream()
+        with torch.cuda.stream(local.stream):
+            return engine(torch.from_numpy(x).cuda()).cpu().numpy()
+
+    errors, wrong = _hammer(call, xs, ys, same=_close)
+    assert not errors and not wrong, (errors[:3], len(wrong))
+    assert engine.thread_contexts == 0
+
+
 # --- Hostile use (issue 53) ---------------------------------------------------
 
 def _python(code, timeout=120):
     """Runs `code` in a fresh interpreter that imports this ios: a crash or
     a hang there fails the test instead of ending or stopping the run."""
-    path = os.pathsep.join(p for p in [os.path.dirname(ios.__file__), os.environ.get("PYTHONPATH", "")] if p)
+    path = os.pathsep.join(p for p in [PACKAGE_DIR, os.environ.get("PYTHONPATH", "")] if p)
     try:
         return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                               timeout=timeout, env=dict(os.environ, PYTHONPATH=path, IOS_TEST_MODEL=MODEL))
