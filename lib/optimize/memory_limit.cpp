@@ -193,6 +193,7 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   Rung found_how;
   int round = 0;
   bool out_of_time = false;
+  int64_t transitions = 0;  // the DP's work so far (its transitions, over every block)
   // Each staged schedule searched, by parameters and streams: a bounded
   // search takes the one under the tightest looser bound as its prior (its
   // blocks that fit are kept, sched::Scheduler::set_prior).
@@ -221,6 +222,7 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
         schedule_model(prepared, scheduler, rung.params, cost, stats, progress, left_s, threads,
                        SearchBounds{rung.bound, rung.streams > 0 ? rung.streams : max_streams, prior});
     searched_ms += stats.total_search_ms;
+    for (const sched::BlockStats& b : stats.blocks) transitions += b.transitions;
     ++round;
     const sched::MemoryInfo m = memory_of(s);
     seen(m, rung.bound == 0 ? std::string("the unconstrained search")
@@ -248,16 +250,21 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
   if (found) {
     return finish(std::move(*found), std::move(found_stats), "the unconstrained schedule fits");
   }
-  // The ladder: the unconstrained schedule's stage figure in kSteps equal
-  // steps down to 1/kSteps of it; with the scheduler's streams (those the
-  // unconstrained schedule uses), then half as many down to one; with the
-  // parameters given and, where the unconstrained schedule merged
-  // operators, without merges. Six steps: four left NASNet-A 20% slower
-  // between a quarter and three quarters of the way from the sequential
-  // peak to the unconstrained one (1.45 ms against 1.20), eight cost a third
-  // more time for no faster schedule on the four networks of
-  // docs/benchmarks.md's Memory table.
+  // The ladder: bounds from 1/kSteps of the unconstrained schedule's stage
+  // figure up to the whole of it, in kSteps equal steps; the scheduler's
+  // streams (as many as the unconstrained schedule uses) and 1, 2, 3, 4, 6,
+  // 8, ... below; the parameters given and, where the unconstrained
+  // schedule merged operators, the same without merges. The ladder ends
+  // once its searches have made kWorkFactor times the unconstrained
+  // search's DP transitions (at least kMinWork): a budget of work, not of
+  // seconds, so that where it ends depends on the model alone and every
+  // limit still sees the same rungs. (Measured on docs/benchmarks.md's
+  // Memory table: halving the streams instead missed SSDlite's s=2 and
+  // NASNet-A's s=3 at the sequential peak, 1.86 ms against 3.05; a budget
+  // of 6 cut NASNet-A's full-stream rungs, 1.32 ms against 1.22.)
   constexpr int kSteps = 6;
+  constexpr int64_t kWorkFactor = 10;
+  constexpr int64_t kMinWork = 2'000'000;
   std::vector<std::string> strategies = {params};
   const sched::Schedule* free_schedule = priors.empty() ? nullptr : &priors.front().second;
   if (free_memory && free_memory->merged_weights_bytes > 0 && has_param(entry, "strategy") &&
@@ -270,19 +277,33 @@ LimitedSearch search_within_memory(const model::PreparedModel& prepared, const s
     const int in_use = static_cast<int>(free_memory->workspace_bytes.size());
     int s = static_cast<int>(own == 0 ? in_use : std::min<int64_t>(own, in_use));
     if (max_streams > 0) s = std::min(s, max_streams);
-    for (s /= 2; s >= 1; s /= 2) stream_counts.push_back(s);
+    // Below it: 1, 2, 3, 4, 6, 8, 12, ... (each at most half again the last).
+    std::vector<int> fewer;
+    for (int n = 1; n < s; n = n < 4 ? n + 1 : n + n / 2) fewer.push_back(n);
+    stream_counts.insert(stream_counts.end(), fewer.rbegin(), fewer.rend());
   }
   const int64_t figure =
       free_schedule != nullptr ? sched::staged_live_peak(units, free_schedule->staged()) : limit;
-  for (const std::string& p : strategies) {
-    for (const int streams : stream_counts) {
-      const std::string rung_params = streams == 0 ? p : with_param(entry, p, "s", std::to_string(streams));
-      for (int step = kSteps; step >= 1 && !out_of_time; --step) {
-        Rung rung{rung_params, figure * step / kSteps, streams, p != params, streams > 0};
-        if (rung.bound <= 0) continue;
-        search(rung);
+  // Cheapest first: fewest streams (the DP's s prunes hardest), and in each
+  // chain the tightest bound first (a bound that binds leaves few stages).
+  // The bounds near the unconstrained figure with every stream are the
+  // costly rungs (under a bound the DP cannot join free units), and they
+  // come last, where the work budget may end the ladder.
+  std::vector<Rung> ladder;
+  for (auto streams = stream_counts.rbegin(); streams != stream_counts.rend(); ++streams) {
+    for (const std::string& p : strategies) {
+      const std::string rung_params = *streams == 0 ? p : with_param(entry, p, "s", std::to_string(*streams));
+      for (int step = 1; step <= kSteps; ++step) {
+        Rung rung{rung_params, figure * step / kSteps, *streams, p != params, *streams > 0};
+        if (rung.bound > 0) ladder.push_back(std::move(rung));
       }
     }
+  }
+  const int64_t budget = std::max(kMinWork, kWorkFactor * transitions);
+  transitions = 0;
+  for (const Rung& rung : ladder) {
+    if (out_of_time || transitions >= budget) break;
+    search(rung);
   }
   if (!found) out.rounds = round;
   const bool sequential_fits = sequential_memory.peak_bytes() <= limit;

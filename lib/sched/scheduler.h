@@ -112,7 +112,7 @@ class Scheduler {
   // stages there keep within it is taken as it is, without a search: the
   // fastest schedule among more candidates that is also among fewer is the
   // fastest of the fewer. So only the blocks over the bound are searched
-  // again (ios-optimize --memory-limit's bounded rounds). Not owned.
+  // again (ios-optimize --memory-limit's bounded searches). Not owned.
   void set_prior(const StagedSchedule* prior) { prior_ = prior; }
 
  protected:

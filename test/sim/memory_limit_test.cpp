@@ -135,7 +135,7 @@ TEST_CASE("a memory limit is never exceeded and never costs more than sequential
   }
 }
 
-// The bounded rounds keep the blocks of the last round's schedule that fit
+// A bounded search keeps the blocks of a looser search's schedule that fit
 // the new bound (Scheduler::set_prior) instead of searching them again: the
 // schedule must be the one a search from scratch finds.
 TEST_CASE("a bounded search that keeps a looser round's fitting blocks finds what a full search finds",
