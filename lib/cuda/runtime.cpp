@@ -277,6 +277,23 @@ void Runtime::download_output(int index, float* data, cudaMemcpyKind kind) {
   }
 }
 
+void Runtime::copy_input_as_is(int index, const void* data) {
+  const int id = program_.inputs.at(static_cast<size_t>(index)).second;
+  const Value& v = program_.values.at(static_cast<size_t>(id));
+  IOS_ASSERT(v.dense(), "input '{}' is not dense", v.name);
+  IOS_CUDA_CALL(cudaMemcpyAsync(value_ptr(id), data, static_cast<size_t>(v.size()) * static_cast<size_t>(ir::bytes_of(v.type)),
+                                cudaMemcpyDeviceToDevice, ctx_.stream(0)));
+}
+
+void Runtime::copy_output_as_is(int index, void* data) {
+  const int id = program_.outputs.at(static_cast<size_t>(index)).second;
+  const Value& v = program_.values.at(static_cast<size_t>(id));
+  const size_t element = static_cast<size_t>(ir::bytes_of(v.type));
+  const size_t item = static_cast<size_t>(v.item_size()) * element;
+  IOS_CUDA_CALL(cudaMemcpy2DAsync(data, item, value_ptr(id), static_cast<size_t>(v.batch_stride) * element, item,
+                                  static_cast<size_t>(v.batch()), cudaMemcpyDeviceToDevice, ctx_.stream(0)));
+}
+
 void Runtime::synchronize() { IOS_CUDA_CALL(cudaStreamSynchronize(ctx_.stream(0))); }
 
 void Runtime::issue(const std::vector<Event>* launch_events) {
