@@ -472,6 +472,28 @@ PYBIND11_MODULE(ios, m) {
   py::register_exception<ios::UserError>(m, "UserError", error.ptr());
   py::register_exception<ios::InternalError>(m, "InternalError", error.ptr());
   py::register_exception<ios::NoDeviceError>(m, "NoDeviceError", error.ptr());
+  // The GPU's failures carry what the C++ exceptions do: `sticky` (the
+  // process's CUDA context is lost) and, for OutOfMemoryError, `bytes`.
+  // Registered last, so tried first (pybind11 tries translators newest first).
+  static py::exception<ios::DeviceError> device_error(m, "DeviceError", error.ptr());
+  static py::exception<ios::OutOfMemoryError> out_of_memory(m, "OutOfMemoryError",
+                                                            device_error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    auto raise = [](const py::object& type, const ios::DeviceError& e) {
+      py::object instance = type(e.what());
+      instance.attr("sticky") = e.sticky();
+      if (const auto* oom = dynamic_cast<const ios::OutOfMemoryError*>(&e))
+        instance.attr("bytes") = oom->bytes();
+      PyErr_SetObject(type.ptr(), instance.ptr());
+    };
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ios::OutOfMemoryError& e) {
+      raise(out_of_memory, e);
+    } catch (const ios::DeviceError& e) {
+      raise(device_error, e);
+    }
+  });
 
   py::class_<ios::Schedule>(m, "Schedule", "a schedule: what ios-optimize writes and ios-run reads")
       .def_static(
@@ -579,7 +601,7 @@ PYBIND11_MODULE(ios, m) {
                        const std::vector<std::string>& input_shapes, bool rewrite_batch, bool force,
                        bool retarget, const std::string& launch, const std::string& precision,
                        int threads, const std::string& device_profile,
-                       const std::string& conv_kernels, const std::string& plan_cache) {
+                       const std::string& conv_kernels, const std::string& plan_cache, int device) {
              ios::EngineOptions o;
              o.backend = backend;
              o.batch = batch;
@@ -593,6 +615,7 @@ PYBIND11_MODULE(ios, m) {
              o.device_profile = device_profile;
              o.conv_kernels = conv_kernels;
              o.plan_cache = plan_cache;
+             o.device = device;
              return std::make_unique<PyEngine>(model, schedule, o);
            }),
            py::arg("model"), py::arg("schedule") = py::none(), py::kw_only(),
@@ -600,7 +623,7 @@ PYBIND11_MODULE(ios, m) {
            py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
            py::arg("force") = false, py::arg("retarget") = false, py::arg("launch") = "",
            py::arg("precision") = "", py::arg("threads") = 0, py::arg("device_profile") = "",
-           py::arg("conv_kernels") = "", py::arg("plan_cache") = "")
+           py::arg("conv_kernels") = "", py::arg("plan_cache") = "", py::arg("device") = 0)
       .def("__call__", checked(+[](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
              return e.thread_context().call(args, kwargs);
            }),
