@@ -246,7 +246,8 @@ struct Prediction {
 // TensorRT's setDeviceMemory), at least Engine::device_memory_size() bytes,
 // aligned to 256 bytes, on the engine's device, owned by the caller and
 // kept alive (and used by nothing else) while the context lives. Null: the
-// context allocates its own.
+// context allocates its own. Smaller, misaligned, host or another device's
+// memory (where CUDA can tell) is a UserError.
 struct ContextOptions {
   void* device_memory = nullptr;
   size_t device_memory_bytes = 0;

@@ -92,6 +92,18 @@ void Runtime::place_buffers(DevicePool* pool, const RuntimeMemory& memory) {
       user_error("the device memory given to the execution context is not aligned to {} bytes (as "
                  "cudaMalloc's is)", kAlignment);
     }
+    // Where CUDA can tell: memory of the engine's device (or managed memory).
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, memory.arena) != cudaSuccess) {
+      detail::clear_failed_attempt();
+    } else if (attributes.type == cudaMemoryTypeUnregistered || attributes.type == cudaMemoryTypeHost) {
+      user_error("the device memory given to the execution context is host memory; give device memory of "
+                 "CUDA device {} (cudaMalloc)", ctx_.ordinal());
+    } else if (attributes.type == cudaMemoryTypeDevice && attributes.device != ctx_.ordinal()) {
+      user_error("the device memory given to the execution context is memory of CUDA device {} but the "
+                 "engine runs on device {}; give memory of device {}",
+                 attributes.device, ctx_.ordinal(), ctx_.ordinal());
+    }
     arena = static_cast<char*>(memory.arena);
   } else {
     arena_ = DeviceBuffer(static_cast<size_t>(layout.total_bytes));

@@ -193,6 +193,11 @@ TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device me
   {
     REQUIRE_THROWS_WITH(gpu.create_context({memory, bytes - 1}),
                         Catch::Contains("smaller than it needs"));
+    // Host memory is refused (where CUDA can tell, as here: plain host memory).
+    void* host = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    REQUIRE(host != nullptr);
+    CHECK_THROWS_WITH(gpu.create_context({host, bytes}), Catch::Contains("is host memory"));
+    std::free(host);
     auto context = gpu.create_context({memory, bytes});
     cudaStream_t stream = nullptr;
     API_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
