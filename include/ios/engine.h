@@ -231,8 +231,9 @@ struct Prediction {
 // (cudaMalloc), which serializes with other work on the device. Destroying
 // an ExecutionContext, or the Engine once its contexts are gone, waits for
 // the work its streams hold and frees device memory (cudaFree), which
-// synchronizes the device. run() waits for its own work; enqueue() never
-// waits for the device. Other calls do not touch it.
+// synchronizes the device. run() waits for its own work (with launch
+// "synced", for the whole device after each stage); enqueue() never waits
+// for the device. Other calls do not touch it.
 //
 // Errors (ios/error.h): UserError for what the caller gave (a tensor that
 // does not fit, a buffer or stream of another device); NoDeviceError
