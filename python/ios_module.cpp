@@ -49,10 +49,6 @@ std::string place_text(const Place& p) {
   return "a device of DLPack type " + std::to_string(p.type);
 }
 
-// The GPU a cuda engine runs on: ios::Engine runs on device 0
-// (EngineOptions names no device yet; when it does, this is its value).
-constexpr int kEngineCudaDevice = 0;
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
   for (int64_t d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
@@ -430,7 +426,7 @@ class Context {
     py::dict results;
     ios::TensorViewMap outputs;
     for (const ios::TensorDesc& t : engine_->outputs()) {
-      auto [out, data] = allocate(t, kind, on_gpu);
+      auto [out, data] = allocate(t, kind, on_gpu, engine_->device());
       outputs[t.name] = ios::TensorView{data, t.shape, ios::DataType::kFloat32,
                                         on_gpu ? ios::DeviceKind::kCuda : ios::DeviceKind::kCpu};
       results[py::str(t.name)] = out;
@@ -470,7 +466,7 @@ class Context {
                            " backend; pass CPU tensors (tensor.cpu()) or create the engine with "
                            "backend=\"cuda\"");
     }
-    const Place engine_device{kDLCUDA, kEngineCudaDevice};
+    const Place engine_device{kDLCUDA, engine_->device()};
     if (p.on_cuda() && !(p == engine_device)) {
       throw ios::UserError("input '" + in.name() + "' is on " + place_text(p) +
                            " but the engine runs on " + place_text(engine_device) +
@@ -508,18 +504,19 @@ class Context {
 
   // One output of `kind` on the host or on the engine's GPU: the object
   // returned and the memory the engine writes.
-  static std::pair<py::object, void*> allocate(const ios::TensorDesc& t, Kind kind, bool on_gpu) {
+  static std::pair<py::object, void*> allocate(const ios::TensorDesc& t, Kind kind, bool on_gpu,
+                                               int device_id) {
     if (kind == Kind::kTorch) {
       const py::module_ torch = py::module_::import("torch");
       const py::object device =
-          on_gpu ? torch.attr("device")("cuda", kEngineCudaDevice) : torch.attr("device")("cpu");
+          on_gpu ? torch.attr("device")("cuda", device_id) : torch.attr("device")("cpu");
       py::object out = torch.attr("empty")(
           py::cast(t.shape), py::arg("dtype") = torch.attr("float32"), py::arg("device") = device);
       return {out, reinterpret_cast<void*>(out.attr("data_ptr")().cast<uintptr_t>())};
     }
     if (on_gpu) {  // CuPy: caller_stream refused every other kind
       const py::module_ cupy = py::module_::import("cupy");
-      const py::object device = cupy.attr("cuda").attr("Device")(kEngineCudaDevice);
+      const py::object device = cupy.attr("cuda").attr("Device")(device_id);
       device.attr("__enter__")();
       py::object out;
       try {
@@ -685,6 +682,28 @@ PYBIND11_MODULE(_ios, m) {
   py::register_exception<ios::UserError>(m, "UserError", error.ptr());
   py::register_exception<ios::InternalError>(m, "InternalError", error.ptr());
   py::register_exception<ios::NoDeviceError>(m, "NoDeviceError", error.ptr());
+  // The GPU's failures carry what the C++ exceptions do: `sticky` (the
+  // process's CUDA context is lost) and, for OutOfMemoryError, `bytes`.
+  // Registered last, so tried first (pybind11 tries translators newest first).
+  static py::exception<ios::DeviceError> device_error(m, "DeviceError", error.ptr());
+  static py::exception<ios::OutOfMemoryError> out_of_memory(m, "OutOfMemoryError",
+                                                            device_error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    auto raise = [](const py::object& type, const ios::DeviceError& e) {
+      py::object instance = type(e.what());
+      instance.attr("sticky") = e.sticky();
+      if (const auto* oom = dynamic_cast<const ios::OutOfMemoryError*>(&e))
+        instance.attr("bytes") = oom->bytes();
+      PyErr_SetObject(type.ptr(), instance.ptr());
+    };
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ios::OutOfMemoryError& e) {
+      raise(out_of_memory, e);
+    } catch (const ios::DeviceError& e) {
+      raise(device_error, e);
+    }
+  });
 
   py::class_<ios::Schedule>(m, "Schedule", "a schedule: what ios-optimize writes and ios-run reads")
       .def_static(
@@ -792,7 +811,7 @@ PYBIND11_MODULE(_ios, m) {
                        const std::vector<std::string>& input_shapes, bool rewrite_batch, bool force,
                        bool retarget, const std::string& launch, const std::string& precision,
                        int threads, const std::string& device_profile,
-                       const std::string& conv_kernels, const std::string& plan_cache) {
+                       const std::string& conv_kernels, const std::string& plan_cache, int device) {
              ios::EngineOptions o;
              o.backend = backend;
              o.batch = batch;
@@ -806,6 +825,7 @@ PYBIND11_MODULE(_ios, m) {
              o.device_profile = device_profile;
              o.conv_kernels = conv_kernels;
              o.plan_cache = plan_cache;
+             o.device = device;
              return std::make_unique<PyEngine>(model, schedule, o);
            }),
            py::arg("model"), py::arg("schedule") = py::none(), py::kw_only(),
@@ -813,7 +833,7 @@ PYBIND11_MODULE(_ios, m) {
            py::arg("input_shapes") = std::vector<std::string>{}, py::arg("rewrite_batch") = false,
            py::arg("force") = false, py::arg("retarget") = false, py::arg("launch") = "",
            py::arg("precision") = "", py::arg("threads") = 0, py::arg("device_profile") = "",
-           py::arg("conv_kernels") = "", py::arg("plan_cache") = "")
+           py::arg("conv_kernels") = "", py::arg("plan_cache") = "", py::arg("device") = 0)
       .def("__call__", checked(+[](PyEngine& e, const py::args& args, const py::kwargs& kwargs) {
              return e.thread_context()->call(args, kwargs);
            }),

@@ -12,6 +12,9 @@ What it compares:
     --help, and every registered scheduler (ios-optimize --list-schedulers)
     appears in ios-optimize --help, docs/cli.md, docs/schedulers.md and
     docs/schedule-format.md.
+  * every exit code of include/ios/error.h (ExitCode) has its row in
+    docs/cli.md's table, and each program's --help lists the codes it
+    can return (every one; ios-optimize all but --check's 4).
   * docs/benchmarks.md (written by bench/harness/run_benchmarks.py) states
     for Inception V3 and SqueezeNet the units, blocks, stages, transitions,
     stages costed and predicted latency that every scheduler gives now with
@@ -138,6 +141,27 @@ def check_benchmarks(bin_dir, models_dir, problems):
                                     f"ios-optimize gives {value} now; rerun bench/harness/run_benchmarks.py")
 
 
+def check_exit_codes(bin_dir, cli_md, problems):
+    """The ExitCode values against docs/cli.md's table and the --help texts."""
+    with open(os.path.join(REPO, "include", "ios", "error.h")) as f:
+        codes = sorted({int(v) for v in re.findall(r"^\s*k\w+\s*=\s*(\d+),", f.read(), re.M)})
+    if len(codes) < 5:
+        problems.append(f"include/ios/error.h: found only the exit codes {codes}")
+    for code in codes:
+        if not re.search(rf"^\| {code} \|", cli_md, re.M):
+            problems.append(f"docs/cli.md: the exit-code table has no row for {code} (include/ios/error.h)")
+    for program in ("ios-optimize", "ios-run"):
+        text = run([os.path.join(bin_dir, program), "--help"])
+        m = re.search(r"Exit codes:(.*?)\n\n", text, re.S)
+        if not m:
+            problems.append(f"{program} --help has no 'Exit codes:' paragraph")
+            continue
+        listed = {int(c) for c in re.findall(r"(?:^|[:,])\s*(\d+) ", m.group(1))}
+        expected = set(codes) - ({4} if program == "ios-optimize" else set())
+        for code in sorted(expected - listed):
+            problems.append(f"{program} --help does not list exit code {code}")
+
+
 def main():
     if len(sys.argv) != 4 or sys.argv[1] not in ("check", "write"):
         sys.exit(__doc__)
@@ -179,6 +203,7 @@ def main():
         for where, text in docs.items():
             if not re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text):
                 problems.append(f"{where} does not mention the scheduler '{name}'")
+    check_exit_codes(bin_dir, cli_md, problems)
     check_benchmarks(bin_dir, models_dir, problems)
     for p in problems:
         print("DRIFT: " + p)

@@ -29,7 +29,8 @@ executes. The default scheduler is ios, the IOS dynamic program of Ding et
 al. (MLSys 2021). Schedulers: {}.
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error, 3 no usable GPU
-(--cost measured without one).
+(--cost measured without one), 5 a CUDA or cuDNN call failed, 6 out of
+device memory.
 
 Examples:
   ios-optimize model.onnx                          # IOS, writes model.ios.schedule.json

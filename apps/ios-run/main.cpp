@@ -33,7 +33,8 @@ is a profile, --device-profile).
 
 Exit codes: 0 ok, 1 internal error, 2 usage or input error (bad model,
 schedule or option), 3 no usable GPU (use --dry-run or --backend cpu),
-4 --check found outputs that differ beyond tolerance.
+4 --check found outputs that differ beyond tolerance, 5 a CUDA or cuDNN call
+failed, 6 out of device memory.
 
 Examples:
   ios-run model.onnx model.ios.schedule.json --dry-run

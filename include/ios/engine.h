@@ -33,16 +33,21 @@
 
 namespace ios {
 
-// Element types. The IR computes in float32; the others are refused by name.
-enum class DataType { kFloat32 };
-// "float32"
+// Element types of inputs and outputs: float32, or the 16-bit type of a
+// schedule made with --half-io (or of a model whose inputs are typed so).
+enum class DataType { kFloat32, kFloat16, kBFloat16 };
+// "float32", "float16", "bfloat16"
 std::string to_string(DataType type);
+// Bytes per element: 4, 2, 2.
+size_t element_size(DataType type);
 
 enum class DeviceKind { kCpu, kCuda };
 // "cpu", "cuda"
 std::string to_string(DeviceKind device);
 
-// A model input or output as the engine runs it: static shape, element type.
+// A model input or output as the engine runs it: static shape, element type
+// (the type its graph takes or gives: float16 or bfloat16 for a schedule
+// made with --half-io, float32 otherwise).
 struct TensorDesc {
   std::string name;
   std::vector<int64_t> shape;
@@ -50,7 +55,9 @@ struct TensorDesc {
   int64_t elements() const;
 };
 
-// A dense row-major float32 tensor on the host, owned.
+// A dense row-major float32 tensor on the host, owned. For an engine with
+// 16-bit inputs its values are rounded to that type; 16-bit outputs come
+// back widened to float32.
 struct Tensor {
   std::vector<int64_t> shape;
   std::vector<float> data;
@@ -59,7 +66,10 @@ using TensorMap = std::map<std::string, Tensor>;
 
 // Caller-owned memory, dense row-major: no copy is kept, nothing is freed.
 // For enqueue(), `device` is kCuda and `data` a device pointer of the
-// context's GPU (inputs are only read).
+// engine's GPU (inputs are only read). `type` is kFloat32 (converted where
+// the engine's I/O is 16-bit) or the TensorDesc's own 16-bit type (copied as
+// is; element i is the IEEE binary16 or bfloat16 bit pattern, 2 bytes);
+// another 16-bit type is refused (UserError naming the tensor).
 struct TensorView {
   void* data = nullptr;
   std::vector<int64_t> shape;
@@ -196,8 +206,16 @@ struct EngineOptions {
   // timed, the fastest kept; the legacy call where no plan builds).
   std::string conv_kernels;
   // cuda, conv_kernels "graph": the plan cache file (ios-run --plan-cache);
-  // empty: plans.sqlite beside the profile database.
+  // empty: plans.sqlite beside the profile database. (The profile database
+  // itself is a search option, OptimizeOptions::profile_db: an engine
+  // measures no stages and reads none.)
   std::string plan_cache;
+  // cuda: the CUDA device ordinal the engine and its contexts run on (as
+  // cudaSetDevice counts them, after CUDA_VISIBLE_DEVICES). Every call that
+  // uses the GPU makes it the calling thread's current device and restores
+  // the caller's before returning. UserError when negative, or other than 0
+  // with another backend; NoDeviceError when there is no such device.
+  int device = 0;
 };
 
 // What the sim backend predicts for one iteration (it computes no outputs).
@@ -207,11 +225,30 @@ struct Prediction {
   std::string note;    // what the number is
 };
 
+// Synchronization (cuda): the Engine's constructor and create_context()
+// block the calling thread until the work they queue has run (weights
+// uploaded, one validating run of the plan) and allocate device memory
+// (cudaMalloc), which serializes with other work on the device. Destroying
+// an ExecutionContext, or the Engine once its contexts are gone, waits for
+// the work its streams hold and frees device memory (cudaFree), which
+// synchronizes the device. run() waits for its own work (with launch
+// "synced", for the whole device after each stage); enqueue() never waits
+// for the device. Other calls do not touch it.
+//
+// Errors (ios/error.h): UserError for what the caller gave (a tensor that
+// does not fit, a buffer or stream of another device); NoDeviceError
+// without the GPU; DeviceError when a CUDA, cuDNN or cuBLAS call fails, an
+// OutOfMemoryError (with the bytes asked, where known) when an allocation
+// does. After a sticky DeviceError (DeviceError::sticky(): the process's
+// CUDA context is lost) every later call of the engine and its contexts
+// throws a sticky DeviceError saying the engine is unusable.
+
 // Per execution context on the GPU: caller-provided activation memory (as
 // TensorRT's setDeviceMemory), at least Engine::device_memory_size() bytes,
 // aligned to 256 bytes, on the engine's device, owned by the caller and
 // kept alive (and used by nothing else) while the context lives. Null: the
-// context allocates its own.
+// context allocates its own. Smaller, misaligned, host or another device's
+// memory (where CUDA can tell) is a UserError.
 struct ContextOptions {
   void* device_memory = nullptr;
   size_t device_memory_bytes = 0;
@@ -242,7 +279,9 @@ class ExecutionContext {
   // starts after what the stream holds and the stream's later work starts
   // after it. Capturable into the caller's CUDA graph (stream capture).
   // The buffers must stay valid until the work has run. UserError for a
-  // schedule planned for synced launches, and for tensors that do not fit.
+  // schedule planned for synced launches, for tensors that do not fit, and
+  // where CUDA can tell, for buffers that are host memory CUDA does not
+  // know or memory of another device, and for a stream of another device.
   void enqueue(const TensorViewMap& inputs, const TensorViewMap& outputs, void* cuda_stream);
 
   // sim: the predicted latency of one iteration.
@@ -277,9 +316,12 @@ class Engine {
   bool computes_outputs() const;
   // cuda: the activation memory one context needs (ContextOptions); 0 elsewhere.
   size_t device_memory_size() const;
+  // The CUDA device ordinal it runs on (EngineOptions::device; 0 for cpu and sim).
+  int device() const;
 
   // A context for one thread (cuda: chooses algorithms, sizes workspaces,
-  // captures its CUDA graph; the only calls that may synchronize the device).
+  // captures its CUDA graph; synchronizes the device, as the constructor
+  // does: see Synchronization above).
   std::unique_ptr<ExecutionContext> create_context(const ContextOptions& options = {}) const;
 
   struct Impl;

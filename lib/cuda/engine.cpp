@@ -25,7 +25,7 @@ namespace {
 class PinnedBuffer {
  public:
   explicit PinnedBuffer(size_t floats) {
-    if (floats > 0) IOS_CUDA_CALL(cudaMallocHost(reinterpret_cast<void**>(&data_), floats * sizeof(float)));
+    if (floats > 0) IOS_CUDA_ALLOC(cudaMallocHost(reinterpret_cast<void**>(&data_), floats * sizeof(float)), floats * sizeof(float));
   }
   ~PinnedBuffer() {
     if (data_ != nullptr) IOS_CUDA_CALL_NOTHROW(cudaFreeHost(data_));
@@ -150,15 +150,25 @@ struct Engine::Impl {
   bool synchronous = false;    // the plan synchronizes the device from the host (kSync)
 };
 
-Engine::Engine(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
-    : impl_(std::make_unique<Impl>(graph, plan, options)) {}
-Engine::~Engine() = default;
+Engine::Engine(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options) {
+  const detail::CurrentDevice keep;  // the context sets options.device; the caller's comes back
+  impl_ = std::make_unique<Impl>(graph, plan, options);
+}
+
+Engine::~Engine() {
+  if (!impl_) return;  // moved from
+  const detail::CurrentDevice keep;
+  // The engine's streams, handles and memory are released on its own device.
+  IOS_CUDA_CALL_NOTHROW(cudaSetDevice(impl_->ctx.ordinal()));
+  impl_.reset();
+}
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
 TensorMap Engine::run(const TensorMap& inputs) {
   Runtime& rt = *impl_->runtime;
   const Program& p = rt.program();
+  const detail::CurrentDevice keep;
   IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
   std::string expected;
   for (const auto& [name, v] : p.inputs) expected += (expected.empty() ? "'" : ", '") + name + "'";
@@ -189,7 +199,55 @@ TensorMap Engine::run(const TensorMap& inputs) {
   return outputs;
 }
 
-void Engine::enqueue(const std::vector<const float*>& inputs, const std::vector<float*>& outputs, void* stream) {
+namespace {
+
+// Where CUDA can tell (cudaPointerGetAttributes), a caller's buffer that the
+// engine's device cannot use: host memory CUDA does not know, or another
+// device's memory. Managed and registered host memory are accepted.
+void check_caller_buffer(const void* data, const char* what, const std::string& name, int ordinal) {
+  if (data == nullptr) return;  // an empty tensor; the engine API refuses a null one with elements
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+    detail::clear_failed_attempt();  // CUDA cannot tell: the copy will say
+    return;
+  }
+  if (attributes.type == cudaMemoryTypeUnregistered) {
+    user_error("{} '{}' is host memory that CUDA does not know, and enqueue() takes device memory of "
+               "CUDA device {}; copy it to the device first, or use run() for host buffers",
+               what, name, ordinal);
+  }
+  if (attributes.type == cudaMemoryTypeDevice && attributes.device != ordinal) {
+    user_error("{} '{}' is memory of CUDA device {} but the engine runs on device {}; give buffers of "
+               "device {}, or load an engine with device {}",
+               what, name, attributes.device, ordinal, ordinal, attributes.device);
+  }
+}
+
+// The caller's stream must belong to the engine's device (the legacy and
+// per-thread default streams are the current device's, which enqueue sets).
+void check_caller_stream(cudaStream_t stream, int ordinal) {
+#if CUDART_VERSION >= 12080
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return;
+  int device = -1;
+  if (cudaStreamGetDevice(stream, &device) != cudaSuccess) {
+    detail::clear_failed_attempt();  // CUDA cannot tell: the first call on it will say
+    return;
+  }
+  if (device != ordinal) {
+    user_error("the stream given to enqueue() belongs to CUDA device {} but the engine runs on device "
+               "{}; enqueue on a stream of device {}",
+               device, ordinal, ordinal);
+  }
+#else
+  (void)stream;
+  (void)ordinal;
+#endif
+}
+
+}  // namespace
+
+void Engine::enqueue(const std::vector<CallerBuffer>& inputs, const std::vector<CallerBuffer>& outputs,
+                     void* stream) {
   Runtime& rt = *impl_->runtime;
   const Program& p = rt.program();
   if (impl_->synchronous) {
@@ -200,14 +258,31 @@ void Engine::enqueue(const std::vector<const float*>& inputs, const std::vector<
   IOS_ASSERT(inputs.size() == p.inputs.size() && outputs.size() == p.outputs.size(),
              "enqueue with {} inputs and {} outputs for a program of {} and {}", inputs.size(), outputs.size(),
              p.inputs.size(), p.outputs.size());
-  IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
+  const int ordinal = impl_->ctx.ordinal();
+  auto own_type = [&](int value, ir::ElementType type) {
+    const ir::ElementType own = p.values.at(static_cast<size_t>(value)).type;
+    IOS_ASSERT(type == ir::ElementType::kFloat32 || type == own, "a {} buffer for a {} value",
+               ir::type_name(type), ir::type_name(own));
+    return type != ir::ElementType::kFloat32;  // float32 data goes the converting way, as before
+  };
+  for (size_t i = 0; i < inputs.size(); ++i) check_caller_buffer(inputs[i].data, "input", p.inputs[i].first, ordinal);
+  for (size_t i = 0; i < outputs.size(); ++i) check_caller_buffer(outputs[i].data, "output", p.outputs[i].first, ordinal);
+  const detail::CurrentDevice keep;
+  IOS_CUDA_CALL(cudaSetDevice(ordinal));
   auto caller = static_cast<cudaStream_t>(stream);
+  check_caller_stream(caller, ordinal);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   IOS_CUDA_CALL(cudaStreamIsCapturing(caller, &capture));
   // Fork: stream 0 (and through it every stream) after the caller's work.
   IOS_CUDA_CALL(cudaEventRecord(impl_->enter.get(), caller));
   IOS_CUDA_CALL(cudaStreamWaitEvent(impl_->ctx.stream(0), impl_->enter.get(), 0));
-  for (size_t i = 0; i < inputs.size(); ++i) rt.upload_input(static_cast<int>(i), inputs[i], cudaMemcpyDeviceToDevice);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (own_type(p.inputs[i].second, inputs[i].type)) {
+      rt.copy_input_as_is(static_cast<int>(i), inputs[i].data);
+    } else {
+      rt.upload_input(static_cast<int>(i), static_cast<const float*>(inputs[i].data), cudaMemcpyDeviceToDevice);
+    }
+  }
   // The engine's own graph is launched, not nested: under the caller's
   // capture the launches are captured one by one into the caller's graph.
   if (capture == cudaStreamCaptureStatusActive) {
@@ -215,7 +290,13 @@ void Engine::enqueue(const std::vector<const float*>& inputs, const std::vector<
   } else {
     rt.execute();
   }
-  for (size_t i = 0; i < outputs.size(); ++i) rt.download_output(static_cast<int>(i), outputs[i], cudaMemcpyDeviceToDevice);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (own_type(p.outputs[i].second, outputs[i].type)) {
+      rt.copy_output_as_is(static_cast<int>(i), outputs[i].data);
+    } else {
+      rt.download_output(static_cast<int>(i), static_cast<float*>(outputs[i].data), cudaMemcpyDeviceToDevice);
+    }
+  }
   // Join: the caller's stream continues after the outputs are written.
   IOS_CUDA_CALL(cudaEventRecord(impl_->leave.get(), impl_->ctx.stream(0)));
   IOS_CUDA_CALL(cudaStreamWaitEvent(caller, impl_->leave.get(), 0));
@@ -234,6 +315,7 @@ std::vector<std::string> Engine::output_names() const {
 }
 
 TimingSamples Engine::time(const TimingOptions& options) {
+  const detail::CurrentDevice keep;
   IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
   using clock = std::chrono::steady_clock;
   const auto warm_start = clock::now();
@@ -265,6 +347,7 @@ TimingSamples Engine::time(const TimingOptions& options) {
 }
 
 TraceIteration Engine::trace() {
+  const detail::CurrentDevice keep;
   IOS_CUDA_CALL(cudaSetDevice(impl_->ctx.ordinal()));
   Runtime& rt = *impl_->runtime;
   const Program& p = rt.program();

@@ -164,9 +164,14 @@ class Engine {
  public:
   // Builds everything once: lowers units to GPU operations, chooses a cuDNN
   // algorithm per convolution (cached per device), plans and allocates
-  // memory, uploads weights, and captures the CUDA graph. Throws
-  // NoDeviceError without a usable device, UserError for operators or
-  // shapes the backend cannot run.
+  // memory, uploads weights, and captures the CUDA graph; ends with the
+  // device synchronized (a validating run). Throws NoDeviceError without a
+  // usable device, UserError for operators or shapes the backend cannot run,
+  // DeviceError (OutOfMemoryError) where CUDA fails. Every call that uses
+  // the device (this constructor, the destructor, run, enqueue, time, trace)
+  // sets options.device as the calling thread's current device and restores
+  // the caller's before it returns. The destructor waits for the engine's
+  // work to finish (it frees memory).
   Engine(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options = {});
   ~Engine();
   Engine(const Engine&) = delete;
@@ -182,12 +187,23 @@ class Engine {
   // legacy default stream): the engine's streams start after the work the
   // caller's stream holds, the inputs are copied from the caller's device
   // buffers and the outputs to them (by position: input_names(),
-  // output_names(); dense float32 of the program's shapes), and the caller's
-  // stream continues after the outputs are written. No host
-  // synchronization: capturable into the caller's CUDA graph (under capture
-  // the launches themselves are captured, not the engine's own graph).
-  // UserError for a plan whose host synchronizes the device (--launch synced).
-  void enqueue(const std::vector<const float*>& inputs, const std::vector<float*>& outputs, void* stream);
+  // output_names(); dense, of the program's shapes, float32 or the value's
+  // own 16-bit type: CallerBuffer), and the caller's stream continues after
+  // the outputs are written. No host synchronization: capturable into the
+  // caller's CUDA graph (under capture the launches themselves are captured,
+  // not the engine's own graph). UserError for a plan whose host
+  // synchronizes the device (--launch synced), and where CUDA can tell, for
+  // a buffer that is host memory or another device's, or a stream of
+  // another device.
+  struct CallerBuffer {
+    void* data = nullptr;  // device memory; an input's is only read
+    // kFloat32 (converted on the device where the value is 16-bit) or the
+    // value's own type (copied as is); another is an InternalError (the
+    // engine API refuses it first, by name).
+    ir::ElementType type = ir::ElementType::kFloat32;
+  };
+  void enqueue(const std::vector<CallerBuffer>& inputs, const std::vector<CallerBuffer>& outputs,
+               void* stream);
   std::vector<std::string> input_names() const;
   std::vector<std::string> output_names() const;
 

@@ -88,7 +88,7 @@ ActivationDesc make_activation_desc() {
 
 DeviceBuffer::DeviceBuffer(size_t bytes) {
   if (bytes == 0) return;
-  IOS_CUDA_CALL(cudaMalloc(&ptr_, bytes));
+  IOS_CUDA_ALLOC(cudaMalloc(&ptr_, bytes), bytes);
   bytes_ = bytes;
 }
 

@@ -92,6 +92,18 @@ void Runtime::place_buffers(DevicePool* pool, const RuntimeMemory& memory) {
       user_error("the device memory given to the execution context is not aligned to {} bytes (as "
                  "cudaMalloc's is)", kAlignment);
     }
+    // Where CUDA can tell: memory of the engine's device (or managed memory).
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, memory.arena) != cudaSuccess) {
+      detail::clear_failed_attempt();
+    } else if (attributes.type == cudaMemoryTypeUnregistered || attributes.type == cudaMemoryTypeHost) {
+      user_error("the device memory given to the execution context is host memory; give device memory of "
+                 "CUDA device {} (cudaMalloc)", ctx_.ordinal());
+    } else if (attributes.type == cudaMemoryTypeDevice && attributes.device != ctx_.ordinal()) {
+      user_error("the device memory given to the execution context is memory of CUDA device {} but the "
+                 "engine runs on device {}; give memory of device {}",
+                 attributes.device, ctx_.ordinal(), ctx_.ordinal());
+    }
     arena = static_cast<char*>(memory.arena);
   } else {
     arena_ = DeviceBuffer(static_cast<size_t>(layout.total_bytes));
@@ -275,6 +287,23 @@ void Runtime::download_output(int index, float* data, cudaMemcpyKind kind) {
     IOS_CUDA_CALL(cudaMemcpy2DAsync(data, item, value_ptr(id), static_cast<size_t>(v.batch_stride) * sizeof(float),
                                     item, static_cast<size_t>(v.batch()), kind, ctx_.stream(0)));
   }
+}
+
+void Runtime::copy_input_as_is(int index, const void* data) {
+  const int id = program_.inputs.at(static_cast<size_t>(index)).second;
+  const Value& v = program_.values.at(static_cast<size_t>(id));
+  IOS_ASSERT(v.dense(), "input '{}' is not dense", v.name);
+  IOS_CUDA_CALL(cudaMemcpyAsync(value_ptr(id), data, static_cast<size_t>(v.size()) * static_cast<size_t>(ir::bytes_of(v.type)),
+                                cudaMemcpyDeviceToDevice, ctx_.stream(0)));
+}
+
+void Runtime::copy_output_as_is(int index, void* data) {
+  const int id = program_.outputs.at(static_cast<size_t>(index)).second;
+  const Value& v = program_.values.at(static_cast<size_t>(id));
+  const size_t element = static_cast<size_t>(ir::bytes_of(v.type));
+  const size_t item = static_cast<size_t>(v.item_size()) * element;
+  IOS_CUDA_CALL(cudaMemcpy2DAsync(data, item, value_ptr(id), static_cast<size_t>(v.batch_stride) * element, item,
+                                  static_cast<size_t>(v.batch()), cudaMemcpyDeviceToDevice, ctx_.stream(0)));
 }
 
 void Runtime::synchronize() { IOS_CUDA_CALL(cudaStreamSynchronize(ctx_.stream(0))); }

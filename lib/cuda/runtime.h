@@ -56,6 +56,10 @@ class Runtime {
   void upload_input(int index, const float* data, cudaMemcpyKind kind = cudaMemcpyHostToDevice);
   void download_input(int index, float* data);  // what the input holds now
   void download_output(int index, float* data, cudaMemcpyKind kind = cudaMemcpyDeviceToHost);
+  // Device to device in the value's own element type (a 16-bit input or
+  // output the caller holds in that type): copied as is, not converted.
+  void copy_input_as_is(int index, const void* data);
+  void copy_output_as_is(int index, void* data);
   void synchronize();
 
   // One iteration on stream 0 (the other streams fork from and join into it):

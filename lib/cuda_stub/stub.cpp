@@ -43,8 +43,8 @@ TraceIteration Engine::trace() { no_device("tracing a plan"); }
 void Engine::write_trace(const std::string& /*path*/, const std::string& /*label*/) {
   no_device("tracing a plan");
 }
-void Engine::enqueue(const std::vector<const float*>& /*inputs*/, const std::vector<float*>& /*outputs*/,
-                     void* /*stream*/) {
+void Engine::enqueue(const std::vector<CallerBuffer>& /*inputs*/,
+                     const std::vector<CallerBuffer>& /*outputs*/, void* /*stream*/) {
   no_device("enqueueing a plan");
 }
 std::vector<std::string> Engine::input_names() const { no_device("an engine"); }

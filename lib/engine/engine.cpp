@@ -16,6 +16,7 @@
 #include "exec/backend.h"
 #include "exec/plan.h"
 #include "ios/engine.h"
+#include "ir/element_type.h"
 #include "ir/graph.h"
 #include "ir/precision.h"
 #include "model/prepared_model.h"
@@ -23,7 +24,37 @@
 
 namespace ios {
 
-std::string to_string(DataType) { return "float32"; }
+namespace {
+
+ir::ElementType element_type(DataType type) {
+  switch (type) {
+    case DataType::kFloat32:
+      return ir::ElementType::kFloat32;
+    case DataType::kFloat16:
+      return ir::ElementType::kFloat16;
+    case DataType::kBFloat16:
+      return ir::ElementType::kBFloat16;
+  }
+  return ir::ElementType::kFloat32;  // not reached: every type is a case
+}
+
+DataType data_type(ir::ElementType type) {
+  switch (type) {
+    case ir::ElementType::kFloat32:
+      return DataType::kFloat32;
+    case ir::ElementType::kFloat16:
+      return DataType::kFloat16;
+    case ir::ElementType::kBFloat16:
+      return DataType::kBFloat16;
+  }
+  return DataType::kFloat32;  // not reached: every type is a case
+}
+
+}  // namespace
+
+std::string to_string(DataType type) { return ir::type_name(element_type(type)); }
+
+size_t element_size(DataType type) { return static_cast<size_t>(ir::bytes_of(element_type(type))); }
 
 std::string to_string(DeviceKind device) { return device == DeviceKind::kCuda ? "cuda" : "cpu"; }
 
@@ -48,6 +79,10 @@ struct Engine::Impl {
   // cuda: the engine that holds the device weights every context uses.
   std::unique_ptr<cuda::Engine> weights;
   cuda::EngineOptions cuda_options;
+  // cuda: the first sticky CUDA error a call met (the context is lost; every
+  // later call refuses with it); empty while the engine is usable.
+  std::mutex lost_mutex;
+  std::string lost;
 };
 
 struct ExecutionContext::Impl {
@@ -97,8 +132,70 @@ void check_view(const TensorView& view, const TensorDesc& model, const char* wha
                                           : "; use run() for host tensors");
   }
   check_shape(view.shape, model, what);
+  // float32 for every engine (converted where the model's I/O is 16-bit, as
+  // Tensor is), or the engine's own 16-bit I/O type, taken as is.
+  if (view.type != DataType::kFloat32 && view.type != model.type) {
+    user_error("{} '{}' holds {} but the engine's {}s are {}; pass float32{}", what, model.name,
+               to_string(view.type), what, to_string(model.type),
+               model.type == DataType::kFloat32
+                   ? " (16-bit data is for a schedule made with --half-io or a model typed so)"
+                   : fmt::format(" or {}", to_string(model.type)));
+  }
   if (view.data == nullptr && model.elements() > 0)
     user_error("{} '{}' has no data (a null pointer)", what, model.name);
+}
+
+// The engine's calls on the GPU: an engine whose CUDA context was lost (a
+// sticky error, in any of its contexts) refuses every later call with the
+// first such error, rather than an error of whatever call comes next.
+void refuse_if_lost(Engine::Impl& e) {
+  const std::lock_guard<std::mutex> lock(e.lost_mutex);
+  if (!e.lost.empty()) {
+    throw DeviceError(
+        "this engine is unusable: an earlier call met a sticky CUDA error, after which every "
+        "CUDA call of the process fails (" +
+            e.lost + "); destroy the engine and run it in a new process",
+        true);
+  }
+}
+
+template <typename Call>
+decltype(auto) on_device(Engine::Impl& e, Call&& call) {
+  refuse_if_lost(e);
+  try {
+    return call();
+  } catch (const DeviceError& error) {
+    if (error.sticky()) {
+      const std::lock_guard<std::mutex> lock(e.lost_mutex);
+      if (e.lost.empty()) e.lost = error.what();
+    }
+    throw;
+  }
+}
+
+// A view of 16-bit values read into float32 (the engine computes on
+// float32 host tensors and rounds where the graph stores 16-bit values).
+std::vector<float> host_floats(const TensorView& view, int64_t elements) {
+  std::vector<float> data(static_cast<size_t>(elements));
+  if (view.type == DataType::kFloat32) {
+    const auto* values = static_cast<const float*>(view.data);
+    std::copy(values, values + elements, data.begin());
+    return data;
+  }
+  const ir::ElementType type = element_type(view.type);
+  const auto* bits = static_cast<const uint16_t*>(view.data);
+  for (int64_t i = 0; i < elements; ++i) data[static_cast<size_t>(i)] = ir::from_bits(bits[i], type);
+  return data;
+}
+
+void write_host(const std::vector<float>& values, const TensorView& view) {
+  if (view.type == DataType::kFloat32) {
+    std::copy(values.begin(), values.end(), static_cast<float*>(view.data));
+    return;
+  }
+  const ir::ElementType type = element_type(view.type);
+  auto* bits = static_cast<uint16_t*>(view.data);
+  for (size_t i = 0; i < values.size(); ++i) bits[i] = static_cast<uint16_t>(ir::to_bits(values[i], type));
 }
 
 const char* computes_nothing_hint =
@@ -112,7 +209,7 @@ ExecutionContext::ExecutionContext(std::unique_ptr<Impl> impl) : impl_(std::move
 ExecutionContext::~ExecutionContext() = default;
 
 TensorMap ExecutionContext::run(const TensorMap& inputs) {
-  const Engine::Impl& e = *impl_->engine;
+  Engine::Impl& e = *impl_->engine;
   if (!e.entry->traits.computes_outputs) {
     user_error("run(): the {} backend computes no outputs ({}); {}", e.entry->name,
                e.entry->traits.description, computes_nothing_hint);
@@ -130,7 +227,8 @@ TensorMap ExecutionContext::run(const TensorMap& inputs) {
   if (impl_->gpu) {
     cuda::TensorMap device_inputs;
     for (const auto& [name, tensor] : inputs) device_inputs[name] = tensor.data;
-    cuda::TensorMap results = impl_->gpu->run(device_inputs);
+    cuda::TensorMap results =
+        on_device(*impl_->engine, [&] { return impl_->gpu->run(device_inputs); });
     for (const TensorDesc& t : e.outputs)
       outputs[t.name] = Tensor{t.shape, std::move(results.at(t.name))};
     return outputs;
@@ -154,21 +252,17 @@ void ExecutionContext::run(const TensorViewMap& inputs, const TensorViewMap& out
   for (const TensorDesc& t : e.inputs) {
     const TensorView& view = inputs.at(t.name);
     check_view(view, t, "input", DeviceKind::kCpu, "run");
-    const auto* data = static_cast<const float*>(view.data);
-    host[t.name] = Tensor{t.shape, std::vector<float>(data, data + t.elements())};
+    host[t.name] = Tensor{t.shape, host_floats(view, t.elements())};
   }
   for (const TensorDesc& t : e.outputs)
     check_view(outputs.at(t.name), t, "output", DeviceKind::kCpu, "run");
   const TensorMap results = run(host);
-  for (const TensorDesc& t : e.outputs) {
-    const std::vector<float>& r = results.at(t.name).data;
-    std::copy(r.begin(), r.end(), static_cast<float*>(outputs.at(t.name).data));
-  }
+  for (const TensorDesc& t : e.outputs) write_host(results.at(t.name).data, outputs.at(t.name));
 }
 
 void ExecutionContext::enqueue(const TensorViewMap& inputs, const TensorViewMap& outputs,
                                void* cuda_stream) {
-  const Engine::Impl& e = *impl_->engine;
+  Engine::Impl& e = *impl_->engine;
   if (!impl_->gpu) {
     user_error(
         "enqueue() queues work on a CUDA stream, and this engine runs on the {} backend; use "
@@ -190,13 +284,16 @@ void ExecutionContext::enqueue(const TensorViewMap& inputs, const TensorViewMap&
     check_view(inputs.at(t.name), t, "input", DeviceKind::kCuda, "enqueue");
   for (const TensorDesc& t : e.outputs)
     check_view(outputs.at(t.name), t, "output", DeviceKind::kCuda, "enqueue");
-  std::vector<const float*> in;
-  std::vector<float*> out;
-  for (const std::string& name : impl_->gpu->input_names())
-    in.push_back(static_cast<const float*>(inputs.at(name).data));
-  for (const std::string& name : impl_->gpu->output_names())
-    out.push_back(static_cast<float*>(outputs.at(name).data));
-  impl_->gpu->enqueue(in, out, cuda_stream);
+  std::vector<cuda::Engine::CallerBuffer> in, out;
+  for (const std::string& name : impl_->gpu->input_names()) {
+    const TensorView& view = inputs.at(name);
+    in.push_back({view.data, element_type(view.type)});
+  }
+  for (const std::string& name : impl_->gpu->output_names()) {
+    const TensorView& view = outputs.at(name);
+    out.push_back({view.data, element_type(view.type)});
+  }
+  on_device(e, [&] { impl_->gpu->enqueue(in, out, cuda_stream); });
 }
 
 Prediction ExecutionContext::predict() {
@@ -233,6 +330,14 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
                                 : std::optional(ir::parse_precision(options.precision, "precision"));
   if (options.threads < 0)
     user_error("threads {}: expected 0 (all cores) or more", options.threads);
+  if (options.device < 0) {
+    user_error("device {}: expected a CUDA device ordinal, 0 (the first GPU) or more",
+               options.device);
+  }
+  if (options.device != 0 && e.entry->name != "cuda") {
+    user_error("device {}: the {} backend runs on no GPU; device is for backend cuda (drop it)",
+               options.device, e.entry->name);
+  }
   const exec::ConvKernels conv_kernels =
       options.conv_kernels.empty() ? exec::ConvKernels::kLegacy
                                    : exec::parse_conv_kernels(options.conv_kernels, "conv_kernels");
@@ -254,11 +359,20 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
                                                        : "graph";
   e.plan = exec::lower(*e.prepared->units, e.schedule, engine::stage_join(e.launch));
 
-  for (const auto& [name, shape] : e.prepared->info().inputs)
-    e.inputs.push_back({name, shape, DataType::kFloat32});
+  // The types the graph takes and gives: 16-bit for a schedule made with
+  // --half-io, or a model typed so; float32 otherwise.
   const ir::Graph& graph = e.prepared->model.graph;
+  auto input_type = [&](const std::string& name) {
+    for (ir::TensorId t : graph.inputs()) {
+      if (graph.tensor(t).name == name) return data_type(graph.tensor(t).type);
+    }
+    return DataType::kFloat32;
+  };
+  for (const auto& [name, shape] : e.prepared->info().inputs)
+    e.inputs.push_back({name, shape, input_type(name)});
   for (ir::TensorId t : graph.outputs()) {
-    e.outputs.push_back({graph.tensor(t).name, graph.tensor(t).shape, DataType::kFloat32});
+    e.outputs.push_back(
+        {graph.tensor(t).name, graph.tensor(t).shape, data_type(graph.tensor(t).type)});
   }
 
   const ir::Precision precision = asked.value_or(e.prepared->precision.value);
@@ -267,6 +381,7 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
     e.cuda_options.cuda_graph = e.launch == "graph";
     e.cuda_options.conv_kernels = conv_kernels;
     e.cuda_options.plan_cache = options.plan_cache;
+    e.cuda_options.device = options.device;
     e.weights = std::make_unique<cuda::Engine>(*e.prepared->units, e.plan, e.cuda_options);
     e.cuda_options.weights_from = e.weights.get();
     return impl;
@@ -301,6 +416,8 @@ const std::vector<TensorDesc>& Engine::outputs() const { return impl_->outputs; 
 const std::string& Engine::backend() const { return impl_->entry->name; }
 bool Engine::computes_outputs() const { return impl_->entry->traits.computes_outputs; }
 
+int Engine::device() const { return impl_->options.device; }
+
 size_t Engine::device_memory_size() const {
   return impl_->weights ? impl_->weights->info().arena_bytes : 0;
 }
@@ -312,8 +429,9 @@ std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& o
     cuda::EngineOptions cuda_options = impl_->cuda_options;
     cuda_options.arena = options.device_memory;
     cuda_options.arena_bytes = options.device_memory_bytes;
-    context->gpu =
-        std::make_unique<cuda::Engine>(*impl_->prepared->units, impl_->plan, cuda_options);
+    context->gpu = on_device(*impl_, [&] {
+      return std::make_unique<cuda::Engine>(*impl_->prepared->units, impl_->plan, cuda_options);
+    });
   } else {
     if (options.device_memory != nullptr) {
       user_error(

@@ -3,10 +3,16 @@
 // with the caller's device buffers; enqueue captured into the caller's CUDA
 // graph and replayed; caller-provided device memory; one context per thread
 // sharing the weights; a schedule planned for synced launches refused for
-// enqueue. [host]: without a device the cuda backend is refused by name.
+// enqueue; the caller's current device restored; host memory and another
+// device's buffers and streams refused; a --half-io engine enqueued with
+// 16-bit buffers; after a sticky CUDA error (in a child process: it loses
+// the process's CUDA context) every call says the engine is unusable.
+// [host]: without a device the cuda backend is refused by name.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +24,9 @@
 
 #if IOS_HAVE_CUDA
 #include <cuda_runtime.h>
+#include <sys/wait.h>
+
+#include "ir/element_type.h"
 #endif
 
 namespace ios::gputest {
@@ -184,6 +193,11 @@ TEST_CASE_METHOD(ApiFixture, "engine API: a context in caller-provided device me
   {
     REQUIRE_THROWS_WITH(gpu.create_context({memory, bytes - 1}),
                         Catch::Contains("smaller than it needs"));
+    // Host memory is refused (where CUDA can tell, as here: plain host memory).
+    void* host = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    REQUIRE(host != nullptr);
+    CHECK_THROWS_WITH(gpu.create_context({host, bytes}), Catch::Contains("is host memory"));
+    std::free(host);
     auto context = gpu.create_context({memory, bytes});
     cudaStream_t stream = nullptr;
     API_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -251,6 +265,208 @@ TEST_CASE_METHOD(ApiFixture,
   const ios::TensorDesc& in = synced.inputs().at(0);
   require_close(context->run({{in.name, {in.shape, x1}}}).at(synced.outputs()[0].name).data, y1,
                 "synced run");
+}
+
+int device_count() {
+  int count = 0;
+  API_CUDA_CHECK(cudaGetDeviceCount(&count));
+  return count;
+}
+
+int current_device() {
+  int device = -1;
+  API_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+TEST_CASE_METHOD(ApiFixture, "engine API: every call leaves the caller's current device as it was",
+                 "[gpu][api]") {
+  // With one GPU the engine's device is the caller's: nothing may change it.
+  // With two, the caller works on the last and the engine on device 0.
+  const int caller = device_count() - 1;
+  API_CUDA_CHECK(cudaSetDevice(caller));
+  {
+    const ios::Engine engine(api_model(), schedule, cuda_options());
+    CHECK(current_device() == caller);
+    auto context = engine.create_context();
+    CHECK(current_device() == caller);
+    const ios::TensorDesc& in = engine.inputs().at(0);
+    require_close(context->run({{in.name, {in.shape, x1}}}).at(engine.outputs()[0].name).data, y1,
+                  "run from another current device");
+    CHECK(current_device() == caller);
+    API_CUDA_CHECK(cudaSetDevice(0));  // the buffers: the engine's device
+    DeviceIo io(engine);
+    cudaStream_t stream = nullptr;
+    API_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    io.upload(x2, stream);
+    API_CUDA_CHECK(cudaSetDevice(caller));
+    context->enqueue(io.inputs(), io.outputs(), stream);
+    CHECK(current_device() == caller);
+    require_close(io.download(stream), y2, "enqueue from another current device");
+    API_CUDA_CHECK(cudaStreamDestroy(stream));
+    context.reset();
+    CHECK(current_device() == caller);
+  }
+  CHECK(current_device() == caller);  // the Engine's destruction too
+  // A device the machine does not have.
+  ios::EngineOptions absent = cuda_options();
+  absent.device = device_count();
+  REQUIRE_THROWS_AS(ios::Engine(api_model(), schedule, absent), ios::NoDeviceError);
+  CHECK(current_device() == caller);
+  API_CUDA_CHECK(cudaSetDevice(0));
+}
+
+TEST_CASE_METHOD(ApiFixture, "engine API: enqueue refuses host memory and another device's buffers",
+                 "[gpu][api]") {
+  auto context = gpu.create_context();
+  DeviceIo io(gpu);
+  // Plain host memory, marked as device memory: refused before anything is queued.
+  std::vector<float> host(static_cast<size_t>(io.in.elements()));
+  ios::TensorViewMap host_inputs = io.inputs();
+  host_inputs.begin()->second.data = host.data();
+  REQUIRE_THROWS_WITH(context->enqueue(host_inputs, io.outputs(), nullptr),
+                      Catch::Contains("is host memory that CUDA does not know"));
+  // A 16-bit buffer for a float32 engine: refused by name.
+  ios::TensorViewMap half_inputs = io.inputs();
+  half_inputs.begin()->second.type = ios::DataType::kFloat16;
+  REQUIRE_THROWS_WITH(context->enqueue(half_inputs, io.outputs(), nullptr),
+                      Catch::Contains("holds float16 but the engine's inputs are float32"));
+  if (device_count() < 2) {
+    // No other device to own a buffer or a stream: the refusals above are
+    // what one GPU can show; the engine still works after them.
+    cudaStream_t stream = nullptr;
+    API_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    io.upload(x1, stream);
+    context->enqueue(io.inputs(), io.outputs(), stream);
+    require_close(io.download(stream), y1, "enqueue after refusals");
+    API_CUDA_CHECK(cudaStreamDestroy(stream));
+    return;
+  }
+  API_CUDA_CHECK(cudaSetDevice(1));
+  void* other = nullptr;
+  API_CUDA_CHECK(cudaMalloc(&other, static_cast<size_t>(io.out.elements()) * sizeof(float)));
+  cudaStream_t other_stream = nullptr;
+  API_CUDA_CHECK(cudaStreamCreateWithFlags(&other_stream, cudaStreamNonBlocking));
+  API_CUDA_CHECK(cudaSetDevice(0));
+  ios::TensorViewMap other_outputs = io.outputs();
+  other_outputs.begin()->second.data = other;
+  REQUIRE_THROWS_WITH(
+      context->enqueue(io.inputs(), other_outputs, nullptr),
+      Catch::Contains("is memory of CUDA device 1 but the engine runs on device 0"));
+  REQUIRE_THROWS_WITH(context->enqueue(io.inputs(), io.outputs(), other_stream),
+                      Catch::Contains("belongs to CUDA device 1 but the engine runs on device 0"));
+  API_CUDA_CHECK(cudaSetDevice(1));
+  API_CUDA_CHECK(cudaStreamDestroy(other_stream));
+  API_CUDA_CHECK(cudaFree(other));
+  API_CUDA_CHECK(cudaSetDevice(0));
+}
+
+TEST_CASE("engine API: a --half-io engine enqueued with 16-bit device buffers", "[gpu][api]") {
+  ios::OptimizeOptions search;
+  search.batch = 1;
+  search.cost = "simulated";
+  search.precision = "fp16";
+  search.half_io = true;
+  const ios::Schedule half = ios::Schedule::optimize(api_model(), search);
+  ios::EngineOptions options;
+  options.backend = "cuda";
+  const ios::Engine engine(api_model(), half, options);
+  const ios::TensorDesc& in = engine.inputs().at(0);
+  const ios::TensorDesc& out = engine.outputs().at(0);
+  REQUIRE(in.type == ios::DataType::kFloat16);
+  REQUIRE(out.type == ios::DataType::kFloat16);
+  const std::vector<float> x = api_input(in, 3).data;
+  std::vector<uint16_t> x16(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    x16[i] = static_cast<uint16_t>(ir::to_bits(x[i], ir::ElementType::kFloat16));
+  auto context = engine.create_context();
+  // The reference: the same engine on host tensors (rounded to fp16 on the way in).
+  const std::vector<float> expected = context->run({{in.name, {in.shape, x}}}).at(out.name).data;
+  void* dx = nullptr;
+  void* dy = nullptr;
+  API_CUDA_CHECK(cudaMalloc(&dx, x16.size() * 2));
+  API_CUDA_CHECK(cudaMalloc(&dy, static_cast<size_t>(out.elements()) * 2));
+  API_CUDA_CHECK(cudaMemcpy(dx, x16.data(), x16.size() * 2, cudaMemcpyHostToDevice));
+  context->enqueue({{in.name, {dx, in.shape, ios::DataType::kFloat16, ios::DeviceKind::kCuda}}},
+                   {{out.name, {dy, out.shape, ios::DataType::kFloat16, ios::DeviceKind::kCuda}}},
+                   nullptr);
+  std::vector<uint16_t> y16(static_cast<size_t>(out.elements()));
+  API_CUDA_CHECK(cudaMemcpy(y16.data(), dy, y16.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<float> y(y16.size());
+  for (size_t i = 0; i < y.size(); ++i) y[i] = ir::from_bits(y16[i], ir::ElementType::kFloat16);
+  CHECK(y == expected);  // the same plan on the same values: the same bits
+  API_CUDA_CHECK(cudaFree(dx));
+  API_CUDA_CHECK(cudaFree(dy));
+}
+
+// A kernel that stores to address 8: an illegal address, CUDA's sticky error.
+constexpr const char* kIllegalWritePtx = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry ios_write_to_address_8()
+{
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<2>;
+  mov.b32 %r1, 1;
+  mov.b64 %rd1, 8;
+  st.global.b32 [%rd1], %r1;
+  ret;
+}
+)";
+
+// Run alone, in a child process (below): it loses the process's CUDA context.
+TEST_CASE_METHOD(ApiFixture, "engine API: a sticky error makes the engine unusable (child)",
+                 "[.sticky-child]") {
+  auto context = gpu.create_context();
+  auto spare = gpu.create_context();
+  cudaLibrary_t library = nullptr;
+  API_CUDA_CHECK(
+      cudaLibraryLoadData(&library, kIllegalWritePtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
+  cudaKernel_t kernel = nullptr;
+  API_CUDA_CHECK(cudaLibraryGetKernel(&kernel, library, "ios_write_to_address_8"));
+  API_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), nullptr,
+                                  0, nullptr));
+  // An illegal address (or, on some drivers, an unspecified launch failure):
+  // sticky either way.
+  const cudaError_t fault = cudaDeviceSynchronize();
+  REQUIRE((fault == cudaErrorIllegalAddress || fault == cudaErrorLaunchFailure));
+  const std::string fault_name = cudaGetErrorName(fault);
+  const ios::TensorDesc& in = gpu.inputs().at(0);
+  const ios::TensorMap inputs{{in.name, {in.shape, x1}}};
+  // The first call meets the error itself: a sticky DeviceError, not an InternalError.
+  try {
+    context->run(inputs);
+    FAIL("run() after an illegal address succeeded");
+  } catch (const ios::DeviceError& e) {
+    CHECK(e.sticky());
+    CHECK(e.exit_code() == ios::ExitCode::kDevice);
+    CHECK_THAT(e.what(), Catch::Contains(fault_name));
+  }
+  // Every later call, of any context of the engine, says the engine is unusable.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    CHECK_THROWS_WITH(context->run(inputs), Catch::StartsWith("this engine is unusable"));
+    CHECK_THROWS_WITH(spare->run(inputs), Catch::StartsWith("this engine is unusable"));
+    CHECK_THROWS_WITH(gpu.create_context(), Catch::StartsWith("this engine is unusable"));
+  }
+  try {
+    spare->run(inputs);
+  } catch (const ios::DeviceError& e) {
+    CHECK(e.sticky());
+    CHECK_THAT(e.what(), Catch::Contains(fault_name));  // the first error, quoted
+  }
+}
+
+TEST_CASE("engine API: a sticky error makes the engine unusable", "[gpu][api]") {
+  // The case above runs in a process of its own: after an illegal address
+  // nothing in the process can use CUDA, the other test cases included.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string command = "'" + self + "' '[sticky-child]' >&2";
+  const int status = std::system(command.c_str());
+  REQUIRE(status != -1);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 #endif  // IOS_HAVE_CUDA

@@ -400,6 +400,25 @@ def test_cuda_backend_without_a_gpu(schedule):
         ios.Engine(MODEL, schedule, backend="cuda")
 
 
+def test_device_keyword(schedule):
+    """device is the CUDA ordinal: refused when negative or with the cpu
+    backend, and a device the machine does not have is no GPU."""
+    with pytest.raises(ios.UserError, match=r"^device -1: expected a CUDA device ordinal"):
+        ios.Engine(MODEL, schedule, device=-1)
+    with pytest.raises(ios.UserError, match=r"^device 1: the cpu backend runs on no GPU"):
+        ios.Engine(MODEL, schedule, device=1)
+    with pytest.raises(ios.NoDeviceError, match=r"^no CUDA device"):
+        ios.Engine(MODEL, schedule, backend="cuda", device=1000)
+
+
+def test_error_kinds():
+    """The GPU's failures are their own kinds, not internal errors."""
+    assert issubclass(ios.DeviceError, ios.Error)
+    assert issubclass(ios.OutOfMemoryError, ios.DeviceError)
+    for kind in (ios.UserError, ios.InternalError, ios.NoDeviceError):
+        assert not issubclass(ios.DeviceError, kind)
+
+
 def test_schedule_for_another_model(schedule):
     with pytest.raises(ios.UserError, match=r"the schedule was made for another model"):
         ios.Engine(OTHER_MODEL, schedule)

@@ -144,6 +144,20 @@ int main(int argc, char** argv) {
                   "unknown backend 'tpu'", "an unknown backend");
     check_refused([&] { ios::Schedule::from_json("{}", "empty.json"); }, "empty.json",
                   "a document that is no schedule");
+    check_refused(
+        [&] {
+          ios::EngineOptions negative;
+          negative.device = -1;
+          ios::Engine(model, schedule, negative);
+        },
+        "device -1: expected a CUDA device ordinal", "a negative device");
+    // The installed header's element types and error kinds.
+    check(ios::to_string(ios::DataType::kBFloat16) == "bfloat16" &&
+              ios::element_size(ios::DataType::kFloat16) == 2 &&
+              ios::OutOfMemoryError("out of memory", 64).bytes() == 64 &&
+              ios::DeviceError("x", true).sticky() &&
+              ios::OutOfMemoryError("x", 1).exit_code() == ios::ExitCode::kOutOfMemory,
+          "the header's 16-bit types and device error kinds");
     try {
       ios::Engine(model, schedule, with_backend("cuda"));
       std::printf("note: a GPU is present; the CUDA path is tested by ios_gpu_tests\n");
