@@ -11,11 +11,12 @@ over the C++ API include/ios/engine.h); ios.compile is Python (_compile.py).
 Reference: docs/api.md, "Python".
 """
 
-from ._ios import Context, Engine, Error, InternalError, NoDeviceError, Schedule, UserError, optimize
+from ._ios import (Context, DeviceError, Engine, Error, InternalError, NoDeviceError, OutOfMemoryError, Schedule,
+                   UserError, optimize)
 from ._compile import Compiled, compile  # noqa: A001 (the name torch.compile has too)
 
-__all__ = ["Compiled", "Context", "Engine", "Error", "InternalError", "NoDeviceError", "Schedule", "UserError",
-           "compile", "optimize"]
+__all__ = ["Compiled", "Context", "DeviceError", "Engine", "Error", "InternalError", "NoDeviceError",
+           "OutOfMemoryError", "Schedule", "UserError", "compile", "optimize"]
 
 # Shown as ios.Engine, ios.UserError... (repr, tracebacks, help), the names
 # users write, rather than the extension's ios._ios.
