@@ -5,6 +5,7 @@
                                           [--models SUBSTRING,...] [--runs 3] [--machine TEXT]
                                           [--baseline bench/search_time_baseline.json]
                                           [--write-baseline FILE] [--out FILE] [--check]
+                                          [--profile-db FILE]
 
 For every float32 model of the models folder, at its default precision and
 with `--precision fp16`, and for every typed file (*.fp16.onnx, *.bf16.onnx)
@@ -29,6 +30,14 @@ where greedy takes over 1 s; no block stopped; predicted latency within
 the script exits 1 when a row misses; --max-ratio R replaces the time bound
 by "at most R x greedy's wall time in the same run" (the cut ctest runs,
 test/cli/search_time.sh: absolute seconds mean little on a shared machine).
+
+With --profile-db FILE (on a machine with a GPU: `--cost measured` needs
+one, and the script stops with ios-optimize's message where there is none)
+every row also runs the measured search, `ios-optimize MODEL --batch 1
+--threads 1 --cost measured --profile-db COPY` on a copy of FILE, --runs
+times in a row: the first run's wall time (the database as given: stages it
+lacks are measured on the GPU and added) and the median of the later ones
+(warm: every stage asked about is in the copy).
 """
 
 import argparse
@@ -37,6 +46,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,7 +107,17 @@ def run_once(binary, path, extra, work):
     return wall, usage.ru_maxrss * 1024, after_import, data
 
 
-def measure(bin_dir, label, path, extra, runs, work):
+def measure_with_profile(ios, path, extra, runs, work, profile_db):
+    """(first, warm): wall seconds of the measured search on a copy of `profile_db`, the first run's
+    and the median of the later ones (None with one run)."""
+    copy = os.path.join(work, "profile.sqlite")
+    shutil.copyfile(profile_db, copy)
+    walls = [run_once(ios, path, extra + ["--threads", "1", "--cost", "measured", "--profile-db", copy], work)[0]
+             for _ in range(runs)]
+    return walls[0], statistics.median(walls[1:]) if len(walls) > 1 else None
+
+
+def measure(bin_dir, label, path, extra, runs, work, profile_db=""):
     ios = os.path.join(bin_dir, "ios-optimize")
     walls = {"ios": [], "greedy": []}
     search_bytes = []
@@ -112,7 +132,9 @@ def measure(bin_dir, label, path, extra, runs, work):
         walls["greedy"].append(wall)
     blocks = report.get("blocks", [])
     stopped = sum(1 for b in blocks if b.get("search") != "complete")
+    measured = measure_with_profile(ios, path, extra, runs, work, profile_db) if profile_db else None
     return {
+        "measured_s": measured,
         "label": label,
         "ios_s": statistics.median(walls["ios"]),
         "greedy_s": statistics.median(walls["greedy"]),
@@ -146,8 +168,10 @@ def verdict(row, baseline, max_ratio):
 
 
 def table(rows, baseline, max_ratio):
-    out = ["| model | ios s | greedy s | ratio | search MB | predicted ms | vs baseline | stopped | meets |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    measured = any(r["measured_s"] for r in rows)
+    out = ["| model | ios s | greedy s | ratio | search MB | predicted ms | vs baseline | stopped | meets |"
+           + (" measured s (first, warm) |" if measured else ""),
+           "|---|---|---|---|---|---|---|---|---|" + ("---|" if measured else "")]
     for r in rows:
         base = baseline.get(r["label"]) if baseline else None
         vs = f"{(r['predicted_ms'] / base - 1.0) * 100.0:+.2f}%" if base else ""
@@ -155,7 +179,9 @@ def table(rows, baseline, max_ratio):
         misses = verdict(r, baseline, max_ratio)
         out.append(f"| {r['label']} | {r['ios_s']:.2f} | {r['greedy_s']:.2f} | {r['ios_s'] / r['greedy_s']:.2f} | "
                    f"{mb} | {r['predicted_ms']:.4f} | {vs} | {r['stopped']} | "
-                   f"{'yes' if not misses else 'no: ' + '; '.join(misses)} |")
+                   f"{'yes' if not misses else 'no: ' + '; '.join(misses)} |"
+                   + (f" {r['measured_s'][0]:.2f}, {r['measured_s'][1] if r['measured_s'][1] is not None else 0:.2f} |"
+                      if measured else ""))
     return "\n".join(out) + "\n"
 
 
@@ -170,6 +196,9 @@ def main():
     ap.add_argument("--machine", default="")
     ap.add_argument("--out", default="", help="also write the section (Markdown) here")
     ap.add_argument("--check", action="store_true", help="exit 1 when a row misses the acceptance")
+    ap.add_argument("--profile-db", default="",
+                    help="also time the measured search (--cost measured, needs a GPU) on a copy of this "
+                         "profile database")
     ap.add_argument("--max-ratio", type=float, default=0.0,
                     help="with --check: the time bound is instead at most this many times greedy's wall "
                          "time, measured in the same run (the CI cut, on a shared machine)")
@@ -183,7 +212,7 @@ def main():
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as work:
         for label, path, extra in model_runs(args.models_dir, only):
-            row = measure(args.bin_dir, label, path, extra, args.runs, work)
+            row = measure(args.bin_dir, label, path, extra, args.runs, work, args.profile_db)
             rows.append(row)
             print(f"{label}: ios {row['ios_s']:.2f} s, greedy {row['greedy_s']:.2f} s, "
                   f"{row['predicted_ms']:.4f} ms predicted", file=sys.stderr, flush=True)
@@ -211,7 +240,10 @@ def main():
               "blocks whose search did not complete. A row meets the acceptance when ios takes at most 2 s, or "
               "at most 2x greedy where greedy takes over 1 s, no block stopped, the prediction is within 0.5% of "
               "the baseline or better, and the search takes at most 300 MB. On a loaded machine the seconds "
-              "stretch for both programs alike; the ratio is the steadier figure.\n\n")
+              "stretch for both programs alike; the ratio is the steadier figure."
+              + (f" `measured s`: `--cost measured` on a copy of `{os.path.basename(args.profile_db)}`, the first "
+                 "run's wall time (stages the database lacks measured on the GPU) and the median of the later, warm "
+                 "ones." if args.profile_db else "") + "\n\n")
     print(header + text)
     if args.out:
         with open(args.out, "w") as f:
@@ -225,4 +257,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except RuntimeError as e:  # an ios-optimize run that failed: its command and message
+        print(f"search_time.py: {e}", file=sys.stderr)
+        sys.exit(2)
