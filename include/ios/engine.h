@@ -256,6 +256,26 @@ struct ContextOptions {
 
 class Engine;
 
+// What an engine and its contexts hold, by kind (Engine::allocations()):
+// the live allocations the backend made and their bytes.
+struct AllocationCount {
+  int64_t allocations = 0;
+  int64_t bytes = 0;
+};
+struct Allocations {
+  // The model's weights: once per engine, whatever the number of contexts
+  // and batch sizes (cuda: device memory, one buffer; cpu: the imported
+  // host tensors, one allocation counted for them all). cpu also counts
+  // here the weights a merged convolution assembles, once per context.
+  AllocationCount weights;
+  // Activation arenas: one per context and batch size (cuda: made by
+  // create_context, or in the caller's ContextOptions memory, which is not
+  // counted; cpu: made by the first run at that batch size).
+  AllocationCount activations;
+  // cuDNN and cuBLASLt workspaces (cuda), per context.
+  AllocationCount workspaces;
+};
+
 // What one thread runs an engine with: its own activations, streams and
 // (on the GPU) algorithm choices, made when it is created; the engine's
 // weights are shared. Not to be used by two threads at once.
@@ -298,9 +318,21 @@ class ExecutionContext {
 // them (the model's hash, every unit once, dependencies; another batch only
 // with `retarget`), lowered once for the backend. Immutable afterwards:
 // every const call may be made from any thread.
+//
+// Several batch sizes: an engine of several schedules of one model, each
+// made for its own batch, holds the weights once for all of them; each
+// context runs every batch size, run() and enqueue() choosing the schedule
+// by the batch of the inputs (the first dimension of the model's first
+// input). docs/api.md, *Several batch sizes*.
 class Engine {
  public:
   Engine(const std::string& model_path, const Schedule& schedule,
+         const EngineOptions& options = {});
+  // One schedule per batch size (each run at the batch it was made for, so
+  // options.batch and options.input_shapes must be unset when there are
+  // several); the other options apply to every schedule. UserError for an
+  // empty list and for two schedules of the same batch.
+  Engine(const std::string& model_path, const std::vector<Schedule>& schedules,
          const EngineOptions& options = {});
   // The sequential schedule (one unit after the other), as ios-run without
   // a schedule file.
@@ -309,13 +341,22 @@ class Engine {
   Engine(Engine&&) noexcept;
   Engine& operator=(Engine&&) noexcept;
 
+  // The first schedule's inputs and outputs; those of another batch size
+  // by its batch (UserError for a batch the engine does not hold).
   const std::vector<TensorDesc>& inputs() const;
   const std::vector<TensorDesc>& outputs() const;
+  const std::vector<TensorDesc>& inputs(int64_t batch) const;
+  const std::vector<TensorDesc>& outputs(int64_t batch) const;
+  // The batch sizes it holds, one per schedule, in the order given.
+  std::vector<int64_t> batch_sizes() const;
   const std::string& backend() const;
   // Whether run() computes outputs (cpu, cuda) or the backend only predicts (sim).
   bool computes_outputs() const;
-  // cuda: the activation memory one context needs (ContextOptions); 0 elsewhere.
+  // cuda: the activation memory one context needs (ContextOptions), every
+  // batch size's, each from a 256-byte boundary; 0 elsewhere.
   size_t device_memory_size() const;
+  // What the engine and its living contexts hold now, by kind.
+  Allocations allocations() const;
   // The CUDA device ordinal it runs on (EngineOptions::device; 0 for cpu and sim).
   int device() const;
 

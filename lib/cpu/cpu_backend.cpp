@@ -10,8 +10,9 @@ namespace {
 
 class CpuSession : public exec::Session {
  public:
-  CpuSession(const sched::UnitGraph& units, const exec::ExecPlan& plan, int threads)
-      : executor_(units, plan, ExecutorOptions{threads}) {}
+  CpuSession(const sched::UnitGraph& units, const exec::ExecPlan& plan, int threads,
+             exec::AllocationCounter* allocations)
+      : executor_(units, plan, ExecutorOptions{threads, allocations}) {}
   exec::TensorMap run(const exec::TensorMap& inputs) override {
     last_inputs_ = inputs;
     return executor_.run(inputs);
@@ -44,18 +45,20 @@ class CpuSession : public exec::Session {
 
 class CpuBackend : public exec::Backend {
  public:
-  CpuBackend(const sched::UnitGraph& units, int threads) : units_(units), threads_(threads) {}
+  CpuBackend(const sched::UnitGraph& units, int threads, exec::AllocationCounter* allocations)
+      : units_(units), threads_(threads), allocations_(allocations) {}
   std::string device_name() const override { return "CPU reference"; }
   // The same sums in another order (merges, other schedules) differ in the
   // last bits of float32.
   exec::Tolerance default_tolerance() const override { return {1e-5, 1e-4}; }
   std::unique_ptr<exec::Session> open(const exec::ExecPlan& plan) override {
-    return std::make_unique<CpuSession>(units_, plan, threads_);
+    return std::make_unique<CpuSession>(units_, plan, threads_, allocations_);
   }
 
  private:
   const sched::UnitGraph& units_;
   int threads_;
+  exec::AllocationCounter* allocations_;
 };
 
 }  // namespace
@@ -67,7 +70,7 @@ exec::BackendEntry backend_entry() {
   traits.default_iterations = 5;
   traits.uses_threads = true;
   return {"cpu", traits, [](const sched::UnitGraph& units, const exec::BackendOptions& options) {
-            return std::make_unique<CpuBackend>(units, options.threads);
+            return std::make_unique<CpuBackend>(units, options.threads, options.allocations);
           }};
 }
 

@@ -27,7 +27,7 @@ namespace ios::cpu {
 
 CpuExecutor::CpuExecutor(const sched::UnitGraph& graph, const exec::ExecPlan& plan,
                          ExecutorOptions options, std::optional<MemoryBudget> budget)
-    : graph_(graph), ir_(*graph.ir()), storage_(graph, plan) {
+    : graph_(graph), ir_(*graph.ir()), storage_(graph, plan), allocations_(options.allocations) {
   threads_ = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   build_program(plan);
   place_storages(plan);
@@ -196,6 +196,9 @@ void CpuExecutor::build_program(const exec::ExecPlan& plan) {
     Merged merged;
     merged.spec = &storage_.merge_spec(step.kernel);
     merged.weights = sched::assemble_merged_weights(graph_, *merged.spec);
+    merged.counted = exec::CountedAllocation(
+        allocations_, exec::AllocationKind::kWeights,
+        static_cast<int64_t>((merged.weights.weight.size() + merged.weights.bias.size()) * sizeof(float)));
     merged.region = storage_.merged_region(step.kernel);
     const int index = static_cast<int>(merged_.size());
     merged_.push_back(std::move(merged));
@@ -396,7 +399,11 @@ void CpuExecutor::execute_merged_product(const Merged& m) {
 
 std::map<std::string, exec::HostTensor> CpuExecutor::run(const std::map<std::string, exec::HostTensor>& inputs) {
   check_inputs(ir_, inputs);
-  if (arena_.empty()) arena_.assign(static_cast<size_t>(arena_elements_), 0.0f);
+  if (arena_.empty() && arena_elements_ > 0) {
+    arena_.assign(static_cast<size_t>(arena_elements_), 0.0f);
+    arena_counted_ = exec::CountedAllocation(allocations_, exec::AllocationKind::kActivations,
+                                             arena_elements_ * static_cast<int64_t>(sizeof(float)));
+  }
   for (ir::TensorId id : ir_.inputs()) {
     const exec::HostTensor& given = inputs.at(ir_.tensor(id).name);
     const View dst = view_of(id);

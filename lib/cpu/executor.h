@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cpu/view.h"
+#include "exec/allocations.h"
 #include "exec/npy.h"
 #include "exec/plan.h"
 #include "exec/storage_plan.h"
@@ -60,6 +61,11 @@ int64_t thread_address_space(int threads);
 
 struct ExecutorOptions {
   int threads = 0;  // 0: all hardware threads
+  // Where the arena (activations) and the merged kernels' assembled
+  // weights are reported while they live (the engine API's
+  // Engine::allocations()); null: nowhere. The model's own weights are the
+  // IR's tensors, which the executor reads in place and does not count.
+  exec::AllocationCounter* allocations = nullptr;
 };
 
 // What the memory plan decided (for reports and tests).
@@ -102,6 +108,7 @@ class CpuExecutor {
     sched::MergedWeights weights;
     // The temporary [N, sum of member channels, H, W], or [..., sum of member columns].
     exec::Region region;
+    exec::CountedAllocation counted;  // the assembled weights, per executor
   };
   // One step of the program: an IR node, or a merged convolution or matrix
   // product.
@@ -142,6 +149,8 @@ class CpuExecutor {
   bool rounds_ = false;  // the model has 16-bit tensors
   int64_t arena_elements_ = 0;
   std::vector<float> arena_;  // allocated on first run
+  exec::AllocationCounter* allocations_ = nullptr;
+  exec::CountedAllocation arena_counted_;
   MemoryPlanStats stats_;
 };
 

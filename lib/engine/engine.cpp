@@ -13,6 +13,7 @@
 #include "cuda/engine.h"
 #include "engine/loading.h"
 #include "engine/schedule_impl.h"
+#include "exec/allocations.h"
 #include "exec/backend.h"
 #include "exec/plan.h"
 #include "ios/engine.h"
@@ -64,21 +65,36 @@ int64_t TensorDesc::elements() const {
   return n;
 }
 
-struct Engine::Impl {
-  EngineOptions options;
+// One schedule of the engine, at its batch size: the model imported at its
+// shapes (its weights those of the engine's first schedule, shared), the
+// schedule lowered, the backend that opens its sessions.
+struct Variant {
   std::unique_ptr<model::PreparedModel> prepared;
   sched::Schedule schedule;
   exec::ExecPlan plan;
   std::string launch;  // effective: the options', else the schedule's, else graph
   std::vector<TensorDesc> inputs, outputs;
-  const exec::BackendEntry* entry = nullptr;
-  // cpu, sim: the backend, which opens a session per context (under `open`:
-  // contexts may be created from several threads).
+  int64_t batch = 0;  // the first input's first dimension: what run() and enqueue() choose by
+  // cpu, sim: the backend, which opens a session per context.
   std::unique_ptr<exec::Backend> backend;
-  std::mutex open;
   // cuda: the engine that holds the device weights every context uses.
   std::unique_ptr<cuda::Engine> weights;
   cuda::EngineOptions cuda_options;
+};
+
+struct Engine::Impl {
+  EngineOptions options;
+  std::vector<Variant> variants;  // one per schedule, in the order given
+  const exec::BackendEntry* entry = nullptr;
+  // Every allocation of weights and activations of the engine and its
+  // contexts while it lives (Engine::allocations()); declared before what
+  // reports to it, so it outlives them.
+  exec::AllocationCounter allocations;
+  // The model's weights as the host holds them (cpu: what every session
+  // reads in place), once for every batch size.
+  exec::CountedAllocation host_weights;
+  // Sessions are opened under `open`: contexts may be created from several threads.
+  std::mutex open;
   // cuda: the first sticky CUDA error a call met (the context is lost; every
   // later call refuses with it); empty while the engine is usable.
   std::mutex lost_mutex;
@@ -87,8 +103,9 @@ struct Engine::Impl {
 
 struct ExecutionContext::Impl {
   std::shared_ptr<Engine::Impl> engine;
-  std::unique_ptr<exec::Session> session;  // cpu, sim
-  std::unique_ptr<cuda::Engine> gpu;       // cuda
+  // Per variant (batch size), in the engine's order.
+  std::vector<std::unique_ptr<exec::Session>> sessions;  // cpu, sim
+  std::vector<std::unique_ptr<cuda::Engine>> gpus;       // cuda
 };
 
 namespace {
@@ -201,6 +218,31 @@ void write_host(const std::vector<float>& values, const TensorView& view) {
 const char* computes_nothing_hint =
     "use predict() for its predicted latency, or backend cpu or cuda for outputs";
 
+// The variant (batch size) the given inputs are for: the one whose batch is
+// the first model input's first dimension. With one variant it is that one
+// whatever the shapes (check_shape then names what does not fit).
+template <typename Map, typename ShapeOf>
+size_t choose_variant(const Engine::Impl& e, const Map& given, ShapeOf shape_of) {
+  if (e.variants.size() == 1 || e.variants[0].inputs.empty()) return 0;
+  const TensorDesc& first = e.variants[0].inputs.front();
+  const auto it = given.find(first.name);
+  if (it == given.end()) return 0;  // check_names says it is missing
+  const std::vector<int64_t>& shape = shape_of(it->second);
+  const int64_t batch = shape.empty() ? -1 : shape.front();
+  std::string held;
+  for (size_t v = 0; v < e.variants.size(); ++v) {
+    if (e.variants[v].batch == batch) return v;
+    held += (held.empty() ? "" : ", ") + std::to_string(e.variants[v].batch);
+  }
+  user_error(
+      "input '{}' has batch {} (shape {}) but the engine holds batch sizes {}; give one of them, "
+      "or load the engine with a schedule for batch {} too",
+      first.name, batch, ir::to_string(shape), held, batch);
+}
+
+const std::vector<int64_t>& tensor_shape(const Tensor& t) { return t.shape; }
+const std::vector<int64_t>& view_shape(const TensorView& t) { return t.shape; }
+
 }  // namespace
 
 // --- ExecutionContext ---
@@ -214,8 +256,10 @@ TensorMap ExecutionContext::run(const TensorMap& inputs) {
     user_error("run(): the {} backend computes no outputs ({}); {}", e.entry->name,
                e.entry->traits.description, computes_nothing_hint);
   }
-  check_names(inputs, e.inputs, "input");
-  for (const TensorDesc& t : e.inputs) {
+  const size_t index = choose_variant(e, inputs, tensor_shape);
+  const Variant& v = e.variants[index];
+  check_names(inputs, v.inputs, "input");
+  for (const TensorDesc& t : v.inputs) {
     const Tensor& given = inputs.at(t.name);
     check_shape(given.shape, t, "input");
     if (static_cast<int64_t>(given.data.size()) != t.elements()) {
@@ -224,20 +268,20 @@ TensorMap ExecutionContext::run(const TensorMap& inputs) {
     }
   }
   TensorMap outputs;
-  if (impl_->gpu) {
+  if (!impl_->gpus.empty()) {
+    cuda::Engine& gpu = *impl_->gpus[index];
     cuda::TensorMap device_inputs;
     for (const auto& [name, tensor] : inputs) device_inputs[name] = tensor.data;
-    cuda::TensorMap results =
-        on_device(*impl_->engine, [&] { return impl_->gpu->run(device_inputs); });
-    for (const TensorDesc& t : e.outputs)
+    cuda::TensorMap results = on_device(e, [&] { return gpu.run(device_inputs); });
+    for (const TensorDesc& t : v.outputs)
       outputs[t.name] = Tensor{t.shape, std::move(results.at(t.name))};
     return outputs;
   }
   exec::TensorMap host_inputs;
   for (const auto& [name, tensor] : inputs)
     host_inputs[name] = exec::HostTensor(tensor.shape, tensor.data);
-  exec::TensorMap results = impl_->session->run(host_inputs);
-  for (const TensorDesc& t : e.outputs) {
+  exec::TensorMap results = impl_->sessions[index]->run(host_inputs);
+  for (const TensorDesc& t : v.outputs) {
     exec::HostTensor& r = results.at(t.name);
     outputs[t.name] = Tensor{std::move(r.shape), std::move(r.data)};
   }
@@ -246,54 +290,58 @@ TensorMap ExecutionContext::run(const TensorMap& inputs) {
 
 void ExecutionContext::run(const TensorViewMap& inputs, const TensorViewMap& outputs) {
   const Engine::Impl& e = *impl_->engine;
-  check_names(inputs, e.inputs, "input");
-  check_names(outputs, e.outputs, "output");
+  const Variant& v = e.variants[choose_variant(e, inputs, view_shape)];
+  check_names(inputs, v.inputs, "input");
+  check_names(outputs, v.outputs, "output");
   TensorMap host;
-  for (const TensorDesc& t : e.inputs) {
+  for (const TensorDesc& t : v.inputs) {
     const TensorView& view = inputs.at(t.name);
     check_view(view, t, "input", DeviceKind::kCpu, "run");
     host[t.name] = Tensor{t.shape, host_floats(view, t.elements())};
   }
-  for (const TensorDesc& t : e.outputs)
+  for (const TensorDesc& t : v.outputs)
     check_view(outputs.at(t.name), t, "output", DeviceKind::kCpu, "run");
   const TensorMap results = run(host);
-  for (const TensorDesc& t : e.outputs) write_host(results.at(t.name).data, outputs.at(t.name));
+  for (const TensorDesc& t : v.outputs) write_host(results.at(t.name).data, outputs.at(t.name));
 }
 
 void ExecutionContext::enqueue(const TensorViewMap& inputs, const TensorViewMap& outputs,
                                void* cuda_stream) {
   Engine::Impl& e = *impl_->engine;
-  if (!impl_->gpu) {
+  if (impl_->gpus.empty()) {
     user_error(
         "enqueue() queues work on a CUDA stream, and this engine runs on the {} backend; use "
         "run(), or create the engine with backend cuda",
         e.entry->name);
   }
+  const size_t index = choose_variant(e, inputs, view_shape);
+  const Variant& v = e.variants[index];
   // Refused by the launch mode the engine was loaded with, not by whether its
   // plan happens to hold a host synchronization: a schedule without stage
   // barriers lowers without one, yet the caller asked for the paper's engine.
-  if (e.launch == "synced") {
+  if (v.launch == "synced") {
     user_error(
         "this engine runs with synced launches (the host synchronizes the device after each "
         "stage, the IOS paper's engine), which enqueue cannot do without a host synchronization; "
         "load it with launch graph or plain, or run it on host buffers");
   }
-  check_names(inputs, e.inputs, "input");
-  check_names(outputs, e.outputs, "output");
-  for (const TensorDesc& t : e.inputs)
+  check_names(inputs, v.inputs, "input");
+  check_names(outputs, v.outputs, "output");
+  for (const TensorDesc& t : v.inputs)
     check_view(inputs.at(t.name), t, "input", DeviceKind::kCuda, "enqueue");
-  for (const TensorDesc& t : e.outputs)
+  for (const TensorDesc& t : v.outputs)
     check_view(outputs.at(t.name), t, "output", DeviceKind::kCuda, "enqueue");
+  cuda::Engine& gpu = *impl_->gpus[index];
   std::vector<cuda::Engine::CallerBuffer> in, out;
-  for (const std::string& name : impl_->gpu->input_names()) {
+  for (const std::string& name : gpu.input_names()) {
     const TensorView& view = inputs.at(name);
     in.push_back({view.data, element_type(view.type)});
   }
-  for (const std::string& name : impl_->gpu->output_names()) {
+  for (const std::string& name : gpu.output_names()) {
     const TensorView& view = outputs.at(name);
     out.push_back({view.data, element_type(view.type)});
   }
-  on_device(e, [&] { impl_->gpu->enqueue(in, out, cuda_stream); });
+  on_device(e, [&] { gpu.enqueue(in, out, cuda_stream); });
 }
 
 Prediction ExecutionContext::predict() {
@@ -304,30 +352,35 @@ Prediction ExecutionContext::predict() {
         "create the engine with backend sim for a prediction",
         e.entry->name, e.entry->traits.description);
   }
-  const exec::TimingSamples samples = impl_->session->time(0, 1);
+  // The first schedule's (an engine of several batch sizes predicts for the first given).
+  const exec::TimingSamples samples = impl_->sessions.front()->time(0, 1);
   IOS_ASSERT(!samples.latency_ms.empty(), "the {} backend predicted nothing", e.entry->name);
-  return {samples.latency_ms.front(), e.backend->device_name(), e.backend->prediction_note()};
+  const exec::Backend& backend = *e.variants.front().backend;
+  return {samples.latency_ms.front(), backend.device_name(), backend.prediction_note()};
 }
 
 // --- Engine ---
 
 namespace {
 
-std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const Schedule* schedule,
-                                          const Schedule::Impl* document,
-                                          const EngineOptions& options) {
-  auto impl = std::make_shared<Engine::Impl>();
-  Engine::Impl& e = *impl;
+// The options every schedule of the engine is loaded with, checked once.
+struct Checked {
+  std::optional<ir::Precision> asked;
+  exec::ConvKernels conv_kernels = exec::ConvKernels::kLegacy;
+};
+
+Checked check_options(Engine::Impl& e, const EngineOptions& options) {
   e.options = options;
   e.entry = &backends::find(options.backend);  // an unknown name is refused before the import
   if (!options.launch.empty() && std::find(sched::kLaunchModes.begin(), sched::kLaunchModes.end(),
                                            options.launch) == sched::kLaunchModes.end()) {
     user_error("launch '{}': expected graph, plain or synced", options.launch);
   }
+  Checked checked;
   // The API takes the precision by name; parsed here, once.
-  const std::optional<ir::Precision> asked =
-      options.precision.empty() ? std::nullopt
-                                : std::optional(ir::parse_precision(options.precision, "precision"));
+  checked.asked = options.precision.empty()
+                      ? std::nullopt
+                      : std::optional(ir::parse_precision(options.precision, "precision"));
   if (options.threads < 0)
     user_error("threads {}: expected 0 (all cores) or more", options.threads);
   if (options.device < 0) {
@@ -338,63 +391,168 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
     user_error("device {}: the {} backend runs on no GPU; device is for backend cuda (drop it)",
                options.device, e.entry->name);
   }
-  const exec::ConvKernels conv_kernels =
-      options.conv_kernels.empty() ? exec::ConvKernels::kLegacy
-                                   : exec::parse_conv_kernels(options.conv_kernels, "conv_kernels");
+  checked.conv_kernels = options.conv_kernels.empty()
+                             ? exec::ConvKernels::kLegacy
+                             : exec::parse_conv_kernels(options.conv_kernels, "conv_kernels");
+  return checked;
+}
 
-  const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
-                                     options.force, asked,                 options.retarget};
-  engine::reject_retarget_without_effect(request, document != nullptr ? 1 : 0);
+// The weights of `graph` made the very host tensors of `first` (the same
+// model imported at another batch): a constant of the same name and the same
+// values is shared, so the engine holds each weight once whatever the number
+// of batch sizes. A constant that differs (folded from a batch-dependent
+// shape, say) stays the variant's own.
+void share_weights(ir::Graph& graph, const ir::Graph& first) {
+  std::map<std::string, const ir::Tensor*> by_name;
+  for (const ir::Tensor& t : first.tensors()) {
+    if (t.is_constant()) by_name.emplace(t.name, &t);
+  }
+  for (size_t id = 0; id < graph.num_tensors(); ++id) {
+    ir::Tensor& t = graph.tensor(static_cast<ir::TensorId>(id));
+    if (!t.is_constant()) continue;
+    const auto it = by_name.find(t.name);
+    if (it == by_name.end() || it->second->data == t.data) continue;
+    const ir::Tensor& shared = *it->second;
+    if (shared.shape == t.shape && shared.type == t.type && *shared.data == *t.data)
+      t.data = shared.data;
+  }
+}
+
+// Bytes of the distinct host weight tensors of every variant: what the
+// engine holds, once.
+int64_t host_weight_bytes(const std::vector<Variant>& variants) {
+  std::vector<const std::vector<float>*> seen;
+  int64_t bytes = 0;
+  for (const Variant& v : variants) {
+    for (const ir::Tensor& t : v.prepared->model.graph.tensors()) {
+      if (!t.is_constant() || std::find(seen.begin(), seen.end(), t.data.get()) != seen.end())
+        continue;
+      seen.push_back(t.data.get());
+      bytes += static_cast<int64_t>(t.data->size() * sizeof(float));
+    }
+  }
+  return bytes;
+}
+
+// One schedule (null: the sequential one) imported, validated and lowered
+// for the backend; `request` gives the shapes (or none: the schedule's).
+Variant load_variant(Engine::Impl& e, const Checked& checked, const std::string& model_path,
+                     const Schedule* schedule, const Schedule::Impl* document,
+                     const engine::ShapeRequest& request) {
+  const EngineOptions& options = e.options;
+  Variant v;
   const std::string source = document != nullptr ? document->source : std::string();
-  e.prepared = engine::import_for_schedule(model_path, request,
+  v.prepared = engine::import_for_schedule(model_path, request,
                                            document ? &document->document : nullptr, source);
+  if (!e.variants.empty())
+    share_weights(v.prepared->model.graph, e.variants.front().prepared->model.graph);
   if (document != nullptr) {
-    e.schedule = engine::load_schedule(*e.prepared, document->document, source, options.force,
+    v.schedule = engine::load_schedule(*v.prepared, document->document, source, options.force,
                                        options.retarget);
   } else {
-    e.schedule = engine::sequential_schedule(*e.prepared);
+    v.schedule = engine::sequential_schedule(*v.prepared);
   }
-  e.launch = !options.launch.empty()                   ? options.launch
+  v.launch = !options.launch.empty()                   ? options.launch
              : schedule && !schedule->launch().empty() ? schedule->launch()
                                                        : "graph";
-  e.plan = exec::lower(*e.prepared->units, e.schedule, engine::stage_join(e.launch));
+  v.plan = exec::lower(*v.prepared->units, v.schedule, engine::stage_join(v.launch));
 
   // The types the graph takes and gives: 16-bit for a schedule made with
   // --half-io, or a model typed so; float32 otherwise.
-  const ir::Graph& graph = e.prepared->model.graph;
+  const ir::Graph& graph = v.prepared->model.graph;
   auto input_type = [&](const std::string& name) {
     for (ir::TensorId t : graph.inputs()) {
       if (graph.tensor(t).name == name) return data_type(graph.tensor(t).type);
     }
     return DataType::kFloat32;
   };
-  for (const auto& [name, shape] : e.prepared->info().inputs)
-    e.inputs.push_back({name, shape, input_type(name)});
+  for (const auto& [name, shape] : v.prepared->info().inputs)
+    v.inputs.push_back({name, shape, input_type(name)});
   for (ir::TensorId t : graph.outputs()) {
-    e.outputs.push_back(
+    v.outputs.push_back(
         {graph.tensor(t).name, graph.tensor(t).shape, data_type(graph.tensor(t).type)});
   }
+  v.batch = !v.inputs.empty() && !v.inputs.front().shape.empty() ? v.inputs.front().shape.front()
+                                                                  : 0;
 
-  const ir::Precision precision = asked.value_or(e.prepared->precision.value);
+  const ir::Precision precision = checked.asked.value_or(v.prepared->precision.value);
   if (e.entry->name == "cuda") {
-    e.cuda_options.math = precision.math();
-    e.cuda_options.cuda_graph = e.launch == "graph";
-    e.cuda_options.conv_kernels = conv_kernels;
-    e.cuda_options.plan_cache = options.plan_cache;
-    e.cuda_options.device = options.device;
-    e.weights = std::make_unique<cuda::Engine>(*e.prepared->units, e.plan, e.cuda_options);
-    e.cuda_options.weights_from = e.weights.get();
-    return impl;
+    v.cuda_options.math = precision.math();
+    v.cuda_options.cuda_graph = v.launch == "graph";
+    v.cuda_options.conv_kernels = checked.conv_kernels;
+    v.cuda_options.plan_cache = options.plan_cache;
+    v.cuda_options.device = options.device;
+    v.weights = std::make_unique<cuda::Engine>(*v.prepared->units, v.plan, v.cuda_options);
+    v.cuda_options.weights_from = v.weights.get();
+    return v;
   }
   exec::BackendOptions backend_options;
-  backend_options.launch = e.launch;
+  backend_options.launch = v.launch;
   backend_options.precision = precision;
   backend_options.threads = options.threads;
   backend_options.device_profile = options.device_profile;
-  backend_options.conv_kernels = conv_kernels;
+  backend_options.conv_kernels = checked.conv_kernels;
   backend_options.plan_cache = options.plan_cache;
-  if (document != nullptr) backend_options.schedule_device = e.schedule.device.name;
-  e.backend = e.entry->make(*e.prepared->units, backend_options);
+  backend_options.allocations = &e.allocations;
+  if (document != nullptr) backend_options.schedule_device = v.schedule.device.name;
+  v.backend = e.entry->make(*v.prepared->units, backend_options);
+  return v;
+}
+
+std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const Schedule* schedule,
+                                          const Schedule::Impl* document,
+                                          const EngineOptions& options) {
+  auto impl = std::make_shared<Engine::Impl>();
+  Engine::Impl& e = *impl;
+  const Checked checked = check_options(e, options);
+  const engine::ShapeRequest request{options.batch, options.rewrite_batch, options.input_shapes,
+                                     options.force, checked.asked,         options.retarget};
+  engine::reject_retarget_without_effect(request, document != nullptr ? 1 : 0);
+  e.variants.push_back(load_variant(e, checked, model_path, schedule, document, request));
+  if (e.entry->name != "cuda") {
+    e.host_weights = exec::CountedAllocation(&e.allocations, exec::AllocationKind::kWeights,
+                                             host_weight_bytes(e.variants));
+  }
+  return impl;
+}
+
+// Several schedules of one model, one per batch size, sharing its weights.
+using Given = std::pair<const Schedule*, const Schedule::Impl*>;
+
+std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path,
+                                          const std::vector<Given>& schedules,
+                                          const EngineOptions& options) {
+  if (schedules.empty())
+    user_error("no schedule given: an engine needs one or more, one per batch size");
+  if (schedules.size() > 1 && (options.batch != 0 || !options.input_shapes.empty())) {
+    user_error(
+        "batch and input_shapes are for an engine of one schedule: with {} schedules each runs "
+        "at the batch it was made for (drop them)",
+        schedules.size());
+  }
+  if (schedules.size() == 1)
+    return load_engine(model_path, schedules[0].first, schedules[0].second, options);
+  auto impl = std::make_shared<Engine::Impl>();
+  Engine::Impl& e = *impl;
+  const Checked checked = check_options(e, options);
+  const engine::ShapeRequest request{0, options.rewrite_batch, {}, options.force, checked.asked,
+                                     options.retarget};
+  for (const auto& [schedule, document] : schedules) {
+    Variant v = load_variant(e, checked, model_path, schedule, document, request);
+    for (const Variant& other : e.variants) {
+      if (other.batch == v.batch) {
+        user_error(
+            "schedules {} and {} are both for batch {}: an engine holds one schedule per batch "
+            "size; drop one",
+            &other - e.variants.data() + 1, e.variants.size() + 1, v.batch);
+      }
+    }
+    e.variants.push_back(std::move(v));
+  }
+  if (e.entry->name != "cuda") {
+    e.host_weights = exec::CountedAllocation(&e.allocations, exec::AllocationKind::kWeights,
+                                             host_weight_bytes(e.variants));
+  }
   return impl;
 }
 
@@ -404,6 +562,16 @@ Engine::Engine(const std::string& model_path, const Schedule& schedule,
                const EngineOptions& options)
     : impl_(load_engine(model_path, &schedule, schedule.impl_.get(), options)) {}
 
+Engine::Engine(const std::string& model_path, const std::vector<Schedule>& schedules,
+               const EngineOptions& options)
+    : impl_(load_engine(model_path,
+                        [&] {
+                          std::vector<Given> given;
+                          for (const Schedule& s : schedules) given.emplace_back(&s, s.impl_.get());
+                          return given;
+                        }(),
+                        options)) {}
+
 Engine::Engine(const std::string& model_path, const EngineOptions& options)
     : impl_(load_engine(model_path, nullptr, nullptr, options)) {}
 
@@ -411,27 +579,81 @@ Engine::~Engine() = default;
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
-const std::vector<TensorDesc>& Engine::inputs() const { return impl_->inputs; }
-const std::vector<TensorDesc>& Engine::outputs() const { return impl_->outputs; }
+const std::vector<TensorDesc>& Engine::inputs() const { return impl_->variants.front().inputs; }
+const std::vector<TensorDesc>& Engine::outputs() const { return impl_->variants.front().outputs; }
+
+std::vector<int64_t> Engine::batch_sizes() const {
+  std::vector<int64_t> sizes;
+  for (const Variant& v : impl_->variants) sizes.push_back(v.batch);
+  return sizes;
+}
+
+const std::vector<TensorDesc>& Engine::inputs(int64_t batch) const {
+  for (const Variant& v : impl_->variants) {
+    if (v.batch == batch) return v.inputs;
+  }
+  user_error("batch {}: the engine holds batch sizes {}", batch, fmt::join(batch_sizes(), ", "));
+}
+
+const std::vector<TensorDesc>& Engine::outputs(int64_t batch) const {
+  for (const Variant& v : impl_->variants) {
+    if (v.batch == batch) return v.outputs;
+  }
+  user_error("batch {}: the engine holds batch sizes {}", batch, fmt::join(batch_sizes(), ", "));
+}
+
 const std::string& Engine::backend() const { return impl_->entry->name; }
 bool Engine::computes_outputs() const { return impl_->entry->traits.computes_outputs; }
 
 int Engine::device() const { return impl_->options.device; }
 
+namespace {
+
+// A context's activations of one batch size in caller memory start at
+// cudaMalloc's alignment.
+size_t arena_room(const Variant& v) {
+  const size_t bytes = v.weights ? v.weights->info().arena_bytes : 0;
+  return (bytes + 255) / 256 * 256;
+}
+
+}  // namespace
+
 size_t Engine::device_memory_size() const {
-  return impl_->weights ? impl_->weights->info().arena_bytes : 0;
+  size_t bytes = 0;
+  for (const Variant& v : impl_->variants) bytes += arena_room(v);
+  return bytes;
+}
+
+Allocations Engine::allocations() const {
+  auto totals = [&](exec::AllocationKind kind) {
+    const exec::AllocationTotals t = impl_->allocations.live(kind);
+    return AllocationCount{t.count, t.bytes};
+  };
+  return {totals(exec::AllocationKind::kWeights), totals(exec::AllocationKind::kActivations),
+          totals(exec::AllocationKind::kWorkspaces)};
 }
 
 std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& options) const {
   auto context = std::make_unique<ExecutionContext::Impl>();
   context->engine = impl_;
-  if (impl_->weights) {
-    cuda::EngineOptions cuda_options = impl_->cuda_options;
-    cuda_options.arena = options.device_memory;
-    cuda_options.arena_bytes = options.device_memory_bytes;
-    context->gpu = on_device(*impl_, [&] {
-      return std::make_unique<cuda::Engine>(*impl_->prepared->units, impl_->plan, cuda_options);
-    });
+  if (impl_->entry->name == "cuda") {
+    // One activation region per batch size, carved from the caller's memory
+    // in the engine's order (device_memory_size() is their sum).
+    auto* memory = static_cast<char*>(options.device_memory);
+    size_t left = options.device_memory_bytes;
+    for (const Variant& v : impl_->variants) {
+      cuda::EngineOptions cuda_options = v.cuda_options;
+      const size_t room = arena_room(v);
+      cuda_options.arena = memory;
+      cuda_options.arena_bytes = memory != nullptr ? std::min(left, room) : 0;
+      context->gpus.push_back(on_device(*impl_, [&] {
+        return std::make_unique<cuda::Engine>(*v.prepared->units, v.plan, cuda_options);
+      }));
+      if (memory != nullptr) {
+        memory += std::min(left, room);
+        left -= std::min(left, room);
+      }
+    }
   } else {
     if (options.device_memory != nullptr) {
       user_error(
@@ -439,7 +661,7 @@ std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& o
           impl_->entry->name);
     }
     const std::lock_guard<std::mutex> lock(impl_->open);
-    context->session = impl_->backend->open(impl_->plan);
+    for (const Variant& v : impl_->variants) context->sessions.push_back(v.backend->open(v.plan));
   }
   return std::unique_ptr<ExecutionContext>(new ExecutionContext(std::move(context)));
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/allocations.h"
 #include "exec/compare.h"
 #include "exec/kernel_selection.h"
 #include "exec/npy.h"
@@ -69,6 +70,10 @@ struct BackendOptions {
   std::string schedule_device;
   ConvKernels conv_kernels = ConvKernels::kLegacy;  // how convolutions run on the GPU
   std::string plan_cache;  // graph kernels: the plan cache file; empty: beside the profile database
+  // Where sessions report what they allocate, by kind, while it lives (the
+  // engine API's Engine::allocations()); null: nowhere. Must outlive the
+  // backend and its sessions.
+  AllocationCounter* allocations = nullptr;
 };
 
 // One lowered plan, ready to run.

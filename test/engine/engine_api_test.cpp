@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,109 @@ TEST_CASE("engine API: a schedule converted without --half-io keeps float32 inpu
   const Engine engine(small_model(), io_schedule("fp16", false));
   CHECK(engine.inputs().at(0).type == DataType::kFloat32);
   CHECK(engine.outputs().at(0).type == DataType::kFloat32);
+}
+
+}  // namespace
+}  // namespace ios
+
+namespace ios {
+namespace {
+
+Schedule batch_schedule(int64_t batch) {
+  OptimizeOptions options;
+  options.cost = "simulated";
+  options.scheduler = "sequential";  // no merged convolution: the model's weights only
+  options.batch = batch;
+  options.rewrite_batch = true;  // the model's batch is static (1)
+  return Schedule::optimize(small_model(), options);
+}
+
+// The schedules above were made with rewrite_batch: the engine imports so too.
+EngineOptions rewriting() {
+  EngineOptions options;
+  options.rewrite_batch = true;
+  return options;
+}
+
+TensorMap batch_inputs(const std::vector<TensorDesc>& inputs) {
+  TensorMap given;
+  for (const TensorDesc& t : inputs) given[t.name] = Tensor{t.shape, input_values(t.elements())};
+  return given;
+}
+
+TEST_CASE("engine API: three contexts and two batch sizes hold the weights once", "[engine]") {
+  const Schedule one = batch_schedule(1), two = batch_schedule(2);
+  // What an engine of one batch size holds: the model's weights, and one
+  // activation arena per context once it has run.
+  const Engine single(small_model(), one, rewriting()), single_two(small_model(), two, rewriting());
+  const int64_t weight_bytes = single.allocations().weights.bytes;
+  REQUIRE(weight_bytes > 0);
+  CHECK(single_two.allocations().weights.bytes == weight_bytes);
+  const TensorMap in_one = batch_inputs(single.inputs()), in_two = batch_inputs(single_two.inputs());
+  auto reference = single.create_context(), reference_two = single_two.create_context();
+  const TensorMap out_one = reference->run(in_one), out_two = reference_two->run(in_two);
+  const int64_t arena_one = single.allocations().activations.bytes;
+  const int64_t arena_two = single_two.allocations().activations.bytes;
+  REQUIRE(arena_one > 0);
+  CHECK(arena_two > arena_one);
+
+  const Engine engine(small_model(), std::vector<Schedule>{one, two}, rewriting());
+  CHECK(engine.batch_sizes() == std::vector<int64_t>{1, 2});
+  CHECK(engine.inputs(2).at(0).shape.at(0) == 2);
+  CHECK(engine.allocations().weights.allocations == 1);
+  CHECK(engine.allocations().weights.bytes == weight_bytes);
+  {
+    std::vector<std::unique_ptr<ExecutionContext>> contexts;
+    for (int c = 0; c < 3; ++c) contexts.push_back(engine.create_context());
+    CHECK(engine.allocations().activations.allocations == 0);  // cpu: made by the first run
+    for (auto& context : contexts) {
+      // Each call chooses its schedule by the inputs' batch: the outputs are
+      // those of the engine made for that batch alone.
+      CHECK(context->run(in_two).at(single.outputs().at(0).name).data ==
+            out_two.at(single.outputs().at(0).name).data);
+      CHECK(context->run(in_one).at(single.outputs().at(0).name).data ==
+            out_one.at(single.outputs().at(0).name).data);
+    }
+    const Allocations held = engine.allocations();
+    CHECK(held.weights.allocations == 1);
+    CHECK(held.weights.bytes == weight_bytes);
+    CHECK(held.activations.allocations == 6);
+    CHECK(held.activations.bytes == 3 * (arena_one + arena_two));
+
+    // A batch the engine does not hold: one line naming the input, its batch and the held ones.
+    TensorMap in_three = in_one;
+    const TensorDesc& x = engine.inputs().at(0);
+    std::vector<int64_t> shape = x.shape;
+    shape[0] = 3;
+    in_three[x.name] = Tensor{shape, input_values(x.elements() * 3)};
+    CHECK(user_error_of([&] { contexts[0]->run(in_three); }) ==
+          "input '" + x.name + "' has batch 3 (shape " + [&] {
+            std::string s;
+            for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+            return s;
+          }() + ") but the engine holds batch sizes 1, 2; give one of them, or load the engine with a schedule for batch 3 too");
+  }
+  // The contexts' activations go with them; the weights stay with the engine.
+  CHECK(engine.allocations().activations.allocations == 0);
+  CHECK(engine.allocations().activations.bytes == 0);
+  CHECK(engine.allocations().weights.bytes == weight_bytes);
+}
+
+TEST_CASE("engine API: an engine of several schedules refuses a repeated batch and a batch option",
+          "[engine]") {
+  const Schedule one = batch_schedule(1), two = batch_schedule(2);
+  CHECK(user_error_of([&] {
+          Engine(small_model(), std::vector<Schedule>{one, two, one}, rewriting());
+        }) ==
+        "schedules 1 and 3 are both for batch 1: an engine holds one schedule per batch size; "
+        "drop one");
+  EngineOptions options = rewriting();
+  options.batch = 2;
+  CHECK(user_error_of([&] { Engine(small_model(), std::vector<Schedule>{one, two}, options); }) ==
+        "batch and input_shapes are for an engine of one schedule: with 2 schedules each runs at "
+        "the batch it was made for (drop them)");
+  CHECK(user_error_of([&] { Engine(small_model(), std::vector<Schedule>{}); }) ==
+        "no schedule given: an engine needs one or more, one per batch size");
 }
 
 }  // namespace
