@@ -15,6 +15,7 @@
 #include "cost/profile_db.h"
 #include "cuda/check.h"
 #include "cuda/context.h"
+#include "cuda/launch.h"
 #include "cuda/runtime.h"
 
 namespace ios::cuda {
@@ -42,21 +43,118 @@ class PinnedBuffer {
 
 }  // namespace
 
+namespace {
+
+// The plan cache of the graph-API path, opened on `ctx`; its path.
+std::string open_plan_cache(Context& ctx, const EngineOptions& options) {
+  if (options.conv_kernels != exec::ConvKernels::kGraph) return {};
+  const std::string path = options.plan_cache.empty()
+                               ? cost::PlanCache::default_path(cost::ProfileDb::default_path()).string()
+                               : options.plan_cache;
+  ctx.set_plan_cache(std::make_shared<cost::PlanCache>(path));
+  return path;
+}
+
+}  // namespace
+
+struct Weights::Impl {
+  // Derived constants (zero biases, merged convolutions' weights) by name:
+  // the engines' lowerings find theirs here, the same host data the upload
+  // used, so the table below knows them. Written only while the weights are
+  // built; afterwards every lookup finds its entry and writes nothing.
+  mutable DerivedConstants derived;
+  DeviceBuffer buffer;
+  exec::CountedAllocation counted;
+  WeightTable table;
+  std::vector<size_t> arena_bytes;
+  int device = 0;
+};
+
+Weights::Weights(const std::vector<Plan>& plans, const std::vector<EngineOptions>& options)
+    : impl_(std::make_unique<Impl>()) {
+  IOS_ASSERT(!plans.empty() && plans.size() == options.size(), "weights of {} plans with {} options", plans.size(),
+             options.size());
+  const detail::CurrentDevice keep;  // the contexts set the device; the caller's comes back
+  Impl& w = *impl_;
+  w.device = options.front().device;
+  std::vector<Constant> constants;  // each (host tensor, type) once
+  for (size_t i = 0; i < plans.size(); ++i) {
+    // A sizing context per plan, as its engines make theirs (math, kernels;
+    // algorithm choices are cached per device, so theirs are the same), with
+    // no workspace, arena or graph. First, as an engine's: no device is
+    // NoDeviceError before anything else.
+    const EngineOptions& o = options[i];
+    Context ctx(o.device, o.math, o.workspace_limit_bytes, o.conv_kernels);
+    open_plan_cache(ctx, o);
+    LowerOptions lower;
+    lower.derived = &w.derived;
+    Program program = lower_program(*plans[i].first, *plans[i].second, lower);
+    for (const Constant& c : program.constants) {
+      const bool seen = std::any_of(constants.begin(), constants.end(), [&](const Constant& k) {
+        return k.data.get() == c.data.get() && k.type == c.type;
+      });
+      if (!seen) constants.push_back(c);
+    }
+    RuntimeMemory sizing;
+    sizing.size_only = true;
+    const Runtime runtime(ctx, std::move(program), false, nullptr, sizing);
+    w.arena_bytes.push_back(runtime.stats().arena_bytes);
+  }
+  IOS_CUDA_CALL(cudaSetDevice(w.device));
+  constexpr int64_t kAlignment = kBufferAlignment;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (const Constant& c : constants) {
+    offsets.push_back(total);
+    total = (total + c.bytes() + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  w.buffer = DeviceBuffer(static_cast<size_t>(total));
+  w.counted = exec::CountedAllocation(options.front().allocations, exec::AllocationKind::kWeights, total);
+  // Pageable host memory to the device on the legacy default stream, then
+  // synchronized: done once per engine.
+  for (size_t i = 0; i < constants.size(); ++i) {
+    char* at = static_cast<char*>(w.buffer.get()) + offsets[i];
+    upload_constant(at, constants[i], nullptr);
+    w.table[{constants[i].data.get(), constants[i].type}] = at;
+  }
+  IOS_CUDA_CALL(cudaStreamSynchronize(nullptr));
+}
+
+Weights::~Weights() {
+  if (!impl_ || impl_->buffer.get() == nullptr) return;
+  const detail::CurrentDevice keep;
+  IOS_CUDA_CALL_NOTHROW(cudaSetDevice(impl_->device));
+  impl_.reset();
+}
+
+size_t Weights::bytes() const { return impl_->buffer.bytes(); }
+size_t Weights::arena_bytes(size_t plan) const { return impl_->arena_bytes.at(plan); }
+
+namespace {
+
+// A context's workspaces, reported while it lives.
+exec::CountedAllocation count_workspaces(const EngineOptions& options, size_t bytes) {
+  return bytes > 0 ? exec::CountedAllocation(options.allocations, exec::AllocationKind::kWorkspaces,
+                                             static_cast<int64_t>(bytes))
+                   : exec::CountedAllocation();
+}
+
+}  // namespace
+
 struct Engine::Impl {
   Impl(const sched::UnitGraph& graph, const exec::ExecPlan& plan, const EngineOptions& options)
       : ctx(options.device, options.math, options.workspace_limit_bytes, options.conv_kernels) {
-    if (options.conv_kernels == exec::ConvKernels::kGraph) {
-      plan_cache_path = options.plan_cache.empty()
-                            ? cost::PlanCache::default_path(cost::ProfileDb::default_path()).string()
-                            : options.plan_cache;
-      ctx.set_plan_cache(std::make_shared<cost::PlanCache>(plan_cache_path));
-    }
-    Program program = lower_program(graph, plan);
+    plan_cache_path = open_plan_cache(ctx, options);
+    LowerOptions lower;
+    if (options.weights != nullptr) lower.derived = &options.weights->impl().derived;
+    Program program = lower_program(graph, plan, lower);
     RuntimeMemory memory;
-    if (options.weights_from != nullptr) memory.weights_from = options.weights_from->impl_->runtime.get();
+    if (options.weights != nullptr) memory.weights = &options.weights->impl().table;
     memory.arena = options.arena;
     memory.arena_bytes = options.arena_bytes;
+    memory.allocations = options.allocations;
     runtime = std::make_unique<Runtime>(ctx, std::move(program), options.cuda_graph, nullptr, memory);
+    workspaces = count_workspaces(options, runtime->stats().workspace_bytes);
     synchronous = std::any_of(plan.steps.begin(), plan.steps.end(),
                               [](const exec::Step& s) { return s.kind == exec::Step::Kind::kSync; });
     const Program& p = runtime->program();
@@ -142,6 +240,7 @@ struct Engine::Impl {
 
   Context ctx;
   std::unique_ptr<Runtime> runtime;
+  exec::CountedAllocation workspaces;
   EngineInfo info;
   std::string plan_cache_path;  // conv_kernels graph: the plan cache opened
   std::vector<Event> marks;  // kTimingQueueDepth + 1 timing events, reused

@@ -14,9 +14,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "exec/allocations.h"
 #include "exec/kernel_selection.h"
 #include "exec/plan.h"
 #include "exec/trace.h"
@@ -90,9 +92,13 @@ struct EngineOptions {
   // profile database (cost::PlanCache::default_path).
   std::string plan_cache;
   // The execution contexts of one model (the engine API, include/ios/engine.h)
-  // share its weights: with `weights_from` (an engine of the same plan, which
-  // must outlive this one) they are not uploaded again.
-  const class Engine* weights_from = nullptr;
+  // share its weights: with `weights` (made from this engine's plan among
+  // others, on the same device, outliving this engine) the engine uploads
+  // none and holds no weight memory.
+  const class Weights* weights = nullptr;
+  // Where the engine reports its device allocations (weights, activation
+  // arena, workspaces) while they live; null: nowhere. Must outlive it.
+  exec::AllocationCounter* allocations = nullptr;
   // Activation memory the caller provides (TensorRT's setDeviceMemory): at
   // least EngineInfo::arena_bytes of the same plan, 256-byte aligned, on the
   // engine's device; null: the engine allocates its own.
@@ -159,6 +165,37 @@ constexpr int kTimingQueueDepth = 32;
 // (the format lib/exec/trace.h writes, shared with the simulator).
 using TraceEvent = exec::TraceEvent;
 using TraceIteration = exec::TraceIteration;
+
+// The device weights of one model for one or more of its plans (the engine
+// API's batch sizes), apart from any engine's activations, streams and
+// graphs: every constant their lowerings use, uploaded once into one device
+// buffer (a host tensor that several plans use, once), and the activation
+// memory each plan needs (what an engine of it allocates for its arena),
+// found without building an engine: algorithms chosen as an engine chooses
+// them (cached per device), memory planned, nothing else allocated. Ends
+// with the device synchronized; restores the caller's current device.
+// Errors as Engine's constructor. Immutable afterwards: engines made from
+// several threads may share it.
+class Weights {
+ public:
+  using Plan = std::pair<const sched::UnitGraph*, const exec::ExecPlan*>;
+  // `options`, one per plan: what its engines will be made with (device,
+  // math, kernels, workspace limit; `weights` and `arena` are ignored). The
+  // first's device holds the buffer, its `allocations` counts it.
+  Weights(const std::vector<Plan>& plans, const std::vector<EngineOptions>& options);
+  ~Weights();
+  Weights(const Weights&) = delete;
+  Weights& operator=(const Weights&) = delete;
+
+  size_t bytes() const;                   // the weight buffer
+  size_t arena_bytes(size_t plan) const;  // activations of plans[plan], as EngineInfo::arena_bytes
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 class Engine {
  public:

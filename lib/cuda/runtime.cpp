@@ -28,8 +28,9 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* poo
   Program& p = program_;
   IOS_CUDA_CALL(cudaSetDevice(ctx_.ordinal()));
   ctx_.ensure_streams(std::max(p.num_streams, 1));
-  prepare_operations(pool != nullptr);
+  prepare_operations(pool != nullptr, memory.size_only);
   place_buffers(pool, memory);
+  if (memory.size_only) return;
   place_weights(pool, memory);
   fill_inputs(pool != nullptr);
 
@@ -60,7 +61,7 @@ Runtime::Runtime(Context& ctx, Program program, bool cuda_graph, DevicePool* poo
 }
 
 // Algorithms (which may add staging buffers) and workspace sizes per stream.
-void Runtime::prepare_operations(bool pooled) {
+void Runtime::prepare_operations(bool pooled, bool size_only) {
   Program& p = program_;
   std::vector<size_t> workspace(static_cast<size_t>(std::max(p.num_streams, 1)), 0);
   for (Launch& launch : p.launches) {
@@ -70,6 +71,7 @@ void Runtime::prepare_operations(bool pooled) {
     }
   }
   if (!pooled) ctx_.release_scratch();  // a pool's next stage may search again
+  if (size_only) return;                // the workspaces are the engines' own
   for (size_t s = 0; s < workspace.size(); ++s) ctx_.ensure_workspace(static_cast<int>(s), workspace[s]);
   stats_.workspace_bytes = ctx_.total_workspace_bytes();
 }
@@ -80,6 +82,9 @@ void Runtime::place_buffers(DevicePool* pool, const RuntimeMemory& memory) {
   const exec::HappensBefore order(static_cast<int>(p.launches.size()), std::max(p.num_streams, 1), p.num_events, p.steps);
   const exec::MemoryLayout layout = exec::plan_memory(p.memory_requests(), order, kAlignment);
   char* arena = nullptr;
+  stats_.arena_bytes = static_cast<size_t>(layout.total_bytes);
+  stats_.arena_unshared_bytes = static_cast<size_t>(layout.unshared_bytes);
+  if (memory.size_only) return;
   if (pool != nullptr) {
     arena = pool->arena(layout.total_bytes);
   } else if (memory.arena != nullptr) {
@@ -107,10 +112,10 @@ void Runtime::place_buffers(DevicePool* pool, const RuntimeMemory& memory) {
     arena = static_cast<char*>(memory.arena);
   } else {
     arena_ = DeviceBuffer(static_cast<size_t>(layout.total_bytes));
+    arena_counted_ = exec::CountedAllocation(memory.allocations, exec::AllocationKind::kActivations,
+                                             layout.total_bytes);
     arena = static_cast<char*>(arena_.get());
   }
-  stats_.arena_bytes = static_cast<size_t>(layout.total_bytes);
-  stats_.arena_unshared_bytes = static_cast<size_t>(layout.unshared_bytes);
   value_ptrs_.resize(p.values.size());
   for (size_t v = 0; v < p.values.size(); ++v) {
     const Value& value = p.values[v];
@@ -139,13 +144,16 @@ void Runtime::place_weights(DevicePool* pool, const RuntimeMemory& memory) {
   stats_.weights_bytes = static_cast<size_t>(weight_bytes);
   if (pool != nullptr) {
     const_ptrs_ = pool->weights(p.constants, ctx_.stream(0));
-  } else if (memory.weights_from != nullptr) {
-    IOS_ASSERT(memory.weights_from->const_ptrs_.size() == p.constants.size(),
-               "weights shared between programs of {} and {} constants", memory.weights_from->const_ptrs_.size(),
-               p.constants.size());
-    const_ptrs_ = memory.weights_from->const_ptrs_;
+  } else if (memory.weights != nullptr) {
+    const_ptrs_.clear();
+    for (const Constant& c : p.constants) {
+      const auto it = memory.weights->find({c.data.get(), c.type});
+      IOS_ASSERT(it != memory.weights->end(), "constant '{}' is not among the shared device weights", c.name);
+      const_ptrs_.push_back(it->second);
+    }
   } else {
     weights_ = DeviceBuffer(static_cast<size_t>(weight_bytes));
+    weights_counted_ = exec::CountedAllocation(memory.allocations, exec::AllocationKind::kWeights, weight_bytes);
     const_ptrs_.resize(p.constants.size());
     int64_t offset = 0;
     for (size_t c = 0; c < p.constants.size(); ++c) {

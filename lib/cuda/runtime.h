@@ -3,6 +3,7 @@
 // capture); afterwards an iteration allocates nothing.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,19 +14,29 @@
 #include "cuda/launch.h"
 #include "cuda/program.h"
 #include "cuda/resources.h"
+#include "exec/allocations.h"
 
 namespace ios::cuda {
 
 class Runtime;
 
-// With `weights_from` (a runtime of the same program that outlives this one)
-// its device weights are used, not uploaded again; with `arena`
-// (`arena_bytes`, 256-byte aligned) the activations live in the caller's
-// memory (the engine API's execution contexts).
+// Device weights uploaded apart from any runtime (cuda::Weights), by the
+// host tensor each constant was uploaded from and the type it was stored in.
+using WeightTable = std::map<std::pair<const std::vector<float>*, ir::ElementType>, const void*>;
+
+// With `weights` (outliving the runtime, holding every constant of its
+// program) the device weights are looked up there, not uploaded again; with
+// `arena` (`arena_bytes`, 256-byte aligned) the activations live in the
+// caller's memory (the engine API's execution contexts). With `size_only`
+// the runtime only chooses algorithms and plans its memory (stats().arena_bytes),
+// allocating and capturing nothing: it cannot run. `allocations` counts
+// what it allocates (arena, own weights) while it lives.
 struct RuntimeMemory {
-  const Runtime* weights_from = nullptr;
+  const WeightTable* weights = nullptr;
   void* arena = nullptr;
   size_t arena_bytes = 0;
+  bool size_only = false;
+  exec::AllocationCounter* allocations = nullptr;
 };
 
 class Runtime {
@@ -86,7 +97,7 @@ class Runtime {
   void* value_ptr(int v) const { return value_ptrs_.at(static_cast<size_t>(v)); }
   // Converts between a 16-bit input or output value and its float32 staging.
   void convert_io(int value, const void* src, void* dst, bool to_value);
-  void prepare_operations(bool pooled);
+  void prepare_operations(bool pooled, bool size_only);
   void place_buffers(DevicePool* pool, const RuntimeMemory& memory);
   void place_weights(DevicePool* pool, const RuntimeMemory& memory);
   void fill_inputs(bool pooled);
@@ -96,6 +107,7 @@ class Runtime {
   Context& ctx_;
   Program program_;
   DeviceBuffer arena_, weights_;
+  exec::CountedAllocation arena_counted_, weights_counted_;
   std::vector<void*> value_ptrs_;
   std::vector<const void*> const_ptrs_;
   // float32 staging of each 16-bit input and output (empty for float32 ones).

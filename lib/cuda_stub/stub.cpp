@@ -27,6 +27,15 @@ DeviceStatus device_status(int /*ordinal*/) {
 
 DeviceSummary require_device(int /*ordinal*/) { no_device("this command"); }
 
+struct Weights::Impl {};
+
+Weights::Weights(const std::vector<Plan>& /*plans*/, const std::vector<EngineOptions>& /*options*/) {
+  no_device("uploading weights");
+}
+Weights::~Weights() = default;
+size_t Weights::bytes() const { no_device("weights"); }
+size_t Weights::arena_bytes(size_t /*plan*/) const { no_device("weights"); }
+
 struct Engine::Impl {};
 
 Engine::Engine(const sched::UnitGraph& /*graph*/, const exec::ExecPlan& /*plan*/,

@@ -77,9 +77,10 @@ struct Variant {
   int64_t batch = 0;  // the first input's first dimension: what run() and enqueue() choose by
   // cpu, sim: the backend, which opens a session per context.
   std::unique_ptr<exec::Backend> backend;
-  // cuda: the engine that holds the device weights every context uses.
-  std::unique_ptr<cuda::Engine> weights;
+  // cuda: what each context's engine of this batch size is made with (the
+  // engine's device weights among them), and the activation memory it needs.
   cuda::EngineOptions cuda_options;
+  size_t arena_bytes = 0;
 };
 
 struct Engine::Impl {
@@ -93,6 +94,10 @@ struct Engine::Impl {
   // The model's weights as the host holds them (cpu: what every session
   // reads in place), once for every batch size.
   exec::CountedAllocation host_weights;
+  // cuda: the device weights of every batch size, uploaded once; each
+  // context's engines read them (cuda::Weights: no activations, streams or
+  // graph of its own).
+  std::unique_ptr<cuda::Weights> device_weights;
   // Sessions are opened under `open`: contexts may be created from several threads.
   std::mutex open;
   // cuda: the first sticky CUDA error a call met (the context is lost; every
@@ -482,8 +487,7 @@ Variant load_variant(Engine::Impl& e, const Checked& checked, const std::string&
     v.cuda_options.conv_kernels = checked.conv_kernels;
     v.cuda_options.plan_cache = options.plan_cache;
     v.cuda_options.device = options.device;
-    v.weights = std::make_unique<cuda::Engine>(*v.prepared->units, v.plan, v.cuda_options);
-    v.cuda_options.weights_from = v.weights.get();
+    v.cuda_options.allocations = &e.allocations;
     return v;
   }
   exec::BackendOptions backend_options;
@@ -499,6 +503,28 @@ Variant load_variant(Engine::Impl& e, const Checked& checked, const std::string&
   return v;
 }
 
+// What the engine holds once for all its batch sizes: the host weights
+// (counted), or for cuda the device weights, uploaded for every variant's
+// plan, with the activation memory each needs.
+void hold_weights(Engine::Impl& e) {
+  if (e.entry->name != "cuda") {
+    e.host_weights = exec::CountedAllocation(&e.allocations, exec::AllocationKind::kWeights,
+                                             host_weight_bytes(e.variants));
+    return;
+  }
+  std::vector<cuda::Weights::Plan> plans;
+  std::vector<cuda::EngineOptions> options;
+  for (const Variant& v : e.variants) {
+    plans.emplace_back(v.prepared->units.get(), &v.plan);
+    options.push_back(v.cuda_options);
+  }
+  e.device_weights = std::make_unique<cuda::Weights>(plans, options);
+  for (size_t i = 0; i < e.variants.size(); ++i) {
+    e.variants[i].cuda_options.weights = e.device_weights.get();
+    e.variants[i].arena_bytes = e.device_weights->arena_bytes(i);
+  }
+}
+
 std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const Schedule* schedule,
                                           const Schedule::Impl* document,
                                           const EngineOptions& options) {
@@ -509,10 +535,7 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path, const S
                                      options.force, checked.asked,         options.retarget};
   engine::reject_retarget_without_effect(request, document != nullptr ? 1 : 0);
   e.variants.push_back(load_variant(e, checked, model_path, schedule, document, request));
-  if (e.entry->name != "cuda") {
-    e.host_weights = exec::CountedAllocation(&e.allocations, exec::AllocationKind::kWeights,
-                                             host_weight_bytes(e.variants));
-  }
+  hold_weights(e);
   return impl;
 }
 
@@ -549,10 +572,7 @@ std::shared_ptr<Engine::Impl> load_engine(const std::string& model_path,
     }
     e.variants.push_back(std::move(v));
   }
-  if (e.entry->name != "cuda") {
-    e.host_weights = exec::CountedAllocation(&e.allocations, exec::AllocationKind::kWeights,
-                                             host_weight_bytes(e.variants));
-  }
+  hold_weights(e);
   return impl;
 }
 
@@ -612,8 +632,7 @@ namespace {
 // A context's activations of one batch size in caller memory start at
 // cudaMalloc's alignment.
 size_t arena_room(const Variant& v) {
-  const size_t bytes = v.weights ? v.weights->info().arena_bytes : 0;
-  return (bytes + 255) / 256 * 256;
+  return (v.arena_bytes + 255) / 256 * 256;
 }
 
 }  // namespace
