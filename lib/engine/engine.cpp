@@ -629,19 +629,21 @@ int Engine::device() const { return impl_->options.device; }
 
 namespace {
 
-// A context's activations of one batch size in caller memory start at
-// cudaMalloc's alignment.
-size_t arena_room(const Variant& v) {
-  return (v.arena_bytes + 255) / 256 * 256;
+// Where each batch size's activations start in a context's caller memory:
+// the first at its start, each next one at the 256-byte boundary (cudaMalloc's
+// alignment) after the previous one's end; the last entry is the total.
+std::vector<size_t> arena_offsets(const std::vector<Variant>& variants) {
+  std::vector<size_t> offsets{0};
+  for (const Variant& v : variants) {
+    const size_t end = offsets.back() + v.arena_bytes;
+    offsets.push_back(&v == &variants.back() ? end : (end + 255) / 256 * 256);
+  }
+  return offsets;
 }
 
 }  // namespace
 
-size_t Engine::device_memory_size() const {
-  size_t bytes = 0;
-  for (const Variant& v : impl_->variants) bytes += arena_room(v);
-  return bytes;
-}
+size_t Engine::device_memory_size() const { return arena_offsets(impl_->variants).back(); }
 
 Allocations Engine::allocations() const {
   auto totals = [&](exec::AllocationKind kind) {
@@ -657,21 +659,21 @@ std::unique_ptr<ExecutionContext> Engine::create_context(const ContextOptions& o
   context->engine = impl_;
   if (impl_->entry->name == "cuda") {
     // One activation region per batch size, carved from the caller's memory
-    // in the engine's order (device_memory_size() is their sum).
+    // in the engine's order (device_memory_size() is their sum): a region
+    // that does not fit gets what is left, which the runtime refuses by size.
+    const std::vector<size_t> offsets = arena_offsets(impl_->variants);
     auto* memory = static_cast<char*>(options.device_memory);
-    size_t left = options.device_memory_bytes;
-    for (const Variant& v : impl_->variants) {
+    for (size_t i = 0; i < impl_->variants.size(); ++i) {
+      const Variant& v = impl_->variants[i];
       cuda::EngineOptions cuda_options = v.cuda_options;
-      const size_t room = arena_room(v);
-      cuda_options.arena = memory;
-      cuda_options.arena_bytes = memory != nullptr ? std::min(left, room) : 0;
+      if (memory != nullptr) {
+        const size_t start = std::min(offsets[i], options.device_memory_bytes);
+        cuda_options.arena = memory + start;
+        cuda_options.arena_bytes = std::min(options.device_memory_bytes - start, v.arena_bytes);
+      }
       context->gpus.push_back(on_device(*impl_, [&] {
         return std::make_unique<cuda::Engine>(*v.prepared->units, v.plan, cuda_options);
       }));
-      if (memory != nullptr) {
-        memory += std::min(left, room);
-        left -= std::min(left, room);
-      }
     }
   } else {
     if (options.device_memory != nullptr) {

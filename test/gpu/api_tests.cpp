@@ -469,6 +469,86 @@ TEST_CASE("engine API: a sticky error makes the engine unusable", "[gpu][api]") 
   CHECK(WEXITSTATUS(status) == 0);
 }
 
+// Weights once, many batch sizes: an engine of two schedules (batch 1 and
+// 2) and three contexts holds one weight buffer, counted by the engine's
+// allocator and seen by the driver (cudaMemGetInfo, this process's device
+// memory) as once, not once per batch size or context; each context holds
+// an arena per batch size; each call runs the schedule of its inputs' batch.
+TEST_CASE("engine API: three contexts and two batch sizes hold the weights once on the GPU",
+          "[gpu][api]") {
+  auto schedule_for = [](int64_t batch) {
+    ios::OptimizeOptions options;
+    options.batch = batch;
+    options.cost = "simulated";
+    // No merged convolution: their assembled weights differ between the
+    // batch sizes' schedules, the model's own do not.
+    options.scheduler = "sequential";
+    return ios::Schedule::optimize(api_model(), options);
+  };
+  const ios::Schedule one = schedule_for(1), two = schedule_for(2);
+  const ios::EngineOptions options = ApiFixture::cuda_options();
+  auto free_bytes = [] {
+    API_CUDA_CHECK(cudaDeviceSynchronize());
+    size_t free = 0, total = 0;
+    API_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return static_cast<int64_t>(free);
+  };
+  // The driver allocates in pages (2 MiB) and cuDNN loads its kernels on
+  // first use: an engine and a context of each batch made and run first, so
+  // that what follows measures the engine's own memory.
+  int64_t single_weights = 0;
+  std::vector<float> y_one, y_two;
+  const ios::TensorDesc in_one = [&] {
+    const ios::Engine warm_one(api_model(), one, options), warm_two(api_model(), two, options);
+    single_weights = warm_one.allocations().weights.bytes;
+    CHECK(warm_two.allocations().weights.bytes == single_weights);
+    CHECK(warm_one.allocations().weights.allocations == 1);
+    const ios::TensorDesc& a = warm_one.inputs().at(0);
+    const ios::TensorDesc& b = warm_two.inputs().at(0);
+    y_one = warm_one.create_context()->run({{a.name, api_input(a, 1)}}).at(warm_one.outputs().at(0).name).data;
+    y_two = warm_two.create_context()->run({{b.name, api_input(b, 2)}}).at(warm_two.outputs().at(0).name).data;
+    return a;
+  }();
+  REQUIRE(single_weights > 0);
+  constexpr int64_t kPage = int64_t{2} << 20;
+  auto pages = [&](int64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; };
+
+  const int64_t before = free_bytes();
+  const ios::Engine engine(api_model(), std::vector<ios::Schedule>{one, two}, options);
+  const int64_t after_engine = free_bytes();
+  const ios::Allocations held = engine.allocations();
+  CHECK(held.weights.allocations == 1);
+  CHECK(held.weights.bytes == single_weights);  // once for both batch sizes (cudaMalloc'd size)
+  CHECK(held.activations.allocations == 0);     // the engine builds no context of its own
+  // The driver's figure: the weights once (twice would be a page or more beyond).
+  INFO("engine: the driver saw " << before - after_engine << " bytes, weights " << single_weights);
+  CHECK(before - after_engine >= single_weights);
+  CHECK(before - after_engine <= pages(single_weights) + kPage);
+  {
+    std::vector<std::unique_ptr<ios::ExecutionContext>> contexts;
+    for (int c = 0; c < 3; ++c) contexts.push_back(engine.create_context());
+    const int64_t after_contexts = free_bytes();
+    const ios::Allocations now = engine.allocations();
+    CHECK(now.weights.allocations == 1);
+    CHECK(now.weights.bytes == single_weights);
+    CHECK(now.activations.allocations == 6);  // each context, each batch size
+    // The driver saw at least what the engine counts for the contexts (it
+    // also holds their streams, handles and graphs, which are not counted).
+    INFO("contexts: the driver saw " << after_engine - after_contexts << " bytes, counted "
+                                     << now.activations.bytes + now.workspaces.bytes);
+    CHECK(after_engine - after_contexts >= now.activations.bytes + now.workspaces.bytes);
+    const ios::TensorDesc& b = engine.inputs(2).at(0);
+    const std::string out = engine.outputs().at(0).name;
+    for (auto& context : contexts) {
+      require_close(context->run({{b.name, api_input(b, 2)}}).at(out).data, y_two, "batch 2");
+      require_close(context->run({{in_one.name, api_input(in_one, 1)}}).at(out).data, y_one,
+                    "batch 1");
+    }
+  }
+  CHECK(engine.allocations().activations.allocations == 0);
+  CHECK(engine.allocations().weights.bytes == single_weights);
+}
+
 #endif  // IOS_HAVE_CUDA
 
 }  // namespace
