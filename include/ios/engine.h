@@ -226,8 +226,10 @@ struct Prediction {
 };
 
 // Synchronization (cuda): the Engine's constructor and create_context()
-// block the calling thread until the work they queue has run (weights
-// uploaded, one validating run of the plan) and allocate device memory
+// block the calling thread until the work they queue has run (the
+// constructor: the weights uploaded, algorithms chosen to size the
+// activations; create_context: one validating run of the plan per batch
+// size) and allocate device memory
 // (cudaMalloc), which serializes with other work on the device. Destroying
 // an ExecutionContext, or the Engine once its contexts are gone, waits for
 // the work its streams hold and frees device memory (cudaFree), which
