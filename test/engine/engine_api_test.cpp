@@ -219,7 +219,8 @@ TEST_CASE("engine API: three contexts and two batch sizes hold the weights once"
   const int64_t weight_bytes = single.allocations().weights.bytes;
   REQUIRE(weight_bytes > 0);
   CHECK(single_two.allocations().weights.bytes == weight_bytes);
-  const TensorMap in_one = batch_inputs(single.inputs()), in_two = batch_inputs(single_two.inputs());
+  const TensorMap in_one = batch_inputs(single.inputs()),
+                  in_two = batch_inputs(single_two.inputs());
   auto reference = single.create_context(), reference_two = single_two.create_context();
   const TensorMap out_one = reference->run(in_one), out_two = reference_two->run(in_two);
   const int64_t arena_one = single.allocations().activations.bytes;
@@ -257,11 +258,14 @@ TEST_CASE("engine API: three contexts and two batch sizes hold the weights once"
     shape[0] = 3;
     in_three[x.name] = Tensor{shape, input_values(x.elements() * 3)};
     CHECK(user_error_of([&] { contexts[0]->run(in_three); }) ==
-          "input '" + x.name + "' has batch 3 (shape " + [&] {
-            std::string s;
-            for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
-            return s;
-          }() + ") but the engine holds batch sizes 1, 2; give one of them, or load the engine with a schedule for batch 3 too");
+          "input '" + x.name + "' has batch 3 (shape " +
+              [&] {
+                std::string s;
+                for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+                return s;
+              }() +
+              ") but the engine holds batch sizes 1, 2; give one of them, or load the engine with "
+              "a schedule for batch 3 too");
   }
   // The contexts' activations go with them; the weights stay with the engine.
   CHECK(engine.allocations().activations.allocations == 0);
@@ -279,7 +283,9 @@ TEST_CASE("engine API: an engine of several schedules refuses a repeated batch a
         "drop one");
   EngineOptions options = rewriting();
   options.batch = 2;
-  CHECK(user_error_of([&] { Engine(small_model(), std::vector<Schedule>{one, two}, options); }) ==
+  CHECK(user_error_of([&] {
+          Engine(small_model(), std::vector<Schedule>{one, two}, options);
+        }) ==
         "batch and input_shapes are for an engine of one schedule: with 2 schedules each runs at "
         "the batch it was made for (drop them)");
   CHECK(user_error_of([&] { Engine(small_model(), std::vector<Schedule>{}); }) ==

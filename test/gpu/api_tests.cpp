@@ -505,8 +505,14 @@ TEST_CASE("engine API: three contexts and two batch sizes hold the weights once 
     CHECK(warm_one.allocations().weights.allocations == 1);
     const ios::TensorDesc& a = warm_one.inputs().at(0);
     const ios::TensorDesc& b = warm_two.inputs().at(0);
-    y_one = warm_one.create_context()->run({{a.name, api_input(a, 1)}}).at(warm_one.outputs().at(0).name).data;
-    y_two = warm_two.create_context()->run({{b.name, api_input(b, 2)}}).at(warm_two.outputs().at(0).name).data;
+    y_one = warm_one.create_context()
+                ->run({{a.name, api_input(a, 1)}})
+                .at(warm_one.outputs().at(0).name)
+                .data;
+    y_two = warm_two.create_context()
+                ->run({{b.name, api_input(b, 2)}})
+                .at(warm_two.outputs().at(0).name)
+                .data;
     return a;
   }();
   REQUIRE(single_weights > 0);
