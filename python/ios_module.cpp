@@ -369,15 +369,40 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  // An engine of several batch sizes: the batch of the first model input as
+  // given (its `shape`, read before any export), whose schedule's tensors
+  // the call checks against; the first schedule's without one.
+  int64_t chosen_batch(const std::map<std::string, py::object>& named) const {
+    const std::vector<int64_t> held = engine_->batch_sizes();
+    const ios::TensorDesc& first = engine_->inputs().at(0);
+    const auto it = named.find(first.name);
+    if (held.size() == 1 || it == named.end() || !py::hasattr(it->second, "shape")) return held[0];
+    const std::vector<int64_t> shape = it->second.attr("shape").cast<std::vector<int64_t>>();
+    const int64_t batch = shape.empty() ? -1 : shape[0];
+    if (std::find(held.begin(), held.end(), batch) != held.end()) return batch;
+    std::string sizes, text;
+    for (int64_t b : held) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
+    for (int64_t d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
+    throw ios::UserError("input '" + first.name + "' has batch " + std::to_string(batch) +
+                         " (shape " + text + ") but the engine holds batch sizes " + sizes +
+                         "; give one of them, or load the engine with a schedule for batch " +
+                         std::to_string(batch) + " too");
+  }
+
   py::object call(const py::args& args, const py::kwargs& kwargs) {
     const std::map<std::string, py::object> named = named_inputs(*engine_, args, kwargs);
+    const int64_t batch = engine_->inputs().empty() ? 0 : chosen_batch(named);
+    const std::vector<ios::TensorDesc>& model_inputs =
+        engine_->inputs().empty() ? engine_->inputs() : engine_->inputs(batch);
+    const std::vector<ios::TensorDesc>& model_outputs =
+        engine_->inputs().empty() ? engine_->outputs() : engine_->outputs(batch);
     // Every name is checked before any tensor is converted (which may copy):
     // the message is the C++ API's (ExecutionContext::run).
     std::string names;
-    for (const auto& t : engine_->inputs()) names += (names.empty() ? "'" : ", '") + t.name + "'";
+    for (const auto& t : model_inputs) names += (names.empty() ? "'" : ", '") + t.name + "'";
     std::vector<const ios::TensorDesc*> expected;
     for (const auto& [name, value] : named) {
-      const auto& model = engine_->inputs();
+      const auto& model = model_inputs;
       const auto it = std::find_if(model.begin(), model.end(),
                                    [&](const ios::TensorDesc& t) { return t.name == name; });
       if (it == model.end()) {
@@ -425,7 +450,7 @@ class Context {
     const Kind kind = held.empty() ? Kind::kNumpy : held.front()->kind();
     py::dict results;
     ios::TensorViewMap outputs;
-    for (const ios::TensorDesc& t : engine_->outputs()) {
+    for (const ios::TensorDesc& t : model_outputs) {
       auto [out, data] = allocate(t, kind, on_gpu, engine_->device());
       outputs[t.name] = ios::TensorView{data, t.shape, ios::DataType::kFloat32,
                                         on_gpu ? ios::DeviceKind::kCuda : ios::DeviceKind::kCpu};
@@ -440,7 +465,7 @@ class Context {
       const std::lock_guard<std::mutex> lock(mutex_);
       context_->run(inputs, outputs);
     }
-    if (engine_->outputs().size() == 1) return results[py::str(engine_->outputs()[0].name)];
+    if (model_outputs.size() == 1) return results[py::str(model_outputs[0].name)];
     return results;
   }
 
@@ -551,6 +576,16 @@ class PyEngine {
     if (schedule.is_none()) {
       py::gil_scoped_release release;
       engine_ = std::make_shared<ios::Engine>(path, options);
+    } else if (py::isinstance<py::list>(schedule) || py::isinstance<py::tuple>(schedule)) {
+      // One schedule per batch size (Schedule objects or files).
+      std::vector<ios::Schedule> loaded;
+      for (const py::handle item : schedule) {
+        loaded.push_back(py::isinstance<ios::Schedule>(item)
+                             ? item.cast<ios::Schedule>()
+                             : ios::Schedule::load(fspath(py::reinterpret_borrow<py::object>(item))));
+      }
+      py::gil_scoped_release release;
+      engine_ = std::make_shared<ios::Engine>(path, loaded, options);
     } else {
       const ios::Schedule loaded = py::isinstance<ios::Schedule>(schedule)
                                        ? schedule.cast<ios::Schedule>()
@@ -856,6 +891,27 @@ PYBIND11_MODULE(_ios, m) {
                              }))
       .def_property_readonly("backend",
                              checked(+[](const PyEngine& e) { return e.engine().backend(); }))
+      .def_property_readonly("batch_sizes",
+                             checked(+[](const PyEngine& e) { return e.engine().batch_sizes(); }),
+                             "the batch of each schedule, in the order given")
+      .def_property_readonly(
+          "allocations",
+          checked(+[](const PyEngine& e) {
+            const ios::Allocations a = e.engine().allocations();
+            py::dict d;
+            auto entry = [](const ios::AllocationCount& c) {
+              py::dict x;
+              x["allocations"] = c.allocations;
+              x["bytes"] = c.bytes;
+              return x;
+            };
+            d["weights"] = entry(a.weights);
+            d["activations"] = entry(a.activations);
+            d["workspaces"] = entry(a.workspaces);
+            return d;
+          }),
+          "what the engine and its living contexts hold now, by kind: "
+          "{kind: {'allocations': n, 'bytes': b}}")
       .def_property_readonly("device_memory_size", checked(+[](const PyEngine& e) {
                                return e.engine().device_memory_size();
                              }))

@@ -66,6 +66,9 @@ struct Weights::Impl {
   DeviceBuffer buffer;
   exec::CountedAllocation counted;
   WeightTable table;
+  // The host data the table's keys point to, kept alive with it (so that no
+  // other tensor can come to have the address of a key).
+  std::vector<Constant> uploaded;
   std::vector<size_t> arena_bytes;
   int device = 0;
 };
@@ -118,6 +121,7 @@ Weights::Weights(const std::vector<Plan>& plans, const std::vector<EngineOptions
     w.table[{constants[i].data.get(), constants[i].type}] = at;
   }
   IOS_CUDA_CALL(cudaStreamSynchronize(nullptr));
+  w.uploaded = std::move(constants);
 }
 
 Weights::~Weights() {

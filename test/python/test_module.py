@@ -111,6 +111,28 @@ def test_optimize_returns_a_schedule(schedule, tmp_path):
     assert loaded.report == ""  # only a search has one
 
 
+def test_several_batch_sizes(schedule, x, y):
+    """One engine of the schedules for batch 1 and 2 (a list): each call runs
+    the schedule of its input's batch, the weights are held once, and a batch
+    the engine does not hold is refused in one line."""
+    two = ios.optimize(MODEL, batch=2, cost="simulated", scheduler="sequential")
+    engine = ios.Engine(MODEL, [schedule, two])
+    assert engine.batch_sizes == [1, 2]
+    alone = ios.Engine(MODEL, two)
+    # Before any context (the cpu backend counts a merged convolution's
+    # assembled weights per context, and `schedule` merges some).
+    assert engine.allocations["weights"] == {"allocations": 1, "bytes": alone.allocations["weights"]["bytes"]}
+    x2 = np.concatenate([x, x[:, ::-1].copy()])
+    np.testing.assert_array_equal(engine(x), y)
+    np.testing.assert_array_equal(engine(x2), alone(x2))
+    np.testing.assert_array_equal(engine(torch.from_numpy(x2)).numpy(), alone(x2))
+    assert engine.allocations["activations"]["allocations"] == 2  # this thread's context, each batch once
+    x3 = np.concatenate([x, x, x])
+    with pytest.raises(ios.UserError, match=r"^input '.*' has batch 3 \(shape 3x.*\) but the engine holds "
+                       r"batch sizes 1, 2; give one of them"):
+        engine(x3)
+
+
 def test_half_precision(x, y):
     """precision, keep_fp32 and half_io reach the conversion; the engine runs
     the original model at the schedule's precision, within float16's
