@@ -180,7 +180,8 @@ def table(rows, baseline, max_ratio):
         out.append(f"| {r['label']} | {r['ios_s']:.2f} | {r['greedy_s']:.2f} | {r['ios_s'] / r['greedy_s']:.2f} | "
                    f"{mb} | {r['predicted_ms']:.4f} | {vs} | {r['stopped']} | "
                    f"{'yes' if not misses else 'no: ' + '; '.join(misses)} |"
-                   + (f" {r['measured_s'][0]:.2f}, {r['measured_s'][1] if r['measured_s'][1] is not None else 0:.2f} |"
+                   + (f" {r['measured_s'][0]:.2f}, "
+                      f"{'-' if r['measured_s'][1] is None else format(r['measured_s'][1], '.2f')} |"
                       if measured else ""))
     return "\n".join(out) + "\n"
 
